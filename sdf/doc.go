@@ -13,8 +13,9 @@
 //  1. A restriction [A, B) yields exactly the records whose split point starts in
 //     [A, B). Reading [A, S) and then [S, B) yields the records of [A, B), in order.
 //  2. The first record claimed must be a split point. Split-point positions
-//     strictly increase; a record that is not a split point is accepted once its
-//     block was claimed, even past an end that a split has since moved before it.
+//     strictly increase, and a split point lies after every record claimed
+//     before it; a record that is not a split point is accepted once its block
+//     was claimed, even past an end that a split has since moved before it.
 //     A violation is a tracker error (GetError), never a silent accept.
 //  3. Claiming a split point at or past End fails and marks the tracker done.
 //  4. TrySplit(f) takes f as a fraction of the remaining work, as Beam Go's

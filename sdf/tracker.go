@@ -100,7 +100,9 @@ func (t *Tracker) TryClaimSplitPoint(pos int64) bool { return t.TryClaimRecord(p
 
 // TryClaimRecord claims the record at pos. A split point at or past the end
 // is refused and stops the tracker. A record that is not a split point is
-// accepted whenever the block it belongs to was claimed.
+// accepted whenever the block it belongs to was claimed. A split point must
+// lie strictly after every record claimed before it, so that the positions up
+// to the last claimed record are consumed and splits lie after them.
 func (t *Tracker) TryClaimRecord(pos int64, splitPoint bool) bool {
 	t.mu.Lock()
 	ok := t.claimLocked(pos, splitPoint)
@@ -129,8 +131,8 @@ func (t *Tracker) claimLocked(pos int64, splitPoint bool) bool {
 	if pos < t.rng.Start {
 		return t.failLocked(fmt.Errorf("sdf: split point %d claimed before the start of %v", pos, t.rng))
 	}
-	if t.started && (pos <= t.lastSplit || pos < t.lastRecord) {
-		return t.failLocked(fmt.Errorf("sdf: split point %d claimed after split point %d in %v: split points must strictly increase", pos, t.lastSplit, t.rng))
+	if t.started && pos <= t.lastRecord {
+		return t.failLocked(fmt.Errorf("sdf: split point %d claimed after the record at %d (split point %d) in %v: split points must strictly increase", pos, t.lastRecord, t.lastSplit, t.rng))
 	}
 	if pos >= t.rng.End {
 		t.stopped = true
@@ -198,7 +200,9 @@ func (t *Tracker) doneLocked() bool {
 	if t.stopped || t.rng.IsEmpty() {
 		return true
 	}
-	return t.started && t.lastSplit+1 >= t.rng.End
+	// No split point can be claimed: it would have to lie after the last
+	// claimed record (which is at least the last split point).
+	return t.started && t.lastRecord >= t.rng.End-1
 }
 
 // IsBounded reports whether the range has a known end.
@@ -453,7 +457,7 @@ func (t *Tracker) SplitPointsRemaining() int64 {
 	switch {
 	case t.stopped || t.rng.IsEmpty():
 		return 0
-	case t.started && t.lastSplit+1 >= t.rng.End:
+	case t.started && t.lastRecord >= t.rng.End-1:
 		return 1
 	}
 	return -1
