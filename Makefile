@@ -1,0 +1,69 @@
+# sdfio: two commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+PKGS := ./...
+# Short fuzz runs that are part of `make test`; `make fuzz` runs them longer.
+FUZZTIME_SHORT ?= 10s
+FUZZTIME ?= 5m
+# Fuzz targets as package:Target.
+FUZZ_TARGETS := ./sdf:FuzzTrackerModel
+
+.PHONY: all deps test vet fmt-check unit fuzz-short fuzz bench demo clean
+
+all: test
+
+# Installs what the tests need when it is missing (Debian packages).
+deps:
+	@missing=""; \
+	command -v avrocat >/dev/null 2>&1 || missing="$$missing avro-bin"; \
+	/usr/bin/python3 -c 'import avro' >/dev/null 2>&1 || missing="$$missing python3-avro"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@$(GO) mod download
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -race -timeout 15m $(PKGS)
+
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME_SHORT)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME_SHORT) $$pkg || exit 1; \
+	done
+
+test: deps fmt-check vet unit fuzz-short
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	done
+
+# Benchmarks with their anchors in the same run; ratios go to docs/BENCHMARKS.md.
+BENCH_PKGS := ./sdf ./offsetsource
+BENCH_COUNT ?= 5
+bench:
+	@mkdir -p docs
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
+	$(GO) run ./internal/cmd/benchreport < /tmp/sdfio-bench.txt > docs/BENCHMARKS.md
+	@echo "wrote docs/BENCHMARKS.md"
+
+# The example pipelines on embedded defaults (Prism in-process, files in testdata).
+demo:
+	@echo "== blockfile: station statistics from testdata/readings.blk, 16 KiB initial bundles"
+	$(GO) run ./examples/blockfile
+	@echo "== blockfile again as one bundle with slow blocks (250 ms each): Prism splits the running read"
+	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
+
+clean:
+	$(GO) clean -testcache

@@ -1,0 +1,209 @@
+// Command benchreport turns `go test -bench` output into docs/BENCHMARKS.md.
+//
+// It reads the benchmark output on standard input and writes Markdown on
+// standard output: the median of every metric of every benchmark, and for
+// each group of sub-benchmarks that has an "sdfio" member and one or more
+// anchors (any other member, e.g. "beam_offsetrange"), the ratio of sdfio to
+// each anchor measured in the same run. Time per operation is compared as
+// anchor/sdfio (above 1 means sdfio is faster), rates (units ending in "/s")
+// as sdfio/anchor (above 1 means sdfio is faster).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sample holds all values of one metric of one benchmark.
+type bench struct {
+	pkg     string
+	name    string // without the -GOMAXPROCS suffix
+	metrics map[string][]float64
+	order   []string
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) ([]*bench, map[string]string, error) {
+	byName := map[string]*bench{}
+	var list []*bench
+	header := map[string]string{}
+	pkg := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "Benchmark") {
+			switch k {
+			case "pkg":
+				pkg = v
+			case "cpu", "goos", "goarch":
+				header[k] = v
+			}
+			continue
+		}
+		if !strings.HasPrefix(line, "Benchmark") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		key := pkg + " " + name
+		b := byName[key]
+		if b == nil {
+			b = &bench{pkg: pkg, name: name, metrics: map[string][]float64{}}
+			byName[key] = b
+			list = append(list, b)
+		}
+		// f[1] is the iteration count; then value unit pairs.
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			u := f[i+1]
+			if _, seen := b.metrics[u]; !seen {
+				b.order = append(b.order, u)
+			}
+			b.metrics[u] = append(b.metrics[u], v)
+		}
+	}
+	return list, header, sc.Err()
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func format(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 1e6:
+		return fmt.Sprintf("%.3g M", v/1e6)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+func isRate(unit string) bool { return strings.HasSuffix(unit, "/s") }
+
+func main() {
+	list, header, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(os.Stderr, "benchreport: no benchmark lines on standard input")
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+
+	goVersion := runtime.Version()
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		goVersion = strings.TrimSpace(string(out))
+	}
+	fmt.Fprintf(w, "# Benchmarks\n\nWritten by `make bench` on %s. Medians of every run; ratios compare sdfio with its anchors measured in the same run.\n\n",
+		time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(w, "- machine: %d cores, %s, %s/%s\n- %s\n\n", runtime.NumCPU(), header["cpu"], header["goos"], header["goarch"], goVersion)
+
+	// Ratios first: they are what the goals are stated in.
+	type group struct {
+		ours    *bench
+		anchors []*bench
+	}
+	groups := map[string]*group{}
+	var groupOrder []string
+	for _, b := range list {
+		parent, leaf, ok := cutLast(b.name, "/")
+		if !ok {
+			continue
+		}
+		key := b.pkg + " " + parent
+		g := groups[key]
+		if g == nil {
+			g = &group{}
+			groups[key] = g
+			groupOrder = append(groupOrder, key)
+		}
+		if leaf == "sdfio" {
+			g.ours = b
+		} else {
+			g.anchors = append(g.anchors, b)
+		}
+	}
+	fmt.Fprintf(w, "## Ratios (sdfio against its anchors)\n\nAbove 1 means sdfio is faster.\n\n| benchmark | anchor | metric | sdfio | anchor | ratio |\n|---|---|---|---|---|---|\n")
+	for _, key := range groupOrder {
+		g := groups[key]
+		if g.ours == nil || len(g.anchors) == 0 {
+			continue
+		}
+		parent, _, _ := cutLast(g.ours.name, "/")
+		for _, a := range g.anchors {
+			_, leaf, _ := cutLast(a.name, "/")
+			for _, unit := range g.ours.order {
+				if unit != "ns/op" && !isRate(unit) {
+					continue
+				}
+				av, ok := a.metrics[unit]
+				if !ok {
+					continue
+				}
+				o, an := median(g.ours.metrics[unit]), median(av)
+				if o == 0 || an == 0 {
+					continue
+				}
+				ratio := an / o
+				if isRate(unit) {
+					ratio = o / an
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2fx |\n", parent, leaf, unit, format(o), format(an), ratio)
+			}
+		}
+	}
+
+	fmt.Fprintf(w, "\n## All medians\n\n| package | benchmark | runs | metrics |\n|---|---|---|---|\n")
+	for _, b := range list {
+		var parts []string
+		runs := 0
+		for _, u := range b.order {
+			parts = append(parts, format(median(b.metrics[u]))+" "+u)
+			if len(b.metrics[u]) > runs {
+				runs = len(b.metrics[u])
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s |\n", strings.TrimPrefix(b.pkg, "github.com/sdfio/sdfio/"), b.name, runs, strings.Join(parts, ", "))
+	}
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
