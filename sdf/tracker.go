@@ -234,7 +234,8 @@ func (t *Tracker) lastLocked() int64 {
 // Go's runners ask (rule 4 of the package doc). The tracker keeps the primary.
 // It refuses, returning a nil residual and changing nothing, when the split
 // position would not lie before the end, when the tracker is done or failed,
-// or when the end is unbounded and no EndEstimator was given (f > 0).
+// when the end is unbounded and no EndEstimator was given (f > 0), or when
+// f is NaN. Fractions below 0 count as 0, above 1 as 1.
 // TrySplit(0) is a checkpoint.
 func (t *Tracker) TrySplit(f float64) (primary, residual any, err error) {
 	t.mu.Lock()
@@ -253,7 +254,10 @@ func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
 	if t.err != nil || t.doneLocked() {
 		return OffsetRange{}, false
 	}
-	if math.IsNaN(f) || f < 0 {
+	if math.IsNaN(f) {
+		return OffsetRange{}, false
+	}
+	if f < 0 {
 		f = 0
 	} else if f > 1 {
 		f = 1

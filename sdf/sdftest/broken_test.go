@@ -109,8 +109,9 @@ func (t *notDoneTracker) IsDone() bool {
 // but TrySplit reads the last claimed position and moves the end in two
 // separate critical sections: a claim between them lands in both halves. Only
 // a split that races a claim can show it. To make the window wide enough to
-// hit in a few trials, TrySplit waits (up to 20 ms) for the reader's next
-// claim between the two.
+// hit in a few trials, TrySplit waits between the two for the reader's next
+// claim, up to 2 ms (longer than the harness lets a reader linger; while the
+// harness holds the reader, in the sequential checks, it waits in vain).
 type racyTracker struct {
 	mu      sync.Mutex
 	rng     sdf.OffsetRange
@@ -146,7 +147,7 @@ func (t *racyTracker) TrySplit(f float64) (any, any, error) {
 	if stopped {
 		return sdf.OffsetRange{Start: t.rng.Start, End: end}, nil, nil
 	}
-	for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); runtime.Gosched() {
+	for deadline := time.Now().Add(2 * time.Millisecond); time.Now().Before(deadline); runtime.Gosched() {
 		t.mu.Lock()
 		moved := t.claims != claims
 		t.mu.Unlock()
@@ -276,20 +277,14 @@ func TestReportsReaderNotMarkingDone(t *testing.T) {
 }
 
 // TestReportsRaceOnlyBug: the racy tracker passes every sequential split,
-// since the reader waits while it splits; the concurrent stage catches it.
+// since the reader waits while it splits; only the concurrent stage catches
+// it (its errors say "racing the reader", and the exhaustive check races
+// only after the whole sequential stage passed).
 func TestReportsRaceOnlyBug(t *testing.T) {
 	t.Parallel()
-	d := gappy(0, 12)
+	d := gappy(0, 8)
 	s := d.subject(0, d.end, nil)
 	s.NewTracker = func(r any) beamsdf.RTracker { return newRacyTracker(r.(sdf.OffsetRange)) }
-	ctx := context.Background()
-	for n := 0; n <= 12; n++ {
-		for _, f := range []float64{0, 0.01, 0.3, 0.5, 0.9, 1} {
-			if _, err := sdftest.CheckSplitAtFraction(ctx, s, n, f, sdftest.ConsistentIfSucceeds); err != nil {
-				t.Fatalf("sequential split: %v", err)
-			}
-		}
-	}
 	wantReported(t, s, -1, 0, "racing the reader")
 }
 

@@ -40,8 +40,10 @@ func (r ConcurrentReport) String() string {
 // reader, trials times: a reader goroutine reads numItemsBeforeSplit records
 // and opens a barrier without stopping; a splitter goroutine waits at the
 // barrier and splits, so the split lands before or after the reader's next
-// claims. Each trial checks the reads as CheckSplitAtFraction does with
-// ConsistentIfSucceeds. Run it under -race.
+// claims. The reader lingers after the barrier for a delay that adapts to
+// the outcomes, so that both come up (see the package doc). Each trial checks
+// the reads as CheckSplitAtFraction does with ConsistentIfSucceeds. Run it
+// under -race.
 func CheckSplitAtFractionConcurrent[T any](ctx context.Context, s Subject[T], numItemsBeforeSplit int, f float64, trials int) (ConcurrentReport, error) {
 	rep := ConcurrentReport{Indices: 1}
 	if err := s.validate(); err != nil {
