@@ -1,0 +1,130 @@
+// Package offsetsource is Beam Java's OffsetBasedSource for Go: implement a
+// small Source and its Reader, and Read turns them into a splittable DoFn
+// that Beam runners split into initial bundles and rebalance dynamically,
+// under the split contract of package sdf.
+//
+// # What a source provides
+//
+// A Source is a range of offsets (byte offsets in a file, usually) over some
+// input, plus what Beam needs to cut it up: how to narrow it to a sub-range,
+// the input's real end (computed lazily, e.g. the file's size), how many bytes
+// an offset stands for, the smallest bundle worth making, and an estimate of
+// its size. A Reader opened on a (sub-)source returns records in offset
+// order, each with its offset and whether it is a split point: a record that a
+// reader opened at some earlier offset would return first. In a file of
+// fixed-width records every record is a split point; in a file of blocks
+// (Avro, say) only the first record of a block is, and the block's other
+// records carry the block's offset. A Reader opened at offset A must start
+// at the first split point at or after A, so that the ranges [A, S) and
+// [S, B) together read exactly the records of [A, B).
+//
+// # The DoFn
+//
+// Read and ReadAll apply one generic splittable DoFn to sources:
+//
+//   - CreateInitialRestriction is the source's range, its end clamped to
+//     MaxEndOffset (an End of sdf.Unbounded becomes MaxEndOffset);
+//   - SplitRestriction cuts it into initial bundles of DesiredBundleSize bytes
+//     (64 MiB by default), at least MinBundleSize offsets each, with
+//     sdf.SplitIntoBundles;
+//   - RestrictionSize is the range's size in bytes;
+//   - CreateTracker returns an *sdf.Tracker, which handles the runner's
+//     dynamic splits (TrySplit) and progress reports while the read runs;
+//   - ProcessElement opens a Reader on Subrange(start, end) of the
+//     restriction and claims every record with TryClaimRecord(offset,
+//     splitPoint), stopping at the first refusal (a split point at or past
+//     the end, which a dynamic split may have moved); at io.EOF it marks the
+//     tracker done. A Reader that implements BlockReader tells the tracker
+//     each block's size and record count, so that progress moves inside
+//     blocks. The Reader is always closed. Errors say which source and which
+//     offset.
+//
+// The DoFn counts, in the Beam metrics namespace "sdfio/offsetsource":
+// records, bytes_read (see ByteCounter), splits_accepted and splits_refused
+// (dynamic splits, from the tracker's SplitStats).
+//
+// ReadRestriction is the ProcessElement loop on its own, for tests (package
+// sdf/sdftest checks a source against the split contract with it) and for
+// transforms that hold their own tracker.
+//
+// # Registration
+//
+// Sources are PCollection elements, so a Source type must be a struct whose
+// state lives in exported fields Beam can encode. Register[T, S] registers the
+// DoFn for records T and sources S, its emitter and both types; call it from
+// an init function, so that every worker binary knows them.
+//
+// # Example
+//
+// A file of newline-terminated records of Width bytes, every record a split
+// point:
+//
+//	type Lines struct {
+//		Path       string
+//		Width      int64
+//		Start, End int64
+//	}
+//
+//	func init() { offsetsource.Register[string, Lines]() }
+//
+//	func (l Lines) Range() sdf.OffsetRange { return sdf.OffsetRange{Start: l.Start, End: l.End} }
+//	func (l Lines) Subrange(start, end int64) offsetsource.Source[string] {
+//		l.Start, l.End = start, end
+//		return l
+//	}
+//	func (l Lines) MaxEndOffset(context.Context) (int64, error) {
+//		fi, err := os.Stat(l.Path)
+//		if err != nil {
+//			return 0, err
+//		}
+//		return fi.Size(), nil
+//	}
+//	func (l Lines) BytesPerOffset() int64 { return 1 }
+//	func (l Lines) MinBundleSize() int64  { return l.Width }
+//	func (l Lines) EstimatedSizeBytes(ctx context.Context) (int64, error) {
+//		end, err := l.MaxEndOffset(ctx)
+//		return min(end, l.End) - l.Start, err
+//	}
+//	func (l Lines) Open(context.Context) (offsetsource.Reader[string], error) {
+//		f, err := os.Open(l.Path)
+//		if err != nil {
+//			return nil, err
+//		}
+//		pos := (l.Start + l.Width - 1) / l.Width * l.Width // next record boundary
+//		if _, err := f.Seek(pos, io.SeekStart); err != nil {
+//			f.Close()
+//			return nil, err
+//		}
+//		return &linesReader{f: f, r: bufio.NewReader(f), pos: pos, buf: make([]byte, l.Width)}, nil
+//	}
+//
+//	type linesReader struct {
+//		f   *os.File
+//		r   *bufio.Reader
+//		pos int64
+//		buf []byte
+//	}
+//
+//	func (r *linesReader) Next() (string, int64, bool, error) {
+//		if _, err := io.ReadFull(r.r, r.buf); err != nil {
+//			if err == io.ErrUnexpectedEOF {
+//				err = fmt.Errorf("truncated record at offset %d", r.pos)
+//			}
+//			return "", 0, false, err // io.EOF at the end of the file
+//		}
+//		off := r.pos
+//		r.pos += int64(len(r.buf))
+//		return string(r.buf[:len(r.buf)-1]), off, true, nil
+//	}
+//
+//	func (r *linesReader) Close() error { return r.f.Close() }
+//
+// and in the pipeline:
+//
+//	lines := offsetsource.Read(s, Lines{Path: path, Width: 12, End: sdf.Unbounded})
+//
+// The tests of this package hold that source (FixedSource) and a block
+// source (BlockSource) whose readers find the next block by scanning for a
+// sync marker, both checked with sdftest's exhaustive and concurrent split
+// checks.
+package offsetsource
