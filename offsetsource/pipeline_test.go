@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/offsetsource"
 )
 
@@ -209,4 +210,38 @@ func anySlice[T any](l []T) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// TestPipelineSeparateWorker runs a read through a Prism job server whose SDK
+// workers are separate processes started from this test binary, as Dataflow
+// and Flink run Go workers: the sources, the generic DoFn, its restriction and
+// tracker must travel through the pipeline proto and the worker's own init
+// registrations, nothing through this process's memory.
+func TestPipelineSeparateWorker(t *testing.T) {
+	dir := t.TempDir()
+	fixed, frecs := writeFixedFile(t, dir, 500)
+	blocks, brecs, _ := writeBlockFile(t, dir, 60, []int{3, 1, 0, 4})
+	p, s := beam.NewPipelineWithRoot()
+	a := offsetsource.Read(s, fixed, offsetsource.DesiredBundleSize(40*fixedWidth))
+	b := offsetsource.Read(s, blocks, offsetsource.DesiredBundleSize(300))
+	all := beam.Flatten(s, a, b)
+	passert.Equals(s, all, append(anySlice(frecs), anySlice(brecs)...)...)
+	passert.Equals(s, countRecords(s, all), int64(len(frecs)+len(brecs)))
+
+	res, err := workertest.Run(t, p)
+	if err != nil {
+		t.Fatalf("pipeline with separate worker processes failed: %v", err)
+	}
+	if len(res.Workers) == 0 {
+		t.Fatal("no worker process was started")
+	}
+	for _, w := range res.Workers {
+		if w.PID == 0 || w.PID == os.Getpid() {
+			t.Errorf("worker %s ran as pid %d, want a separate process (test pid %d)", w.ID, w.PID, os.Getpid())
+		}
+	}
+	if n := counter(t, res, "records"); n != int64(len(frecs)+len(brecs)) {
+		t.Errorf("records metric = %d, want %d", n, len(frecs)+len(brecs))
+	}
+	t.Logf("%d workers, %v", len(res.Workers), res.Elapsed)
 }

@@ -1,0 +1,76 @@
+// Package workertest runs Beam Go pipelines in tests the way Dataflow and Flink
+// run them: the pipeline is submitted to a Prism job server through Beam's
+// portable job API, and every SDK worker is a separate operating-system process
+// started from the staged worker binary, which is the test binary itself.
+//
+// The default way of running tests, ptest on Prism, uses a LOOPBACK
+// environment: the SDK harness runs as goroutines inside the test process.
+// LOOPBACK already decodes every DoFn from the pipeline proto, so unregistered
+// types and unexported DoFn fields fail there too, and Beam panics on
+// registration after beam.Init. What LOOPBACK cannot catch is reliance on the
+// state of the process that built the pipeline:
+//
+//   - package variables, flag values, sync.Once caches or singletons set up by
+//     the test (or by pipeline construction) and read by a DoFn;
+//   - files in Beam's in-memory filesystem (memfs://) or other in-process fakes;
+//   - paths relative to the package directory (a worker runs in its own
+//     scratch directory; pass absolute paths);
+//   - anything the pipeline options do not carry to the worker.
+//
+// Under Run these fail the test, as they would fail on a cluster.
+// Environment variables are inherited by the workers (so emulator addresses
+// such as DATASTORE_EMULATOR_HOST set before Run reach them).
+//
+// # How it works
+//
+// Run starts (once per test binary) an in-process Prism job server on a port
+// chosen by the OS, and (per call) an external worker pool: a gRPC
+// BeamFnExternalWorkerPool service on a loopback port. The pipeline is
+// translated with an EXTERNAL environment (beam:env:external:v1) whose endpoint
+// is that pool, the test binary is staged as the Go worker artifact, and the
+// job is submitted. When Prism asks the pool for a worker it does what Beam's Go
+// container boot loader (sdks/go/container/boot.go) does: it reads the provision
+// info, writes the pipeline options to a file named by PIPELINE_OPTIONS_FILE,
+// and executes the worker binary with --worker=true, --id, --control_endpoint,
+// --logging_endpoint and --semi_persist_dir. The worker binary is the test
+// binary, executed in place; with WithBinaryStaging it is staged through
+// Prism's artifact service and each worker runs the copy it retrieved, as on
+// Dataflow and Flink. The worker process's beam.Init call (made by
+// TestMain) turns it into an SDK harness before any test runs. The worker
+// connects back to Prism's control, data, state and logging services; Prism
+// stops it through StopWorker when the job ends, and Run kills whatever is still
+// alive before it returns. On Linux a worker also dies with the test process.
+//
+// # What a test package must do
+//
+// TestMain must let a worker process become an SDK harness, i.e. parse flags and
+// call beam.Init before running any tests:
+//
+//	func TestMain(m *testing.M) { workertest.Main(m) }
+//
+// ptest.Main(m) does the same. Everything the workers need must be registered
+// in init() (register.DoFnNxM, register.EmitterN, beam.RegisterType, ...).
+// A worker process is started with -test.run=^$, so if TestMain does not hand
+// control to the harness the worker runs no tests and exits, and Run fails with
+// a message saying so, instead of recursing.
+//
+// Runs are serialised within a test binary (Prism's in-memory artifact store
+// is written without a lock), and each Run is bounded by a timeout
+// (WithTimeout, default 3 minutes, shortened to fit the test's deadline). A
+// worker process that exits while its job is running fails the run at once,
+// with the worker's output in the error.
+//
+// # Why EXTERNAL and not PROCESS
+//
+// Prism v2.77.0 also implements beam:env:process:v1
+// (runners/prism/internal/environments.go, processEnvironment), but it starts
+// the command with the arguments "--id='<id>'" and --provision_endpoint: the
+// single quotes reach the process verbatim, as no shell is involved. A boot
+// loader that uses the id as given, such as the Go container's boot.go, sends
+// it as worker_id metadata, quotes included, and Prism refuses it as "read
+// from context metadata but not registered in worker pool"; the worker exits, Prism only logs "process failed while running", and
+// the job hangs. A boot command that strips the quotes works (tested). The
+// EXTERNAL pool is used instead because it is the protocol Flink and Dataflow
+// use for Go workers (the Go container's --worker_pool mode) and because it
+// lets Run see a worker die, capture its output, and kill it.
+package workertest
