@@ -6,7 +6,7 @@ PKGS := ./...
 FUZZTIME_SHORT ?= 10s
 FUZZTIME ?= 5m
 # Fuzz targets as package:Target.
-FUZZ_TARGETS := ./sdf:FuzzTrackerModel
+FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader
 
 .PHONY: all deps test vet fmt-check unit fuzz-short fuzz bench demo clean
 
@@ -16,7 +16,10 @@ all: test
 deps:
 	@missing=""; \
 	command -v avrocat >/dev/null 2>&1 || missing="$$missing avro-bin"; \
+	command -v avromod >/dev/null 2>&1 || missing="$$missing avro-bin"; \
 	/usr/bin/python3 -c 'import avro' >/dev/null 2>&1 || missing="$$missing python3-avro"; \
+	/usr/bin/python3 -c 'import snappy' >/dev/null 2>&1 || missing="$$missing python3-snappy"; \
+	/usr/bin/python3 -c 'import zstandard' >/dev/null 2>&1 || missing="$$missing python3-zstandard"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -50,7 +53,7 @@ fuzz:
 	done
 
 # Benchmarks with their anchors in the same run; ratios go to docs/BENCHMARKS.md.
-BENCH_PKGS := ./sdf ./offsetsource
+BENCH_PKGS := ./sdf ./offsetsource ./avroio/container
 BENCH_COUNT ?= 5
 bench:
 	@mkdir -p docs

@@ -1,0 +1,69 @@
+// Package container reads Avro object container files from any byte offset:
+// the framing layer under avroio's splittable reads. It has no Beam code.
+//
+// Neither Go Avro library can start reading a container file in the middle,
+// which is what a split restriction [start, end) needs. This package parses
+// the header (always read from offset 0), finds the first block whose first
+// byte lies at or after start by searching for the file's sync marker,
+// decompresses each block, and decodes its datums with hamba/avro.
+//
+// # Layers
+//
+// ReadHeader parses the magic "Obj\x01", the metadata map (avro.schema,
+// avro.codec, user metadata) and the 16-byte sync marker.
+//
+// BlockReader (Open, NewBlockReader) yields blocks: each with the offset of
+// its first byte (the split point), its record count, its size in the file,
+// and its decompressed data. The trailing sync marker of every block is
+// checked. An Opener gives the reader a stream that starts at a given
+// offset — a seek on a local file, a ranged read on an object store — so a
+// reader that starts deep in a file reads the header and then nothing before
+// start-16. Codecs: null, deflate, snappy (its CRC32 checked), zstandard,
+// bzip2, xz, and Avro C's lzma; RegisterCodec adds more.
+//
+// Reader[T] decodes records into T: a struct (avro tags or field names),
+// map[string]any, or any type hamba/avro supports. An optional reader schema
+// is resolved against each file's writer schema. Its Next returns each record
+// with the offset of its block and whether it is the first record of the
+// block, and BlockInfo gives the block's size and record count: the shape of
+// an offset-based source's reader.
+//
+// # Offsets and split points
+//
+// The block at offset B is preceded by the sync marker at B-16; the first
+// block is preceded by the header's own marker. A reader asked to start at
+// start yields the blocks whose first byte is at or after start, so the
+// readers of [A, S) and [S, B) together read the blocks of [A, B), each once.
+// Only the first record of a block is a split point; the others carry their
+// block's offset.
+//
+// # Bad input
+//
+// Malformed input is never skipped: every problem is an *Error naming the
+// file, the byte offset, the block and record where it was found, and a kind
+// to test with errors.Is: ErrBadMagic, ErrTruncated (a header or block cut
+// short, a block shorter than declared), ErrBadHeader, ErrBadBlock,
+// ErrSyncMismatch, ErrRecordCount (the records a block declares do not use
+// exactly its bytes), ErrChecksum, ErrCorruptData, ErrLimit, ErrUnknownCodec
+// and ErrSchema. Readers stay failed after an error.
+//
+// A sync marker damaged inside a file fails the reader that reads the block
+// before it. A reader that starts its search just before the damaged marker
+// cannot tell it from data and starts at the next block; in a split read the
+// reader of the preceding range still fails, so the read as a whole fails.
+//
+// # Hostile lengths
+//
+// Every length read from a file is checked against Limits before memory is
+// allocated for it: metadata sizes, block sizes (data is read in chunks that
+// grow with what actually arrives), decompressed sizes (known up front for
+// snappy, zstandard, xz and lzma; capped while inflating for deflate and
+// bzip2), record counts (at least the schema's minimum encoded size per
+// record), string, bytes and array lengths (through hamba/avro's
+// MaxByteSliceSize and MaxSliceAllocSize). Where hamba/avro would allocate
+// or loop without bound — arrays of zero-width items, recursive schemas,
+// skipped arrays and maps — the reader first validates the block with a
+// walk that allocates nothing (Options.Validate; ValidateAlways validates
+// every block, which also keeps any record of a bad block from being
+// returned, at about 40% more decoding time).
+package container

@@ -1,0 +1,398 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/hamba/avro/v2"
+	"github.com/modern-go/reflect2"
+)
+
+// ValidateMode says when the record reader walks a block's datums before
+// decoding them (see Options.Validate).
+type ValidateMode int
+
+const (
+	// ValidateAuto validates only where decoding alone is not safe against
+	// hostile counts: recursive schemas and arrays of zero-width items
+	// (where the block's size does not bound allocation or recursion), and
+	// decoders that skip arrays or maps (writer fields the Go type or the
+	// reader schema leaves out), whose loops hamba/avro does not stop at
+	// the end of the data. It is the default.
+	ValidateAuto ValidateMode = iota
+	// ValidateAlways validates every block: exact byte positions in errors,
+	// and no allocation at all for a length that the data cannot back.
+	ValidateAlways
+	// ValidateNever trusts the decoder's own checks.
+	ValidateNever
+)
+
+// Options configure a record Reader.
+type Options struct {
+	Limits
+	// ReaderSchema, when set, is resolved against each file's writer schema
+	// by Avro's schema-resolution rules (as implemented by hamba/avro:
+	// reader fields missing from the writer take their defaults, writer
+	// fields missing from the reader are skipped, int/long/float promote to
+	// wider numbers, string and bytes convert, named types match by name or
+	// alias, a writer branch resolves to a reader union). Records are decoded
+	// into T by the reader schema. Incompatible schemas are an ErrSchema error.
+	ReaderSchema avro.Schema
+	// Config customises hamba/avro's decoding (struct tag key, union type
+	// registration); its MaxByteSliceSize and MaxSliceAllocSize are set from
+	// Limits.
+	Config avro.Config
+	// Validate chooses when blocks are validated before decoding.
+	Validate ValidateMode
+}
+
+// Reader reads the records of one container file into values of type T: a Go
+// struct (fields matched by `avro` tags or names), map[string]any for generic
+// records, or any type hamba/avro decodes the schema into.
+//
+// Its Next has the shape of an offset-based source's reader: each record
+// comes with the offset of its block, and the first record of each block is
+// the split point. Records of one block are never split apart.
+type Reader[T any] struct {
+	blocks *BlockReader
+	info   *schemaInfo
+	writer avro.Schema
+	schema avro.Schema // what records are decoded by (writer, or resolved)
+	dec    avro.ValDecoder
+	ar     *avro.Reader
+	lim    Limits
+	valid  bool // validate every block before decoding
+
+	blk  *Block
+	idx  int64 // records returned from blk
+	done bool
+	err  error
+}
+
+// OpenReader opens the file through open (see Open) and returns a Reader of
+// the records of the blocks starting at or after start.
+func OpenReader[T any](name string, open Opener, start int64, opts Options) (*Reader[T], error) {
+	br, err := Open(name, open, start, opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReader[T](br, opts)
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+var apis sync.Map // avro.Config -> avro.API
+
+func apiFor(cfg avro.Config) avro.API {
+	if api, ok := apis.Load(cfg); ok {
+		return api.(avro.API)
+	}
+	api, _ := apis.LoadOrStore(cfg, cfg.Freeze())
+	return api.(avro.API)
+}
+
+// maxElemSize is the largest element size of any slice reachable in t: what
+// one decoded array item costs. Interfaces count as the 16 bytes of an any
+// (generic decoding makes []any).
+func maxElemSize(t reflect.Type) int64 {
+	seen := map[reflect.Type]bool{}
+	var m int64 = 1
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Slice:
+			m = max(m, int64(t.Elem().Size()))
+			walk(t.Elem())
+		case reflect.Array, reflect.Pointer:
+			walk(t.Elem())
+		case reflect.Map:
+			walk(t.Key())
+			walk(t.Elem())
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				walk(t.Field(i).Type)
+			}
+		case reflect.Interface:
+			m = max(m, 16)
+		}
+	}
+	walk(t)
+	return m
+}
+
+// NewReader reads the records of the blocks that br yields. It parses the
+// writer schema from br's header and resolves opts.ReaderSchema against it.
+func NewReader[T any](br *BlockReader, opts Options) (*Reader[T], error) {
+	lim := opts.Limits.withDefaults()
+	h := br.Header()
+	name := br.Name()
+	serr := func(err error, format string, args ...any) error {
+		return headerErr(name, h.Size, ErrSchema, err, format, args...)
+	}
+	writer, info, err := parseWriterSchema(h.Schema)
+	if err != nil {
+		return nil, serr(err, "writer schema")
+	}
+	if int64(info.maxFixed) > lim.MaxAlloc {
+		return nil, headerErr(name, h.Size, ErrLimit, nil, "writer schema has a fixed of %d bytes, over the %d-byte limit", info.maxFixed, lim.MaxAlloc)
+	}
+	schema := writer
+	if opts.ReaderSchema != nil {
+		schema, err = avro.NewSchemaCompatibility().Resolve(opts.ReaderSchema, writer)
+		if err != nil {
+			return nil, serr(err, "resolving the reader schema against the writer schema")
+		}
+	}
+	var zero T
+	cfg := opts.Config
+	cfg.MaxByteSliceSize = int(min(lim.MaxAlloc, int64(maxInt)))
+	// reflect2 grows a slice to at most twice what was asked for.
+	cfg.MaxSliceAllocSize = int(max(lim.MaxAlloc/(2*maxElemSize(reflect.TypeOf(&zero).Elem())), 1))
+	api := apiFor(cfg)
+	r := &Reader[T]{
+		blocks: br,
+		info:   info,
+		writer: writer,
+		schema: schema,
+		lim:    lim,
+		ar:     avro.NewReader(nil, 0, avro.WithReaderConfig(api)),
+	}
+	r.dec = api.DecoderOf(schema, reflect2.TypeOf(&zero))
+	r.valid = opts.Validate == ValidateAlways ||
+		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skipsCollections(r.dec))
+	return r, nil
+}
+
+const hambaPkg = "github.com/hamba/avro/v2"
+
+// hamba/avro decoders that loop over an array's or map's declared item count
+// without stopping at an error: the skip decoders it uses for writer fields
+// that the Go type or the reader schema leaves out (and maps with
+// TextUnmarshaler keys). Fed a hostile count, they spin for 2^63 rounds after
+// the data ran out, so blocks decoded through them are validated first.
+var uncheckedLoops = map[string]bool{"sliceSkipDecoder": true, "mapSkipDecoder": true, "mapDecoderUnmarshaler": true}
+
+// skipsCollections reports whether the decoder graph dec contains one of
+// uncheckedLoops, by walking hamba's decoder structs with reflection.
+func skipsCollections(dec avro.ValDecoder) bool {
+	seen := map[uintptr]bool{}
+	var walk func(v reflect.Value) bool
+	walk = func(v reflect.Value) bool {
+		switch v.Kind() {
+		case reflect.Interface:
+			return !v.IsNil() && walk(v.Elem())
+		case reflect.Pointer:
+			if v.IsNil() || seen[v.Pointer()] {
+				return false
+			}
+			seen[v.Pointer()] = true
+			return walk(v.Elem())
+		case reflect.Struct:
+			t := v.Type()
+			if t.PkgPath() != hambaPkg {
+				return false
+			}
+			if uncheckedLoops[t.Name()] {
+				return true
+			}
+			for i := 0; i < v.NumField(); i++ {
+				if walk(v.Field(i)) {
+					return true
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				if walk(v.Index(i)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(reflect.ValueOf(dec))
+}
+
+const maxInt = int64(^uint(0) >> 1)
+
+// Parsed writer schemas, by their JSON text: every split of a file, and
+// every file of a data set, usually shares one. Bounded, so a stream of
+// distinct schemas cannot grow it without end.
+var (
+	schemasMu sync.Mutex
+	schemas   = map[string]parsedSchema{}
+)
+
+const maxCachedSchemas = 256
+
+type parsedSchema struct {
+	schema avro.Schema
+	info   *schemaInfo
+}
+
+func parseWriterSchema(text string) (avro.Schema, *schemaInfo, error) {
+	schemasMu.Lock()
+	p, ok := schemas[text]
+	schemasMu.Unlock()
+	if ok {
+		return p.schema, p.info, nil
+	}
+	// A fresh cache per file: named types of one file's schema must not
+	// leak into, or clash with, another's.
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing: %w", err)
+	}
+	info, err := analyze(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemasMu.Lock()
+	if len(schemas) < maxCachedSchemas {
+		schemas[text] = parsedSchema{s, info}
+	}
+	schemasMu.Unlock()
+	return s, info, nil
+}
+
+// Header is the file's header.
+func (r *Reader[T]) Header() *Header { return r.blocks.Header() }
+
+// WriterSchema is the parsed writer schema of the file.
+func (r *Reader[T]) WriterSchema() avro.Schema { return r.writer }
+
+// Schema is the schema records are decoded by: the writer schema, or the
+// reader schema resolved against it.
+func (r *Reader[T]) Schema() avro.Schema { return r.schema }
+
+// BlockInfo describes the block of the record Next returned last: its size
+// in bytes in the file and the records it holds.
+func (r *Reader[T]) BlockInfo() (size, records int64) {
+	if r.blk == nil {
+		return 0, 0
+	}
+	return r.blk.Size, r.blk.Records
+}
+
+// BytesRead is the number of bytes read from the file so far.
+func (r *Reader[T]) BytesRead() int64 { return r.blocks.BytesRead() }
+
+// Close closes the file.
+func (r *Reader[T]) Close() error { return r.blocks.Close() }
+
+func (r *Reader[T]) recErr(kind error, cause error, format string, args ...any) error {
+	return &Error{File: r.blocks.Name(), Offset: r.blk.Offset, Block: r.blk.Offset, Record: r.idx, Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Next returns the next record, the offset of its block, and whether it is
+// the first record of its block (a split point). It returns io.EOF after the
+// last record. Errors stay: once Next failed it keeps failing.
+func (r *Reader[T]) Next() (rec T, offset int64, splitPoint bool, err error) {
+	if r.err != nil {
+		return rec, 0, false, r.err
+	}
+	for r.blk == nil || r.idx >= r.blk.Records {
+		if err := r.nextBlock(); err != nil {
+			r.err = err
+			return rec, 0, false, err
+		}
+	}
+	if err := r.decode(&rec); err != nil {
+		r.err = err
+		var zero T
+		return zero, 0, false, err
+	}
+	r.idx++
+	if r.idx == r.blk.Records {
+		// The declared records must use the block's bytes exactly.
+		if r.ar.Peek(); r.ar.Error == nil {
+			r.err = r.recErr(ErrRecordCount, nil, "the block declares %d records but bytes remain after them (%d bytes of data)", r.blk.Records, len(r.blk.Data))
+			var zero T
+			return zero, 0, false, r.err
+		}
+	}
+	return rec, r.blk.Offset, r.idx == 1, nil
+}
+
+func (r *Reader[T]) nextBlock() error {
+	blk, err := r.blocks.Next()
+	if err != nil {
+		return err
+	}
+	r.blk, r.idx = blk, 0
+	n, size := blk.Records, int64(len(blk.Data))
+	if min := r.info.root.min; min > 0 {
+		if n > size/min {
+			return r.recErr(ErrRecordCount, nil, "the block declares %d records of at least %d bytes each but holds %d bytes of data", n, min, size)
+		}
+	} else if n > r.lim.MaxRecords {
+		return r.recErr(ErrLimit, nil, "the block declares %d records, over the limit of %d", n, r.lim.MaxRecords)
+	}
+	if n == 0 && size > 0 {
+		return r.recErr(ErrRecordCount, nil, "the block declares no records but holds %d bytes of data", size)
+	}
+	if r.valid {
+		v := validator{b: blk.Data, zeroBudget: r.lim.MaxRecords}
+		p := 0
+		for ; r.idx < n; r.idx++ {
+			q, err := v.datum(r.info.root, p, 0)
+			if err != nil {
+				kind := ErrCorruptData
+				switch {
+				case errors.Is(err, errShort):
+					kind = ErrRecordCount
+				case errors.Is(err, ErrLimit):
+					kind = ErrLimit
+				}
+				return r.recErr(kind, err, "record starting at data byte %d of %d", p, size)
+			}
+			p = q
+		}
+		if p != len(blk.Data) {
+			return r.recErr(ErrRecordCount, nil, "the block declares %d records but they end at data byte %d of %d", n, p, size)
+		}
+		r.idx = 0
+	}
+	r.ar.Reset(blk.Data)
+	r.ar.Error = nil
+	return nil
+}
+
+// decode decodes one record into rec, turning decoder failures (and panics)
+// into errors that say where.
+func (r *Reader[T]) decode(rec *T) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.recErr(ErrCorruptData, fmt.Errorf("%v", p), "decoder panicked")
+		}
+	}()
+	r.dec.Decode(unsafe.Pointer(rec), r.ar)
+	if e := r.ar.Error; e != nil {
+		msg := e.Error()
+		switch {
+		case errors.Is(e, io.EOF), errors.Is(e, io.ErrUnexpectedEOF):
+			return r.recErr(ErrRecordCount, e, "the block's data ends inside record %d of the %d it declares", r.idx, r.blk.Records)
+		case strings.Contains(msg, "MaxByteSliceSize"), strings.Contains(msg, "MaxSliceAllocSize"):
+			return r.recErr(ErrLimit, e, "a length in the record exceeds the %d-byte limit", r.lim.MaxAlloc)
+		case strings.Contains(msg, "is unsupported for Avro"):
+			// hamba/avro builds decoders lazily per branch: a Go type that
+			// cannot hold part of the schema shows up at the first datum
+			// that uses that part.
+			var zero T
+			return r.recErr(ErrSchema, e, "Go type %T cannot hold the schema", zero)
+		}
+		return r.recErr(ErrCorruptData, e, "decoding")
+	}
+	return nil
+}
