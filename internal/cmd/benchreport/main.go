@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -96,13 +97,15 @@ func median(v []float64) float64 {
 }
 
 func format(v float64) string {
-	switch {
-	case v == 0:
+	switch a := math.Abs(v); {
+	case a == 0:
 		return "0"
-	case v >= 1e6:
+	case a >= 1e9:
+		return fmt.Sprintf("%.3g G", v/1e9)
+	case a >= 1e6:
 		return fmt.Sprintf("%.3g M", v/1e6)
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
+	case a >= 1e4:
+		return fmt.Sprintf("%.3g k", v/1e3)
 	default:
 		return fmt.Sprintf("%.3g", v)
 	}
