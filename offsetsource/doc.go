@@ -39,9 +39,17 @@
 //     blocks. The Reader is always closed. Errors say which source and which
 //     offset.
 //
-// The DoFn counts, in the Beam metrics namespace "sdfio/offsetsource":
-// records, bytes_read (see ByteCounter), splits_accepted and splits_refused
-// (dynamic splits, from the tracker's SplitStats).
+// The DoFn counts, in the Beam metrics namespace "sdfio/offsetsource"
+// (or the one the MetricsNamespace option names): records, bytes_read (see
+// ByteCounter), splits_accepted and splits_refused (dynamic splits, from the
+// tracker's SplitStats).
+//
+// # Records of a type known at run time
+//
+// A source whose record type comes from a reflect.Type (a Read(s, pattern,
+// t) transform, say) implements Source[beam.X] and returns values of that
+// type in the beam.X records; the OutputType(t) option binds beam.X to t in
+// the read's ParDo, so the output PCollection has element type t.
 //
 // ReadRestriction is the ProcessElement loop on its own, for tests (package
 // sdf/sdftest checks a source against the split contract with it) and for

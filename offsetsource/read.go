@@ -31,6 +31,8 @@ type Option func(*options)
 type options struct {
 	desiredBundleSize int64
 	bundleCount       int64
+	outputType        reflect.Type
+	namespace         string
 }
 
 // DesiredBundleSize sets the size, in bytes, of the initial bundles each
@@ -47,6 +49,23 @@ func BundleCount(n int) Option {
 	return func(o *options) { o.bundleCount = int64(n) }
 }
 
+// OutputType says what type the records have when T is a universal type
+// (beam.X, beam.Y, ...), for sources whose record type is known only at run
+// time: the read binds T to t in its ParDo (a beam.TypeDefinition), so the
+// output PCollection has element type t and Beam picks its coder from t. The
+// records a source returns must then be values of type t. It is an error at
+// pipeline construction when T is not a universal type.
+func OutputType(t reflect.Type) Option {
+	return func(o *options) { o.outputType = t }
+}
+
+// MetricsNamespace sets the namespace of the read's metrics (Namespace when
+// not set), so that a transform built on this package reports its records,
+// bytes and splits under its own name.
+func MetricsNamespace(ns string) Option {
+	return func(o *options) { o.namespace = ns }
+}
+
 // Read reads src with a splittable DoFn and returns a PCollection of its
 // records. The source type S must have been registered with Register[T, S]
 // in an init function.
@@ -59,15 +78,28 @@ func Read[T any, S Source[T]](s beam.Scope, src S, opts ...Option) beam.PCollect
 // Register[T, S]) and returns a PCollection of their records.
 func ReadAll[T any, S Source[T]](s beam.Scope, sources beam.PCollection, opts ...Option) beam.PCollection {
 	s = s.Scope("offsetsource.ReadAll")
-	return beam.ParDo(s, newReadFn[T, S](opts), sources)
+	o := parseOptions(opts)
+	var popts []beam.Option
+	if o.outputType != nil {
+		popts = append(popts, beam.TypeDefinition{Var: reflect.TypeFor[T](), T: o.outputType})
+	}
+	return beam.ParDo(s, newReadFn[T, S](o), sources, popts...)
 }
 
-func newReadFn[T any, S Source[T]](opts []Option) *readFn[T, S] {
+func parseOptions(opts []Option) options {
 	o := options{desiredBundleSize: DefaultDesiredBundleSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &readFn[T, S]{DesiredBundleSize: o.desiredBundleSize, BundleCount: o.bundleCount}
+	return o
+}
+
+func newReadFn[T any, S Source[T]](o options) *readFn[T, S] {
+	fn := &readFn[T, S]{DesiredBundleSize: o.desiredBundleSize, BundleCount: o.bundleCount}
+	if o.namespace != Namespace {
+		fn.Namespace = o.namespace
+	}
+	return fn
 }
 
 // Register registers the read's DoFn for records T and sources S, its
@@ -103,6 +135,9 @@ type readFn[T any, S Source[T]] struct {
 	// BundleCount, when > 0, sizes initial bundles as the source's estimated
 	// size divided by it.
 	BundleCount int64
+	// Namespace, when set, is the namespace of the metrics instead of
+	// the package's Namespace.
+	Namespace string
 }
 
 // CreateInitialRestriction is the source's range, its end resolved with
@@ -145,10 +180,15 @@ func (fn *readFn[T, S]) CreateTracker(rest sdf.OffsetRange) *sdf.Tracker {
 // ProcessElement reads the records of src in the tracker's range.
 func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src S, emit func(T)) error {
 	st, err := readRestriction[T](ctx, src, rt, emit)
-	recordsCounter.Inc(ctx, st.records)
-	bytesCounter.Inc(ctx, st.bytes)
-	accepted, refused := rt.SplitStats()
-	splitsAcceptedCounter.Inc(ctx, accepted)
-	splitsRefusedCounter.Inc(ctx, refused)
+	records, bytes, accepted, refused := recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
+	if ns := fn.Namespace; ns != "" {
+		records, bytes = beam.NewCounter(ns, "records"), beam.NewCounter(ns, "bytes_read")
+		accepted, refused = beam.NewCounter(ns, "splits_accepted"), beam.NewCounter(ns, "splits_refused")
+	}
+	records.Inc(ctx, st.records)
+	bytes.Inc(ctx, st.bytes)
+	nAccepted, nRefused := rt.SplitStats()
+	accepted.Inc(ctx, nAccepted)
+	refused.Inc(ctx, nRefused)
 	return err
 }

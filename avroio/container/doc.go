@@ -66,4 +66,17 @@
 // walk that allocates nothing (Options.Validate; ValidateAlways validates
 // every block, which also keeps any record of a bad block from being
 // returned, at about 40% more decoding time).
+//
+// # Writing
+//
+// Writer (NewWriter) writes container files: the header (magic, avro.schema
+// as given, avro.codec, user metadata sorted by key, a random sync marker),
+// then blocks cut when their serialized records reach the sync interval
+// (64000 bytes by default, as in Avro Java), each in one Write call to the
+// underlying writer. Codecs: null, deflate (levels 1-9), snappy (with the
+// CRC32 of the uncompressed data), zstandard (levels up to 22) and xz
+// (WritableCodecs). Records are encoded by hamba/avro (Append) or handed
+// over already encoded (AppendEncoded). A record that does not fit the
+// schema is an error for that record only; a failed write is final.
+// Avro C's avrocat and python3-avro read what it writes.
 package container

@@ -72,6 +72,9 @@ type Reader[T any] struct {
 	idx  int64 // records returned from blk
 	done bool
 	err  error
+
+	goType reflect.Type // the Go type records are decoded into
+	dyn    *dynamicType // set by NewReaderOf: records of a type known at run time
 }
 
 // OpenReader opens the file through open (see Open) and returns a Reader of
@@ -135,6 +138,12 @@ func maxElemSize(t reflect.Type) int64 {
 // NewReader reads the records of the blocks that br yields. It parses the
 // writer schema from br's header and resolves opts.ReaderSchema against it.
 func NewReader[T any](br *BlockReader, opts Options) (*Reader[T], error) {
+	return newReader[T](br, reflect.TypeFor[T](), opts)
+}
+
+// newReader reads records into values of goType, which is T unless T is
+// any and the reader is one made by NewReaderOf.
+func newReader[T any](br *BlockReader, goType reflect.Type, opts Options) (*Reader[T], error) {
 	lim := opts.Limits.withDefaults()
 	h := br.Header()
 	name := br.Name()
@@ -155,11 +164,10 @@ func NewReader[T any](br *BlockReader, opts Options) (*Reader[T], error) {
 			return nil, serr(err, "resolving the reader schema against the writer schema")
 		}
 	}
-	var zero T
 	cfg := opts.Config
 	cfg.MaxByteSliceSize = int(min(lim.MaxAlloc, int64(maxInt)))
 	// reflect2 grows a slice to at most twice what was asked for.
-	cfg.MaxSliceAllocSize = int(max(lim.MaxAlloc/(2*maxElemSize(reflect.TypeOf(&zero).Elem())), 1))
+	cfg.MaxSliceAllocSize = int(max(lim.MaxAlloc/(2*maxElemSize(goType)), 1))
 	api := apiFor(cfg)
 	r := &Reader[T]{
 		blocks: br,
@@ -168,8 +176,9 @@ func NewReader[T any](br *BlockReader, opts Options) (*Reader[T], error) {
 		schema: schema,
 		lim:    lim,
 		ar:     avro.NewReader(nil, 0, avro.WithReaderConfig(api)),
+		goType: goType,
 	}
-	r.dec = api.DecoderOf(schema, reflect2.TypeOf(&zero))
+	r.dec = api.DecoderOf(schema, reflect2.Type2(reflect.PointerTo(goType)))
 	r.valid = opts.Validate == ValidateAlways ||
 		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skipsCollections(r.dec))
 	return r, nil
@@ -308,7 +317,14 @@ func (r *Reader[T]) Next() (rec T, offset int64, splitPoint bool, err error) {
 			return rec, 0, false, err
 		}
 	}
-	if err := r.decode(&rec); err != nil {
+	if r.dyn != nil {
+		p := r.dyn.new()
+		if err := r.decode(p); err != nil {
+			r.err = err
+			return rec, 0, false, err
+		}
+		rec, _ = any(r.dyn.box(p)).(T) // T is any: only a nil record is left zero
+	} else if err := r.decode(unsafe.Pointer(&rec)); err != nil {
 		r.err = err
 		var zero T
 		return zero, 0, false, err
@@ -371,13 +387,13 @@ func (r *Reader[T]) nextBlock() error {
 
 // decode decodes one record into rec, turning decoder failures (and panics)
 // into errors that say where.
-func (r *Reader[T]) decode(rec *T) (err error) {
+func (r *Reader[T]) decode(rec unsafe.Pointer) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = r.recErr(ErrCorruptData, fmt.Errorf("%v", p), "decoder panicked")
 		}
 	}()
-	r.dec.Decode(unsafe.Pointer(rec), r.ar)
+	r.dec.Decode(rec, r.ar)
 	if e := r.ar.Error; e != nil {
 		msg := e.Error()
 		switch {
@@ -385,12 +401,11 @@ func (r *Reader[T]) decode(rec *T) (err error) {
 			return r.recErr(ErrRecordCount, e, "the block's data ends inside record %d of the %d it declares", r.idx, r.blk.Records)
 		case strings.Contains(msg, "MaxByteSliceSize"), strings.Contains(msg, "MaxSliceAllocSize"):
 			return r.recErr(ErrLimit, e, "a length in the record exceeds the %d-byte limit", r.lim.MaxAlloc)
-		case strings.Contains(msg, "is unsupported for Avro"):
+		case strings.Contains(strings.ToLower(msg), "is unsupported for avro"):
 			// hamba/avro builds decoders lazily per branch: a Go type that
 			// cannot hold part of the schema shows up at the first datum
 			// that uses that part.
-			var zero T
-			return r.recErr(ErrSchema, e, "Go type %T cannot hold the schema", zero)
+			return r.recErr(ErrSchema, e, "Go type %v cannot hold the schema", r.goType)
 		}
 		return r.recErr(ErrCorruptData, e, "decoding")
 	}

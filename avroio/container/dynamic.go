@@ -1,0 +1,88 @@
+package container
+
+import (
+	"errors"
+	"reflect"
+	"unsafe"
+
+	"github.com/modern-go/reflect2"
+)
+
+// NewReaderOf is NewReader for a record type known only at run time (a
+// reflect.Type carried by a pipeline, say): records are decoded into fresh
+// values of typ, and Next returns each as an any holding a typ value (not a
+// pointer to one, unless typ is a pointer type). typ may be any type
+// hamba/avro decodes the schema into, as for NewReader.
+//
+// Each record costs what NewReader[T]'s does plus nothing but wrapping the
+// value in an interface: the value is decoded in place, in memory the
+// interface then points to, without a copy.
+func NewReaderOf(br *BlockReader, typ reflect.Type, opts Options) (*Reader[any], error) {
+	if typ == nil {
+		return nil, errors.New("avro container " + br.Name() + ": NewReaderOf needs a record type")
+	}
+	r, err := newReader[any](br, typ, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.dyn = newDynamicType(typ)
+	return r, nil
+}
+
+// OpenReaderOf is OpenReader for a record type known only at run time; see
+// NewReaderOf.
+func OpenReaderOf(name string, open Opener, start int64, typ reflect.Type, opts Options) (*Reader[any], error) {
+	br, err := Open(name, open, start, opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReaderOf(br, typ, opts)
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// dynamicType allocates values of a run-time type and wraps them in
+// interfaces.
+type dynamicType struct {
+	typ    reflect.Type
+	rtype  reflect2.Type
+	direct bool // values of typ are stored in the interface word itself
+}
+
+func newDynamicType(typ reflect.Type) *dynamicType {
+	return &dynamicType{typ: typ, rtype: reflect2.Type2(typ), direct: directIface(typ)}
+}
+
+// new allocates a zero value of the type and returns its address.
+func (d *dynamicType) new() unsafe.Pointer { return d.rtype.UnsafeNew() }
+
+// box returns the value at p as an interface. Most types (structs of more
+// than one word, strings, slices) are held by an interface through a
+// pointer to the value: the interface then points at p itself, which
+// nothing else references, so no copy is made. Pointer-shaped types are
+// held in the interface word and are loaded from p.
+func (d *dynamicType) box(p unsafe.Pointer) any {
+	if d.direct {
+		return reflect.NewAt(d.typ, p).Elem().Interface()
+	}
+	return d.rtype.UnsafeIndirect(p)
+}
+
+// directIface reports whether the Go runtime stores values of t directly in
+// an interface's data word (pointer-shaped types), following the compiler's
+// rule: pointers, maps, channels, functions and unsafe pointers, and structs
+// and arrays of exactly one such element.
+func directIface(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return t.Len() == 1 && directIface(t.Elem())
+	case reflect.Struct:
+		return t.NumField() == 1 && directIface(t.Field(0).Type)
+	}
+	return false
+}

@@ -1,0 +1,350 @@
+package avroio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/hamba/avro/v2"
+)
+
+// Record is a generic Avro record, as ReadGeneric returns them: field name
+// to value, with hamba/avro's generic representation of values:
+//
+//	null            nil
+//	boolean         bool
+//	int             int
+//	long            int64
+//	float, double   float32, float64
+//	string, enum    string (uuid too)
+//	bytes           []byte
+//	fixed           [n]byte
+//	array           []any
+//	map             map[string]any
+//	record          map[string]any
+//	union           the value for a union of null and one type; otherwise
+//	                map[string]any{"branch name": value}, or nil
+//	decimal         *big.Rat
+//	date, timestamp-millis/micros, local-timestamp-millis/micros: time.Time
+//	time-millis, time-micros: time.Duration
+//	duration        avro.LogicalDuration
+//
+// A Record is a map[string]any and can be used as one. Its Beam coder
+// (registered by this package) keeps every one of these values and types
+// exactly, where Beam's default JSON coder for a map would turn numbers
+// into float64 and bytes into strings.
+type Record map[string]any
+
+// RecordType is the reflect.Type of Record, for ReadAll and ReadFiles of
+// generic records.
+var RecordType = reflect.TypeFor[Record]()
+
+func init() {
+	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
+}
+
+// Value tags of the Record coder.
+const (
+	tagNil byte = iota
+	tagFalse
+	tagTrue
+	tagInt
+	tagInt64
+	tagFloat32
+	tagFloat64
+	tagString
+	tagBytes
+	tagFixed
+	tagList
+	tagMap
+	tagRat
+	tagTime
+	tagDuration
+	tagLogicalDuration
+	tagInt32
+)
+
+// encodeRecord encodes r deterministically (map keys sorted), so that equal
+// records have equal encodings.
+func encodeRecord(r Record) ([]byte, error) {
+	return appendValue(nil, map[string]any(r))
+}
+
+func decodeRecord(b []byte) (Record, error) {
+	d := valueDecoder{b: b}
+	v, err := d.value(0)
+	if err == nil && len(d.b) > 0 {
+		err = fmt.Errorf("%d bytes left after the record", len(d.b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("avroio: decoding a Record: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("avroio: decoding a Record: got %T, want a map", v)
+	}
+	return Record(m), nil
+}
+
+func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendValue(b []byte, v any) ([]byte, error) {
+	var err error
+	switch x := v.(type) {
+	case nil:
+		return append(b, tagNil), nil
+	case bool:
+		if x {
+			return append(b, tagTrue), nil
+		}
+		return append(b, tagFalse), nil
+	case int:
+		return appendVarint(append(b, tagInt), int64(x)), nil
+	case int32:
+		return appendVarint(append(b, tagInt32), int64(x)), nil
+	case int64:
+		return appendVarint(append(b, tagInt64), x), nil
+	case float32:
+		return binary.BigEndian.AppendUint32(append(b, tagFloat32), math.Float32bits(x)), nil
+	case float64:
+		return binary.BigEndian.AppendUint64(append(b, tagFloat64), math.Float64bits(x)), nil
+	case string:
+		return appendString(append(b, tagString), x), nil
+	case []byte:
+		return appendString(append(b, tagBytes), string(x)), nil
+	case []any:
+		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
+		for _, e := range x {
+			if b, err = appendValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case Record:
+		return appendValue(b, map[string]any(x))
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = binary.AppendUvarint(append(b, tagMap), uint64(len(keys)))
+		for _, k := range keys {
+			b = appendString(b, k)
+			if b, err = appendValue(b, x[k]); err != nil {
+				return nil, fmt.Errorf("field %q: %w", k, err)
+			}
+		}
+		return b, nil
+	case *big.Rat:
+		if x == nil {
+			return append(b, tagNil), nil
+		}
+		t, err := x.MarshalText()
+		if err != nil {
+			return nil, err
+		}
+		return appendString(append(b, tagRat), string(t)), nil
+	case time.Time:
+		t, err := x.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		return appendString(append(b, tagTime), string(t)), nil
+	case time.Duration:
+		return appendVarint(append(b, tagDuration), int64(x)), nil
+	case avro.LogicalDuration:
+		b = append(b, tagLogicalDuration)
+		b = binary.BigEndian.AppendUint32(b, x.Months)
+		b = binary.BigEndian.AppendUint32(b, x.Days)
+		return binary.BigEndian.AppendUint32(b, x.Milliseconds), nil
+	}
+	// Avro fixed: a byte array of the fixed's size.
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+		b = binary.AppendUvarint(append(b, tagFixed), uint64(rv.Len()))
+		for i := 0; i < rv.Len(); i++ {
+			b = append(b, byte(rv.Index(i).Uint()))
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("avroio: a Record cannot hold a value of type %T", v)
+}
+
+// maxDepth bounds the nesting the Record decoder follows.
+const maxDepth = 1000
+
+type valueDecoder struct{ b []byte }
+
+var errShortRecord = errors.New("encoding ends early")
+
+func (d *valueDecoder) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		return 0, errShortRecord
+	}
+	d.b = d.b[n:]
+	return v, nil
+}
+
+func (d *valueDecoder) varint() (int64, error) {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		return 0, errShortRecord
+	}
+	d.b = d.b[n:]
+	return v, nil
+}
+
+func (d *valueDecoder) fixed(n int) ([]byte, error) {
+	if n < 0 || n > len(d.b) {
+		return nil, errShortRecord
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p, nil
+}
+
+func (d *valueDecoder) length() (int, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(len(d.b)) { // every element takes at least a byte
+		return 0, errShortRecord
+	}
+	return int(n), nil
+}
+
+func (d *valueDecoder) str() (string, error) {
+	n, err := d.length()
+	if err != nil {
+		return "", err
+	}
+	p, err := d.fixed(n)
+	return string(p), err
+}
+
+func (d *valueDecoder) value(depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("values nested too deep")
+	}
+	tag, err := d.fixed(1)
+	if err != nil {
+		return nil, err
+	}
+	switch tag[0] {
+	case tagNil:
+		return nil, nil
+	case tagFalse:
+		return false, nil
+	case tagTrue:
+		return true, nil
+	case tagInt:
+		v, err := d.varint()
+		return int(v), err
+	case tagInt32:
+		v, err := d.varint()
+		return int32(v), err
+	case tagInt64:
+		return d.varint()
+	case tagFloat32:
+		p, err := d.fixed(4)
+		if err != nil {
+			return nil, err
+		}
+		return math.Float32frombits(binary.BigEndian.Uint32(p)), nil
+	case tagFloat64:
+		p, err := d.fixed(8)
+		if err != nil {
+			return nil, err
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(p)), nil
+	case tagString:
+		return d.str()
+	case tagBytes:
+		s, err := d.str()
+		return []byte(s), err
+	case tagFixed:
+		n, err := d.length()
+		if err != nil {
+			return nil, err
+		}
+		p, err := d.fixed(n)
+		if err != nil {
+			return nil, err
+		}
+		a := reflect.New(reflect.ArrayOf(n, reflect.TypeFor[byte]())).Elem()
+		reflect.Copy(a, reflect.ValueOf(p))
+		return a.Interface(), nil
+	case tagList:
+		n, err := d.length()
+		if err != nil {
+			return nil, err
+		}
+		l := make([]any, n)
+		for i := range l {
+			if l[i], err = d.value(depth + 1); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	case tagMap:
+		n, err := d.length()
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]any, n)
+		for range n {
+			k, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			if m[k], err = d.value(depth + 1); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case tagRat:
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			return nil, fmt.Errorf("bad decimal %q", s)
+		}
+		return r, nil
+	case tagTime:
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		var t time.Time
+		err = t.UnmarshalBinary([]byte(s))
+		return t, err
+	case tagDuration:
+		v, err := d.varint()
+		return time.Duration(v), err
+	case tagLogicalDuration:
+		p, err := d.fixed(12)
+		if err != nil {
+			return nil, err
+		}
+		return avro.LogicalDuration{
+			Months:       binary.BigEndian.Uint32(p),
+			Days:         binary.BigEndian.Uint32(p[4:]),
+			Milliseconds: binary.BigEndian.Uint32(p[8:]),
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown value tag %d", tag[0])
+}

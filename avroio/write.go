@@ -1,0 +1,769 @@
+// # Writing (section for the package doc)
+//
+// Write encodes the elements of a PCollection by an Avro schema and writes
+// them to Avro object container files named from a prefix, with the
+// semantics of Beam Java's AvroIO.write:
+//
+//	avroio.Write(s, "gs://bucket/out/part", schemaJSON, records,
+//		avroio.NumShards(4), avroio.Suffix(".avro"))
+//
+// writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
+// Elements are Go structs (fields matched by `avro` tags or names, as
+// hamba/avro does; a struct that lacks a field the schema needs, without a
+// default, is refused at construction) or generic records, Record values
+// as ReadGeneric returns them (map[string]any holding the values hamba/avro
+// encodes: int64 for long, time.Time for timestamps, *big.Rat for
+// decimals, map[string]any{"branch": v} for multi-branch unions). Other
+// named map types work too, but Beam Go gives them its JSON coder, which
+// turns numbers into float64 wherever the PCollection is encoded (across a
+// shuffle, or between stages), and such records then fail to encode;
+// Record's own coder keeps every value's type.
+//
+// Options: NumShards(n) writes exactly n files, empty ones included
+// (records are spread round-robin from a random start, grouped by shard
+// with a GroupByKey of encoded records); NumShards(0), the default, lets
+// the runner decide: one file per bundle, no shuffle of records, and one
+// empty file when the input is empty. ShardNameTemplate (default
+// "-SSSSS-of-NNNNN": each run of S becomes the shard index, each run of N
+// the number of shards, zero-padded to the run's length) and Suffix
+// complete the names. Codec (default "snappy", as in Java), DeflateLevel,
+// ZstandardLevel, SyncInterval (bytes of serialized records per block,
+// default 64000) and Metadata shape the files. TempDirectory moves the
+// temporary files.
+//
+// Files appear whole or not at all. Each bundle writes its file under a
+// name of its own in a temporary directory (".temp-sdfio-<random>" beside
+// the prefix unless TempDirectory says otherwise); a new name for every
+// attempt, so a retried bundle never writes over, or adds to, another
+// attempt's file. Only bundles the runner commits pass their file names on,
+// through a Reshuffle, to a single finalize step, which renames them to
+// their final names and then deletes everything else in the temporary
+// directory: the files of failed or retried attempts. Renames use the
+// filesystem's Rename (or Copy and Remove), so any Beam filesystem works;
+// a finalize step that is retried after renaming some files finds them
+// already in place. Write returns the PCollection of the final file names.
+//
+// Metrics, in namespace WriteNamespace: records_written and bytes_written
+// (by the writing bundles; bytes are whole files, headers included),
+// files_written and temp_files_removed (by the finalize step).
+//
+// Write needs a bounded input (finalizing waits for all of it). Elements of
+// other windows are written as if in the global window.
+
+package avroio
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths work without an import
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
+)
+
+// Defaults of the write options.
+const (
+	// DefaultShardNameTemplate is Beam Java's default shard name template.
+	DefaultShardNameTemplate = "-SSSSS-of-NNNNN"
+	// DefaultWriteCodec is the codec Write uses unless Codec says otherwise:
+	// snappy, as in Beam Java's AvroIO.
+	DefaultWriteCodec = "snappy"
+	// DefaultSyncInterval is the default number of bytes of serialized
+	// records per block: container.DefaultSyncInterval, as in Avro Java.
+	DefaultSyncInterval = container.DefaultSyncInterval
+)
+
+// WriteNamespace is the namespace of Write's Beam metrics.
+const WriteNamespace = "sdfio/avroio"
+
+var (
+	recordsWritten   = beam.NewCounter(WriteNamespace, "records_written")
+	bytesWritten     = beam.NewCounter(WriteNamespace, "bytes_written")
+	filesWritten     = beam.NewCounter(WriteNamespace, "files_written")
+	tempFilesRemoved = beam.NewCounter(WriteNamespace, "temp_files_removed")
+)
+
+func init() {
+	register.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})
+	register.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
+	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
+	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
+	register.Emitter1[fileResult]()
+	register.Emitter1[string]()
+	register.Emitter2[int, []byte]()
+	register.Iter1[[]byte]()
+	register.Iter1[fileResult]()
+	beam.RegisterType(reflect.TypeFor[fileResult]())
+	beam.RegisterType(reflect.TypeFor[writeConfig]())
+}
+
+// WriteOption configures Write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	numShards    int
+	suffix       string
+	template     string
+	codec        string
+	level        int
+	syncInterval int
+	meta         map[string][]byte
+	tempDir      string
+}
+
+// NumShards sets the number of files: exactly n (empty files included), or
+// for 0, the default, as many as the runner makes bundles (one file each).
+// Fixed sharding groups the records by shard, a shuffle of every record;
+// prefer 0 unless the number of files matters.
+func NumShards(n int) WriteOption { return func(o *writeOptions) { o.numShards = n } }
+
+// Suffix is appended to every file name, after the shard name (e.g. ".avro").
+func Suffix(s string) WriteOption { return func(o *writeOptions) { o.suffix = s } }
+
+// ShardNameTemplate sets the part of a file name between the prefix and
+// the suffix (DefaultShardNameTemplate when not set): each run of 'S' is
+// replaced by the shard index and each run of 'N' by the number of shards,
+// zero-padded to the run's length (wider numbers are not cut); all other
+// characters are kept. A template without 'S' suits one file only.
+func ShardNameTemplate(t string) WriteOption {
+	return func(o *writeOptions) { o.template = t }
+}
+
+// Codec sets the block codec by its Avro name: "null", "deflate",
+// "snappy" (the default), "zstandard" or "xz" (container.WritableCodecs),
+// at the codec's default level.
+func Codec(name string) WriteOption {
+	return func(o *writeOptions) { o.codec, o.level = name, 0 }
+}
+
+// DeflateLevel selects the deflate codec at level 1 (fastest) to 9
+// (smallest); its default is 6.
+func DeflateLevel(level int) WriteOption {
+	return func(o *writeOptions) { o.codec, o.level = "deflate", level }
+}
+
+// ZstandardLevel selects the zstandard codec at a level of up to 22 (see
+// container.WriterOptions.Level); its default is 3.
+func ZstandardLevel(level int) WriteOption {
+	return func(o *writeOptions) { o.codec, o.level = "zstandard", level }
+}
+
+// SyncInterval sets the number of bytes of serialized records after which
+// a block ends (DefaultSyncInterval when not set), from
+// container.MinSyncInterval to container.MaxSyncInterval.
+func SyncInterval(bytes int) WriteOption {
+	return func(o *writeOptions) { o.syncInterval = bytes }
+}
+
+// Metadata adds user metadata to every file's header. Keys starting with
+// "avro." are reserved. Several Metadata options add up; a later value for
+// a key replaces an earlier one.
+func Metadata[V ~string | ~[]byte](m map[string]V) WriteOption {
+	return func(o *writeOptions) {
+		if o.meta == nil {
+			o.meta = map[string][]byte{}
+		}
+		for k, v := range m {
+			o.meta[k] = []byte(v)
+		}
+	}
+}
+
+// TempDirectory sets the directory under which the write makes its
+// temporary directory (by default the directory of the prefix). It must
+// be on the same filesystem as the prefix, so that files can be renamed.
+func TempDirectory(dir string) WriteOption {
+	return func(o *writeOptions) { o.tempDir = dir }
+}
+
+// writeConfig is what every step of a write needs; it travels to the
+// workers inside the DoFns.
+type writeConfig struct {
+	// Prefix, Template and Suffix make the final names.
+	Prefix, Template, Suffix string
+	// Schema is the writer schema's JSON.
+	Schema string
+	// Codec, Level, SyncInterval and Metadata configure container.Writer.
+	Codec        string
+	Level        int
+	SyncInterval int
+	Metadata     map[string][]byte
+	// NumShards is the fixed number of files, or 0.
+	NumShards int
+	// TempDir is the write's temporary directory, ending in "/".
+	TempDir string
+}
+
+func (c writeConfig) writerOptions() container.WriterOptions {
+	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, Metadata: c.Metadata}
+}
+
+// fileResult describes a temporary file a committed bundle wrote.
+type fileResult struct {
+	// Temp is the file's temporary path.
+	Temp string
+	// Shard is the shard index under fixed sharding, -1 otherwise.
+	Shard int
+	// Records and Bytes are the records in the file and its size.
+	Records, Bytes int64
+}
+
+// Write writes the elements of col (structs or Records), encoded by the
+// Avro schema (JSON), to Avro container files whose names start with
+// prefix, and returns the
+// PCollection of the names of the files written (strings), available once
+// all are in place. The package documentation describes the file names,
+// the options, and how files appear whole or not at all. Invalid options
+// or schemas panic at construction, as elsewhere in Beam Go.
+func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...WriteOption) beam.PCollection {
+	s = s.Scope("avroio.Write")
+	cfg, err := newWriteConfig(prefix, schema, col.Type().Type(), opts)
+	if err != nil {
+		panic(err)
+	}
+	if ws := col.WindowingStrategy(); ws != nil && ws.Fn != nil && ws.Fn.Kind != window.GlobalWindows {
+		col = beam.WindowInto(s, window.NewGlobalWindows(), col)
+	}
+	var results beam.PCollection
+	if cfg.NumShards > 0 {
+		keyed := beam.ParDo(s.Scope("EncodeAndShard"), &shardFn{Config: cfg}, col)
+		grouped := beam.GroupByKey(s, keyed)
+		results = beam.ParDo(s.Scope("WriteShards"), &writeShardFn{Config: cfg}, grouped)
+	} else {
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col)
+	}
+	results = beam.Reshuffle(s, results)
+	return beam.ParDo(s.Scope("Finalize"), &finalizeFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
+}
+
+func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption) (writeConfig, error) {
+	o := writeOptions{template: DefaultShardNameTemplate, codec: DefaultWriteCodec}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	fail := func(format string, args ...any) (writeConfig, error) {
+		return writeConfig{}, fmt.Errorf("avroio.Write to %q: %s", prefix, fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(prefix) == "" {
+		return fail("empty prefix")
+	}
+	if err := validateScheme(prefix); err != nil {
+		return fail("%v", err)
+	}
+	if o.numShards < 0 {
+		return fail("NumShards(%d) is negative", o.numShards)
+	}
+	if o.numShards > 1 && !strings.Contains(o.template, "S") {
+		return fail("shard name template %q has no S, so the %d shards would share one name", o.template, o.numShards)
+	}
+	cfg := writeConfig{
+		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
+		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
+		NumShards: o.numShards,
+	}
+	// Everything the container writer checks (schema, codec, level, sync
+	// interval, metadata keys) fails here rather than on a worker.
+	w, err := container.NewWriter(io.Discard, schema, cfg.writerOptions())
+	if err != nil {
+		return fail("%v", err)
+	}
+	w.Close()
+	if err := checkWritable(elem, parsedSchema(schema)); err != nil {
+		return fail("%v", err)
+	}
+	base := o.tempDir
+	if base == "" {
+		base = prefix[:strings.LastIndex(prefix, "/")+1]
+	} else if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	cfg.TempDir = base + ".temp-sdfio-" + randomID() + "/"
+	return cfg, nil
+}
+
+// validateScheme checks that prefix's filesystem is registered, without
+// making a client for it.
+func validateScheme(prefix string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	filesystem.ValidateScheme(prefix)
+	return nil
+}
+
+// checkWritable makes sure that a struct type t has a field for every
+// field of the record schema s that has no default, as hamba/avro needs to
+// encode it (matched by `avro` tag, else by Go name), recursively through
+// nested records. Other types are checked when records are encoded.
+func checkWritable(t reflect.Type, s avro.Schema) error {
+	return checkWritableStruct(t, s, t.String(), map[reflect.Type]bool{})
+}
+
+func checkWritableStruct(t reflect.Type, s avro.Schema, path string, seen map[reflect.Type]bool) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if ref, ok := s.(*avro.RefSchema); ok {
+		s = ref.Schema()
+	}
+	rs, ok := s.(*avro.RecordSchema)
+	if t.Kind() != reflect.Struct || !ok || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	byName := map[string]reflect.StructField{}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous && f.Tag.Get("avro") == "" {
+				et := f.Type
+				for et.Kind() == reflect.Pointer {
+					et = et.Elem()
+				}
+				if et.Kind() == reflect.Struct {
+					collect(et)
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			name := f.Name
+			if tag, ok := f.Tag.Lookup("avro"); ok {
+				name, _, _ = strings.Cut(tag, ",")
+			}
+			if _, dup := byName[name]; !dup && name != "-" {
+				byName[name] = f
+			}
+		}
+	}
+	collect(t)
+	for _, af := range rs.Fields() {
+		f, ok := byName[af.Name()]
+		if !ok {
+			if af.HasDefault() {
+				continue
+			}
+			return fmt.Errorf("Go type %v (%s) has no field for field %q of Avro record %s, which has no default; add a field tagged `avro:%q`",
+				t, path, af.Name(), rs.FullName(), af.Name())
+		}
+		if err := checkWritableStruct(f.Type, af.Type(), path+"."+f.Name, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parsed writer schemas by JSON text, shared by every DoFn of the process.
+var writeSchemas sync.Map
+
+func parsedSchema(json string) avro.Schema {
+	if s, ok := writeSchemas.Load(json); ok {
+		return s.(avro.Schema)
+	}
+	s, err := avro.ParseWithCache(json, "", &avro.SchemaCache{})
+	if err != nil {
+		// newWriteConfig parsed it before; this cannot happen.
+		panic(fmt.Sprintf("avroio: parsing a checked schema: %v", err))
+	}
+	v, _ := writeSchemas.LoadOrStore(json, s)
+	return v.(avro.Schema)
+}
+
+// randomID is 128 random bits in hex: the unique part of temporary names.
+func randomID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("avroio: random name: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// shardName is the final name of shard i of n.
+func (c writeConfig) shardName(i, n int) string {
+	return c.Prefix + expandTemplate(c.Template, i, n) + c.Suffix
+}
+
+// expandTemplate replaces each run of S in t by shard and each run of N by
+// n, zero-padded to the run's length, as Beam Java's DefaultFilenamePolicy.
+func expandTemplate(t string, shard, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c != 'S' && c != 'N' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		j := i
+		for j < len(t) && t[j] == c {
+			j++
+		}
+		v := shard
+		if c == 'N' {
+			v = n
+		}
+		fmt.Fprintf(&b, "%0*d", j-i, v)
+		i = j
+	}
+	return b.String()
+}
+
+// tempFile is a container file being written to a temporary name.
+type tempFile struct {
+	path string
+	wc   io.WriteCloser
+	cw   *container.Writer
+}
+
+func openTempFile(ctx context.Context, fs filesystem.Interface, cfg writeConfig, path string) (*tempFile, error) {
+	wc, err := fs.OpenWrite(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: creating temporary file %s: %w", path, err)
+	}
+	cw, err := container.NewWriter(wc, cfg.Schema, cfg.writerOptions())
+	if err != nil {
+		wc.Close()
+		return nil, fmt.Errorf("avroio.Write: temporary file %s: %w", path, err)
+	}
+	return &tempFile{path: path, wc: wc, cw: cw}, nil
+}
+
+// finish writes the last block and closes the file, which commits it on
+// object stores.
+func (f *tempFile) finish() (fileResult, error) {
+	err := f.cw.Close()
+	if cerr := f.wc.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fileResult{}, fmt.Errorf("avroio.Write: finishing temporary file %s: %w", f.path, err)
+	}
+	return fileResult{Temp: f.path, Shard: -1, Records: f.cw.Records(), Bytes: f.cw.Offset()}, nil
+}
+
+// abandon closes a file of a bundle that failed and tries to remove it;
+// whatever is left, the finalize step removes.
+func (f *tempFile) abandon(ctx context.Context, fs filesystem.Interface) {
+	f.cw.Close()
+	f.wc.Close()
+	if rm, ok := fs.(filesystem.Remover); ok {
+		rm.Remove(ctx, f.path)
+	}
+}
+
+// writeBundleFn writes each bundle's records to a temporary file of its
+// own and, when the bundle finishes, emits the file's description.
+type writeBundleFn struct {
+	Config writeConfig
+
+	fs  filesystem.Interface
+	cur *tempFile
+}
+
+func (fn *writeBundleFn) Setup(ctx context.Context) error {
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	fn.fs = fs
+	return nil
+}
+
+// StartBundle drops the file of a bundle that failed on this instance.
+func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(fileResult)) {
+	if fn.cur != nil {
+		fn.cur.abandon(ctx, fn.fs)
+		fn.cur = nil
+	}
+}
+
+func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func(fileResult)) error {
+	if fn.cur == nil {
+		// A new name for every bundle attempt.
+		f, err := openTempFile(ctx, fn.fs, fn.Config, fn.Config.TempDir+randomID())
+		if err != nil {
+			return err
+		}
+		fn.cur = f
+	}
+	if err := fn.cur.cw.Append(elem); err != nil {
+		return fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
+	}
+	return nil
+}
+
+func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)) error {
+	f := fn.cur
+	if f == nil {
+		return nil // no records, no file
+	}
+	res, err := f.finish()
+	fn.cur = nil
+	if err != nil {
+		return err
+	}
+	recordsWritten.Inc(ctx, res.Records)
+	bytesWritten.Inc(ctx, res.Bytes)
+	emit(res)
+	return nil
+}
+
+func (fn *writeBundleFn) Teardown(ctx context.Context) error {
+	if fn.cur != nil {
+		fn.cur.abandon(ctx, fn.fs)
+		fn.cur = nil
+	}
+	if fn.fs != nil {
+		return fn.fs.Close()
+	}
+	return nil
+}
+
+// shardFn encodes each record and keys it by its shard: round-robin from
+// a random shard in every bundle, as Beam Java's WriteFiles does.
+type shardFn struct {
+	Config writeConfig
+
+	schema avro.Schema
+	enc    *avro.Writer
+	next   int
+	n      int64
+}
+
+func (fn *shardFn) Setup() {
+	fn.schema = parsedSchema(fn.Config.Schema)
+	fn.enc = avro.NewWriter(nil, 512)
+}
+
+func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
+	fn.next = mrand.IntN(fn.Config.NumShards)
+}
+
+func (fn *shardFn) ProcessElement(ctx context.Context, elem beam.X, emit func(int, []byte)) error {
+	fn.enc.Reset(nil)
+	fn.enc.Error = nil
+	fn.enc.WriteVal(fn.schema, elem)
+	if err := fn.enc.Error; err != nil {
+		fn.enc.Error = nil
+		return fmt.Errorf("avroio.Write to %s: encoding a record (%T) by schema %s: %w", fn.Config.Prefix, elem, schemaFullName(fn.schema), err)
+	}
+	emit(fn.next, append([]byte(nil), fn.enc.Buffer()...))
+	fn.next = (fn.next + 1) % fn.Config.NumShards
+	return nil
+}
+
+func schemaFullName(s avro.Schema) string {
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return string(s.Type())
+}
+
+// writeShardFn writes the encoded records of one shard to a temporary file.
+type writeShardFn struct {
+	Config writeConfig
+
+	fs filesystem.Interface
+}
+
+func (fn *writeShardFn) Setup(ctx context.Context) error {
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	fn.fs = fs
+	return nil
+}
+
+func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
+	path := fmt.Sprintf("%sshard-%d-%s", fn.Config.TempDir, shard, randomID())
+	f, err := openTempFile(ctx, fn.fs, fn.Config, path)
+	if err != nil {
+		return err
+	}
+	var d []byte
+	for datums(&d) {
+		if err := f.cw.AppendEncoded(d); err != nil {
+			f.abandon(ctx, fn.fs)
+			return fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, path, err)
+		}
+	}
+	res, err := f.finish()
+	if err != nil {
+		if rm, ok := fn.fs.(filesystem.Remover); ok {
+			rm.Remove(ctx, path)
+		}
+		return err
+	}
+	res.Shard = shard
+	recordsWritten.Inc(ctx, res.Records)
+	bytesWritten.Inc(ctx, res.Bytes)
+	emit(res)
+	return nil
+}
+
+func (fn *writeShardFn) Teardown() error {
+	if fn.fs != nil {
+		return fn.fs.Close()
+	}
+	return nil
+}
+
+// finalizeFn runs once, after every writing bundle committed: it gets the
+// committed temporary files as a side input, renames them to their final
+// names, writes the empty files that are due, and removes what is left in
+// the temporary directory.
+type finalizeFn struct {
+	Config writeConfig
+}
+
+func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func(*fileResult) bool, emit func(string)) error {
+	var all []fileResult
+	var r fileResult
+	for results(&r) {
+		all = append(all, r)
+	}
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	defer fs.Close()
+	st, err := finalize(ctx, fs, fn.Config, all)
+	if err != nil {
+		return err
+	}
+	filesWritten.Inc(ctx, int64(len(st.files)))
+	tempFilesRemoved.Inc(ctx, int64(st.removed))
+	if st.emptyBytes > 0 {
+		bytesWritten.Inc(ctx, st.emptyBytes)
+	}
+	for _, f := range st.files {
+		emit(f)
+	}
+	return nil
+}
+
+type finalizeStats struct {
+	files      []string // final names, in shard order
+	removed    int      // leftover temporary files removed
+	emptyBytes int64    // bytes of the empty files written here
+}
+
+// finalize renames the committed temporary files to their final names. It
+// is idempotent: run again after a failure part way (a retried finalize
+// step), it finds the files renamed before in place and finishes the rest.
+func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, results []fileResult) (finalizeStats, error) {
+	var st finalizeStats
+	type move struct {
+		temp  string
+		empty bool
+	}
+	var moves []move
+	if cfg.NumShards > 0 {
+		moves = make([]move, cfg.NumShards)
+		for _, r := range results {
+			if r.Shard < 0 || r.Shard >= cfg.NumShards {
+				return st, fmt.Errorf("avroio.Write to %s: temporary file %s has shard %d, want one of [0, %d)", cfg.Prefix, r.Temp, r.Shard, cfg.NumShards)
+			}
+			if moves[r.Shard].temp != "" {
+				return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", cfg.Prefix, r.Shard, moves[r.Shard].temp, r.Temp)
+			}
+			moves[r.Shard].temp = r.Temp
+		}
+	} else {
+		sort.Slice(results, func(i, j int) bool { return results[i].Temp < results[j].Temp })
+		for _, r := range results {
+			moves = append(moves, move{temp: r.Temp})
+		}
+		if len(moves) == 0 {
+			moves = []move{{}} // one empty file for an empty input
+		}
+	}
+	n := len(moves)
+	finals := make([]string, n)
+	seen := map[string]int{}
+	for i := range moves {
+		finals[i] = cfg.shardName(i, n)
+		if j, dup := seen[finals[i]]; dup {
+			return st, fmt.Errorf("avroio.Write to %s: shards %d and %d of %d would both be named %s (shard name template %q)", cfg.Prefix, j, i, n, finals[i], cfg.Template)
+		}
+		seen[finals[i]] = i
+	}
+	// Shards that got no records become empty files, written like the others.
+	for i := range moves {
+		if moves[i].temp != "" {
+			continue
+		}
+		path := fmt.Sprintf("%sempty-%d-%s", cfg.TempDir, i, randomID())
+		f, err := openTempFile(ctx, fs, cfg, path)
+		if err != nil {
+			return st, err
+		}
+		res, err := f.finish()
+		if err != nil {
+			return st, err
+		}
+		moves[i] = move{temp: path, empty: true}
+		st.emptyBytes += res.Bytes
+	}
+	for i, m := range moves {
+		if err := filesystem.Rename(ctx, fs, m.temp, finals[i]); err != nil {
+			// A finalize step retried after this rename succeeded finds the
+			// temporary file gone and the final one in place.
+			_, terr := fs.Size(ctx, m.temp)
+			_, ferr := fs.Size(ctx, finals[i])
+			if terr == nil || ferr != nil {
+				return st, fmt.Errorf("avroio.Write: renaming %s to %s: %w", m.temp, finals[i], err)
+			}
+		}
+	}
+	st.files = finals
+	// What is left are the files of failed or retried bundle attempts.
+	left, err := fs.List(ctx, cfg.TempDir+"*")
+	if err != nil {
+		return st, fmt.Errorf("avroio.Write: listing the temporary directory %s: %w", cfg.TempDir, err)
+	}
+	if len(left) > 0 {
+		rm, ok := fs.(filesystem.Remover)
+		if !ok {
+			return st, fmt.Errorf("avroio.Write: %T cannot remove the %d leftover temporary files in %s", fs, len(left), cfg.TempDir)
+		}
+		for _, p := range left {
+			if err := rm.Remove(ctx, p); err != nil {
+				return st, fmt.Errorf("avroio.Write: removing leftover temporary file %s: %w", p, err)
+			}
+			st.removed++
+		}
+	}
+	removeLocalDir(cfg.TempDir)
+	return st, nil
+}
+
+// removeLocalDir removes the temporary directory of a write to the local
+// filesystem, which Beam's filesystem interface cannot do (object stores
+// have no directories to remove). It fails harmlessly when the directory is
+// not empty or not local.
+func removeLocalDir(dir string) {
+	if strings.Contains(dir, "://") {
+		return
+	}
+	os.Remove(strings.TrimSuffix(dir, "/"))
+}

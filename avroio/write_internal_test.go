@@ -1,0 +1,316 @@
+package avroio
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+
+	"github.com/sdfio/sdfio/avroio/container"
+)
+
+// Unit tests of the write's commit protocol (finalize) and its file names,
+// without a runner: Prism does not retry bundles, so the leftovers of failed
+// and retried attempts, and a finalize step retried part way, are made by
+// hand here. write_test.go shows the same in pipelines.
+
+func TestExpandTemplate(t *testing.T) {
+	cases := []struct {
+		t        string
+		shard, n int
+		want     string
+	}{
+		{DefaultShardNameTemplate, 3, 10, "-00003-of-00010"},
+		{DefaultShardNameTemplate, 0, 1, "-00000-of-00001"},
+		{"SSS-NN", 5, 120, "005-120"}, // wider numbers are not cut
+		{"S", 12, 20, "12"},
+		{"", 0, 1, ""},
+		{"part-S-of-N.P.W", 1, 2, "part-1-of-2.P.W"},
+		{"SSNNSS", 7, 3, "070307"},
+	}
+	for _, c := range cases {
+		if got := expandTemplate(c.t, c.shard, c.n); got != c.want {
+			t.Errorf("expandTemplate(%q, %d, %d) = %q, want %q", c.t, c.shard, c.n, got, c.want)
+		}
+	}
+	cfg := writeConfig{Prefix: "gs://b/dir/out", Template: DefaultShardNameTemplate, Suffix: ".avro"}
+	if got := cfg.shardName(2, 4); got != "gs://b/dir/out-00002-of-00004.avro" {
+		t.Errorf("shardName = %q", got)
+	}
+}
+
+// TestTempDirPlacement: the temporary directory is a fresh hidden
+// directory beside the prefix, or under TempDirectory.
+func TestTempDirPlacement(t *testing.T) {
+	schema := `{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}`
+	typ := reflect.TypeFor[map[string]any]()
+	for _, c := range []struct {
+		prefix string
+		opts   []WriteOption
+		want   string
+	}{
+		{"/data/out/part", nil, "/data/out/.temp-sdfio-"},
+		{"part", nil, ".temp-sdfio-"},
+		{"/data/out/", nil, "/data/out/.temp-sdfio-"},
+		{"/data/out/part", []WriteOption{TempDirectory("/scratch")}, "/scratch/.temp-sdfio-"},
+		{"/data/out/part", []WriteOption{TempDirectory("/scratch/")}, "/scratch/.temp-sdfio-"},
+	} {
+		a, err := newWriteConfig(c.prefix, schema, typ, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := newWriteConfig(c.prefix, schema, typ, c.opts)
+		if !strings.HasPrefix(a.TempDir, c.want) || !strings.HasSuffix(a.TempDir, "/") || len(a.TempDir) != len(c.want)+33 || a.TempDir == b.TempDir {
+			t.Errorf("prefix %q: temp dirs %q and %q, want %q + 32 random hex digits + /", c.prefix, a.TempDir, b.TempDir, c.want)
+		}
+	}
+}
+
+const finalizeSchema = `{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}`
+
+type finalizeRec struct {
+	A int64 `avro:"a"`
+}
+
+// tempFileWith writes a container file of records [from, to) to path, as a
+// bundle would, and returns its result.
+func tempFileWith(t *testing.T, fs filesystem.Interface, cfg writeConfig, path string, from, to int64) fileResult {
+	t.Helper()
+	f, err := openTempFile(context.Background(), fs, cfg, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := from; i < to; i++ {
+		if err := f.cw.Append(finalizeRec{i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readRecs(t *testing.T, path string) []int64 {
+	t.Helper()
+	r, err := container.OpenReader[finalizeRec](path, container.FileOpener(path), 0, container.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer r.Close()
+	var out []int64
+	for {
+		rec, _, _, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, rec.A)
+	}
+}
+
+func namesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func testConfig(t *testing.T, dir string, shards int) writeConfig {
+	t.Helper()
+	cfg, err := newWriteConfig(filepath.Join(dir, "out"), finalizeSchema, reflect.TypeFor[finalizeRec](), []WriteOption{NumShards(shards), Suffix(".avro"), Codec("deflate")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestFinalizeRemovesLeftovers: the committed temporary files of runner-
+// determined bundles become the final files; the files of a bundle attempt
+// that failed half way and of a retried attempt whose output was
+// discarded (a whole file with the same records as a committed one) are
+// removed, as is the temporary directory. No record is doubled, no partial
+// file appears.
+func TestFinalizeRemovesLeftovers(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 0)
+	fs, _ := filesystem.New(ctx, cfg.TempDir)
+	committed := []fileResult{
+		tempFileWith(t, fs, cfg, cfg.TempDir+"b1-attempt2", 0, 100),
+		tempFileWith(t, fs, cfg, cfg.TempDir+"b2-attempt1", 100, 250),
+	}
+	// Bundle 1's first attempt wrote everything and then failed to commit.
+	tempFileWith(t, fs, cfg, cfg.TempDir+"b1-attempt1", 0, 100)
+	// A third attempt died in the middle of its file.
+	whole := tempFileWith(t, fs, cfg, cfg.TempDir+"b3-attempt1", 250, 400)
+	b, _ := os.ReadFile(whole.Temp)
+	os.WriteFile(whole.Temp, b[:len(b)/2], 0o644)
+
+	st, err := finalize(ctx, fs, cfg, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "out-00000-of-00002.avro"), filepath.Join(dir, "out-00001-of-00002.avro")}
+	if !reflect.DeepEqual(st.files, want) || st.removed != 2 {
+		t.Fatalf("finalize: files %v, %d leftovers removed; want %v, 2", st.files, st.removed, want)
+	}
+	if got := namesIn(t, dir); !reflect.DeepEqual(got, []string{"out-00000-of-00002.avro", "out-00001-of-00002.avro"}) {
+		t.Fatalf("directory holds %v", got)
+	}
+	// Shards are numbered in the order of the temporary names.
+	var all []int64
+	for _, f := range want {
+		all = append(all, readRecs(t, f)...)
+	}
+	if len(all) != 250 || all[0] != 0 || all[249] != 249 {
+		t.Fatalf("%d records %v...", len(all), all[:min(5, len(all))])
+	}
+	for i, v := range all {
+		if v != int64(i) {
+			t.Fatalf("record %d is %d", i, v)
+		}
+	}
+}
+
+// TestFinalizeRetried: a finalize step that failed after renaming some
+// files (and is retried with the same committed results) finds them in
+// place and finishes the others; running it again after it succeeded
+// changes nothing.
+func TestFinalizeRetried(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 3)
+	fs, _ := filesystem.New(ctx, cfg.TempDir)
+	var results []fileResult
+	for i := 0; i < 3; i++ {
+		r := tempFileWith(t, fs, cfg, fmt.Sprintf("%sshard-%d-x", cfg.TempDir, i), int64(i*10), int64(i*10+10))
+		r.Shard = i
+		results = append(results, r)
+	}
+	leftover := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-1-failed", 10, 20)
+	// The first attempt renamed shard 0, then died.
+	if err := filesystem.Rename(ctx, fs, results[0].Temp, cfg.shardName(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := finalize(ctx, fs, cfg, results)
+	if err != nil {
+		t.Fatalf("retried finalize: %v", err)
+	}
+	if st.removed != 1 || len(st.files) != 3 {
+		t.Fatalf("retried finalize: %+v", st)
+	}
+	if _, err := os.Stat(leftover.Temp); !os.IsNotExist(err) {
+		t.Fatalf("leftover %s: %v", leftover.Temp, err)
+	}
+	for i, f := range st.files {
+		if got := readRecs(t, f); len(got) != 10 || got[0] != int64(i*10) {
+			t.Fatalf("%s holds %v", f, got)
+		}
+	}
+	before := map[string][]byte{}
+	for _, f := range st.files {
+		before[f], _ = os.ReadFile(f)
+	}
+	if _, err := finalize(ctx, fs, cfg, results); err != nil {
+		t.Fatalf("finalize after success: %v", err)
+	}
+	for _, f := range st.files {
+		if b, _ := os.ReadFile(f); !bytes.Equal(b, before[f]) {
+			t.Fatalf("%s changed", f)
+		}
+	}
+	if got := namesIn(t, dir); len(got) != 3 {
+		t.Fatalf("directory holds %v", got)
+	}
+}
+
+// TestFinalizeEmptyAndBadShards: fixed shards without records become
+// empty files; runner-determined sharding of an empty input writes one
+// empty file; impossible results and clashing names are errors.
+func TestFinalizeEmptyAndBadShards(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 3)
+	fs, _ := filesystem.New(ctx, cfg.TempDir)
+	r := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-1", 0, 5)
+	r.Shard = 1
+	st, err := finalize(ctx, fs, cfg, []fileResult{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.files) != 3 || st.emptyBytes == 0 {
+		t.Fatalf("%+v", st)
+	}
+	for i, f := range st.files {
+		recs := readRecs(t, f)
+		if (i == 1) != (len(recs) == 5) || i != 1 && len(recs) != 0 {
+			t.Fatalf("shard %d holds %v", i, recs)
+		}
+		h, err := container.ReadHeader(f, mustOpen(t, f), container.Limits{})
+		if err != nil || h.Codec != "deflate" {
+			t.Fatalf("%s: %v %v", f, h, err)
+		}
+	}
+
+	dir0 := t.TempDir()
+	cfg0 := testConfig(t, dir0, 0)
+	st, err = finalize(ctx, fs, cfg0, nil)
+	if err != nil || !reflect.DeepEqual(st.files, []string{filepath.Join(dir0, "out-00000-of-00001.avro")}) {
+		t.Fatalf("empty input: %+v, %v", st, err)
+	}
+	if recs := readRecs(t, st.files[0]); len(recs) != 0 {
+		t.Fatalf("empty input wrote %v", recs)
+	}
+
+	bad := r
+	bad.Shard = 3
+	if _, err := finalize(ctx, fs, cfg, []fileResult{bad}); err == nil || !strings.Contains(err.Error(), "shard 3") {
+		t.Errorf("shard out of range: %v", err)
+	}
+	if _, err := finalize(ctx, fs, cfg, []fileResult{r, r}); err == nil || !strings.Contains(err.Error(), "written twice") {
+		t.Errorf("shard written twice: %v", err)
+	}
+	cfgOne := cfg0
+	cfgOne.Template = "-single"
+	x := tempFileWith(t, fs, cfgOne, cfgOne.TempDir+"x", 0, 1)
+	y := tempFileWith(t, fs, cfgOne, cfgOne.TempDir+"y", 1, 2)
+	if _, err := finalize(ctx, fs, cfgOne, []fileResult{x, y}); err == nil || !strings.Contains(err.Error(), "would both be named") {
+		t.Errorf("clashing names: %v", err)
+	}
+	// A temporary file that is neither there nor renamed is an error.
+	gone := fileResult{Temp: cfg0.TempDir + "missing", Shard: -1}
+	cfgGone := cfg0
+	cfgGone.Prefix = filepath.Join(t.TempDir(), "g")
+	if _, err := finalize(ctx, fs, cfgGone, []fileResult{gone}); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing temporary file: %v", err)
+	}
+}
+
+func mustOpen(t *testing.T, path string) io.Reader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
