@@ -7,6 +7,18 @@
 // each anchor measured in the same run. Time per operation is compared as
 // anchor/sdfio (above 1 means sdfio is faster), rates (units ending in "/s")
 // as sdfio/anchor (above 1 means sdfio is faster).
+//
+// Two kinds of lines besides benchmark results are understood, so that a
+// benchmark program can describe its run and state its targets:
+//
+//	note: free text
+//	goal: A unit >= Kx B    # description
+//	goal: A unit <= V       # description   (also >= V)
+//	goal: A unit / B        # description   (a ratio shown without a target)
+//
+// A and B name benchmarks of the package whose "pkg:" line came last. Notes
+// are listed under the header; goals are checked against the medians and
+// shown first, as met, NOT MET, or not measured.
 package main
 
 import (
@@ -34,10 +46,59 @@ type bench struct {
 
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
-func parse(r io.Reader) ([]*bench, map[string]string, error) {
+// goal is one "goal:" line.
+type goal struct {
+	pkg, text string
+	a, unit   string
+	op        string  // ">=", "<=", "/"
+	k         float64 // the factor (ratio goals) or the value (absolute goals)
+	b         string  // the other benchmark; empty for absolute goals
+	desc      string
+	err       error // the line could not be parsed
+}
+
+func parseGoal(pkg, line string) goal {
+	g := goal{pkg: pkg, text: line}
+	expr, desc, _ := strings.Cut(line, "#")
+	g.desc = strings.TrimSpace(desc)
+	f := strings.Fields(expr)
+	bad := func() goal {
+		g.err = fmt.Errorf("cannot parse goal %q", line)
+		return g
+	}
+	switch {
+	case len(f) == 4 && f[2] == "/":
+		g.a, g.unit, g.op, g.b = f[0], f[1], f[2], f[3]
+	case len(f) == 4 && (f[2] == ">=" || f[2] == "<="):
+		v, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			return bad()
+		}
+		g.a, g.unit, g.op, g.k = f[0], f[1], f[2], v
+	case len(f) == 5 && (f[2] == ">=" || f[2] == "<=") && strings.HasSuffix(f[3], "x"):
+		v, err := strconv.ParseFloat(strings.TrimSuffix(f[3], "x"), 64)
+		if err != nil {
+			return bad()
+		}
+		g.a, g.unit, g.op, g.k, g.b = f[0], f[1], f[2], v, f[4]
+	default:
+		return bad()
+	}
+	return g
+}
+
+type input struct {
+	list   []*bench
+	header map[string]string
+	notes  []string
+	goals  []goal
+}
+
+func parse(r io.Reader) (*input, error) {
 	byName := map[string]*bench{}
 	var list []*bench
 	header := map[string]string{}
+	in := &input{header: header}
 	pkg := ""
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -49,6 +110,10 @@ func parse(r io.Reader) ([]*bench, map[string]string, error) {
 				pkg = v
 			case "cpu", "goos", "goarch":
 				header[k] = v
+			case "note":
+				in.notes = append(in.notes, v)
+			case "goal":
+				in.goals = append(in.goals, parseGoal(pkg, v))
 			}
 			continue
 		}
@@ -80,7 +145,8 @@ func parse(r io.Reader) ([]*bench, map[string]string, error) {
 			b.metrics[u] = append(b.metrics[u], v)
 		}
 	}
-	return list, header, sc.Err()
+	in.list = list
+	return in, sc.Err()
 }
 
 func median(v []float64) float64 {
@@ -114,11 +180,12 @@ func format(v float64) string {
 func isRate(unit string) bool { return strings.HasSuffix(unit, "/s") }
 
 func main() {
-	list, header, err := parse(os.Stdin)
+	in, err := parse(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
+	list, header := in.list, in.header
 	if len(list) == 0 {
 		fmt.Fprintln(os.Stderr, "benchreport: no benchmark lines on standard input")
 		os.Exit(1)
@@ -132,7 +199,12 @@ func main() {
 	}
 	fmt.Fprintf(w, "# Benchmarks\n\nWritten by `make bench` on %s. Medians of every run; ratios compare sdfio with its anchors measured in the same run.\n\n",
 		time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(w, "- machine: %d cores, %s, %s/%s\n- %s\n\n", runtime.NumCPU(), header["cpu"], header["goos"], header["goarch"], goVersion)
+	fmt.Fprintf(w, "- machine: %d cores, %s, %s/%s\n- %s\n", runtime.NumCPU(), header["cpu"], header["goos"], header["goarch"], goVersion)
+	for _, n := range in.notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	fmt.Fprintln(w)
+	writeGoals(w, in)
 
 	// Ratios first: they are what the goals are stated in.
 	type group struct {
@@ -209,4 +281,84 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+len(sep):], true
+}
+
+// writeGoals checks the goals against the medians.
+func writeGoals(w io.Writer, in *input) {
+	if len(in.goals) == 0 {
+		return
+	}
+	find := func(pkg, name string) *bench {
+		for _, b := range in.list {
+			if b.pkg == pkg && b.name == name {
+				return b
+			}
+		}
+		return nil
+	}
+	value := func(pkg, name, unit string) (float64, bool) {
+		b := find(pkg, name)
+		if b == nil || len(b.metrics[unit]) == 0 {
+			return 0, false
+		}
+		return median(b.metrics[unit]), true
+	}
+	fmt.Fprintf(w, "## Goals\n\nChecked against the medians of this run.\n\n| goal | measured | target | status |\n|---|---|---|---|\n")
+	for _, g := range in.goals {
+		if g.err != nil {
+			fmt.Fprintf(w, "| `%s` | | | cannot parse |\n", g.text)
+			continue
+		}
+		what := g.desc
+		if what == "" {
+			what = fmt.Sprintf("%s %s", g.a, g.unit)
+		}
+		what = fmt.Sprintf("%s (`%s %s`", what, g.a, g.unit)
+		if g.b != "" {
+			what += " against `" + g.b + "`"
+		}
+		what += ")"
+		a, okA := value(g.pkg, g.a, g.unit)
+		measured, target, status := "", "", ""
+		if g.b == "" {
+			target = g.op + " " + format(g.k)
+			if !okA {
+				status = "not measured"
+			} else {
+				measured = format(a)
+				status = verdict(g.op, a, g.k)
+			}
+		} else {
+			b, okB := value(g.pkg, g.b, g.unit)
+			if g.op != "/" {
+				target = fmt.Sprintf("%s %.3gx", g.op, g.k)
+			}
+			switch {
+			case !okA || !okB:
+				status = "not measured"
+				if okA || okB {
+					measured = "only one side measured"
+				}
+			case b == 0:
+				status = "anchor is 0"
+			default:
+				r := a / b
+				measured = fmt.Sprintf("%.2fx (%s / %s)", r, format(a), format(b))
+				if g.op == "/" {
+					status = "(no target)"
+				} else {
+					status = verdict(g.op, r, g.k)
+				}
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", what, measured, target, status)
+	}
+	fmt.Fprintln(w)
+}
+
+func verdict(op string, v, target float64) string {
+	if op == ">=" && v >= target || op == "<=" && v <= target {
+		return "met"
+	}
+	return "**NOT MET**"
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+pkg: example.com/p
+BenchmarkRead/sdfio-2 	1	900000 records/s	120 peak-RSS-MB
+BenchmarkRead/sdfio-2 	1	1100000 records/s	140 peak-RSS-MB
+BenchmarkRead/sdfio-2 	1	1000000 records/s	400 peak-RSS-MB
+BenchmarkRead/beam-2 	1	100000 records/s	80 peak-RSS-MB
+note: files of 1 GiB
+goal: BenchmarkRead/sdfio records/s >= 10x BenchmarkRead/beam # ten times Beam
+goal: BenchmarkRead/sdfio records/s >= 11x BenchmarkRead/beam # eleven times Beam
+goal: BenchmarkRead/sdfio peak-RSS-MB <= 300 # memory
+goal: BenchmarkRead/sdfio peak-RSS-MB <= 100
+goal: BenchmarkRead/sdfio records/s / BenchmarkRead/beam # plain ratio
+goal: BenchmarkMissing/sdfio records/s >= 2 # absent
+goal: this is not a goal
+`
+
+func TestGoals(t *testing.T) {
+	in, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.notes) != 1 || in.notes[0] != "files of 1 GiB" {
+		t.Fatalf("notes %q", in.notes)
+	}
+	if len(in.goals) != 7 {
+		t.Fatalf("%d goals", len(in.goals))
+	}
+	var b bytes.Buffer
+	writeGoals(&b, in)
+	rows := map[string]string{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(l, "| ") || strings.HasPrefix(l, "| goal") {
+			continue
+		}
+		cells := strings.Split(l, " | ")
+		rows[strings.TrimPrefix(cells[0], "| ")] = strings.TrimSuffix(cells[len(cells)-1], " |")
+	}
+	want := map[string]string{
+		"ten times Beam (`BenchmarkRead/sdfio records/s` against `BenchmarkRead/beam`)":    "met", // median 1 M / 100 k = 10x
+		"eleven times Beam (`BenchmarkRead/sdfio records/s` against `BenchmarkRead/beam`)": "**NOT MET**",
+		"memory (`BenchmarkRead/sdfio peak-RSS-MB`)":                                       "met", // median 140
+		"BenchmarkRead/sdfio peak-RSS-MB (`BenchmarkRead/sdfio peak-RSS-MB`)":              "**NOT MET**",
+		"plain ratio (`BenchmarkRead/sdfio records/s` against `BenchmarkRead/beam`)":       "(no target)",
+		"absent (`BenchmarkMissing/sdfio records/s`)":                                      "not measured",
+		"`this is not a goal`": "cannot parse",
+	}
+	for k, v := range want {
+		if got, ok := rows[k]; !ok || got != v {
+			t.Errorf("row %q: status %q, want %q\n%s", k, got, v, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "10.00x (1 M / 100 k)") {
+		t.Errorf("ratio not shown:\n%s", b.String())
+	}
+}
