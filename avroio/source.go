@@ -100,7 +100,10 @@ func (s fileSource) Open(ctx context.Context) (offsetsource.Reader[beam.X], erro
 	if s.Type.T == nil {
 		return nil, fmt.Errorf("avroio: %v has no record type", s)
 	}
-	opts := container.Options{Limits: container.Limits{MaxAlloc: s.Settings.MaxAlloc}}
+	// DecodeAhead: the next records are read, decompressed and decoded on
+	// a second goroutine while this one claims and emits the ones before
+	// them (claims stay here, record by record, so splits are unaffected).
+	opts := container.Options{Limits: container.Limits{MaxAlloc: s.Settings.MaxAlloc}, DecodeAhead: true}
 	if s.Settings.ReaderSchema != "" {
 		rs, err := cachedReaderSchema(s.Settings.ReaderSchema)
 		if err != nil {

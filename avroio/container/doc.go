@@ -26,7 +26,11 @@
 // is resolved against each file's writer schema. Its Next returns each record
 // with the offset of its block and whether it is the first record of the
 // block, and BlockInfo gives the block's size and record count: the shape of
-// an offset-based source's reader.
+// an offset-based source's reader. With Options.DecodeAhead the reader reads,
+// decompresses and decodes the records that follow on a goroutine of its
+// own, a bounded few chunks ahead of the caller, with exactly the results
+// (records, offsets, split points, errors and where they surface) of the
+// sequential reader; Close stops that goroutine.
 //
 // # Offsets and split points
 //

@@ -49,6 +49,14 @@ type Options struct {
 	Config avro.Config
 	// Validate chooses when blocks are validated before decoding.
 	Validate ValidateMode
+	// DecodeAhead makes the reader read, decompress and decode the records
+	// that follow on a goroutine of its own while the caller consumes the
+	// ones before them (see ahead.go): at most a few chunks of up to
+	// aheadChunk records are held ahead. Next returns exactly what it
+	// returns without it — the same records, offsets, split points and
+	// errors at the same positions — and Close stops the goroutine. The
+	// goroutine starts at the first call to Next.
+	DecodeAhead bool
 }
 
 // Reader reads the records of one container file into values of type T: a Go
@@ -75,6 +83,10 @@ type Reader[T any] struct {
 
 	goType reflect.Type // the Go type records are decoded into
 	dyn    *dynamicType // set by NewReaderOf: records of a type known at run time
+
+	// ahead is set with Options.DecodeAhead: the fields above, from blk
+	// on, and blocks (but for Header and Name) then belong to its goroutine.
+	ahead *ahead[T]
 }
 
 // OpenReader opens the file through open (see Open) and returns a Reader of
@@ -179,6 +191,9 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options) (*Read
 		goType: goType,
 	}
 	r.dec = api.DecoderOf(schema, reflect2.Type2(reflect.PointerTo(goType)))
+	if opts.DecodeAhead {
+		r.ahead = newAhead[T]()
+	}
 	r.valid = opts.Validate == ValidateAlways ||
 		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skipsCollections(r.dec))
 	return r, nil
@@ -288,17 +303,34 @@ func (r *Reader[T]) Schema() avro.Schema { return r.schema }
 // BlockInfo describes the block of the record Next returned last: its size
 // in bytes in the file and the records it holds.
 func (r *Reader[T]) BlockInfo() (size, records int64) {
+	if r.ahead != nil {
+		return r.ahead.size, r.ahead.records
+	}
 	if r.blk == nil {
 		return 0, 0
 	}
 	return r.blk.Size, r.blk.Records
 }
 
-// BytesRead is the number of bytes read from the file so far.
-func (r *Reader[T]) BytesRead() int64 { return r.blocks.BytesRead() }
+// BytesRead is the number of bytes read from the file so far. With
+// DecodeAhead it is the count as of when the block of the record Next
+// returned last was read (bytes read ahead since then are not included).
+func (r *Reader[T]) BytesRead() int64 {
+	if r.ahead != nil {
+		return r.ahead.bytesRead(r)
+	}
+	return r.blocks.BytesRead()
+}
 
-// Close closes the file.
-func (r *Reader[T]) Close() error { return r.blocks.Close() }
+// Close closes the file. With DecodeAhead it first stops the goroutine
+// decoding ahead and waits for it to finish what it is doing (a block read
+// in progress completes first).
+func (r *Reader[T]) Close() error {
+	if r.ahead != nil {
+		r.ahead.stopAndWait(r.blocks.Name())
+	}
+	return r.blocks.Close()
+}
 
 func (r *Reader[T]) recErr(kind error, cause error, format string, args ...any) error {
 	return &Error{File: r.blocks.Name(), Offset: r.blk.Offset, Block: r.blk.Offset, Record: r.idx, Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
@@ -308,6 +340,15 @@ func (r *Reader[T]) recErr(kind error, cause error, format string, args ...any) 
 // the first record of its block (a split point). It returns io.EOF after the
 // last record. Errors stay: once Next failed it keeps failing.
 func (r *Reader[T]) Next() (rec T, offset int64, splitPoint bool, err error) {
+	if r.ahead != nil {
+		return r.nextAhead()
+	}
+	return r.next()
+}
+
+// next is Next without decoding ahead; with DecodeAhead only the
+// goroutine decoding ahead calls it.
+func (r *Reader[T]) next() (rec T, offset int64, splitPoint bool, err error) {
 	if r.err != nil {
 		return rec, 0, false, r.err
 	}

@@ -1,0 +1,176 @@
+package container
+
+import (
+	"errors"
+	"sync"
+)
+
+// Decoding ahead (Options.DecodeAhead).
+//
+// A goroutine runs the reader's own sequential next and hands the records
+// over in chunks: the records of one block, or of part of one (at most
+// aheadChunk records), in file order, the last chunk carrying the error
+// (io.EOF at the end) that next returned after them. The caller's Next
+// returns a chunk's records before its error, so an error surfaces at the
+// record where the sequential reader reports it, and no record after an
+// error is ever returned. A chunk knows whether its first record is its
+// block's first (the split point) and the block's offset, size and record
+// count, so BlockInfo describes the block of the record Next returned last.
+//
+// Memory stays bounded: aheadChunks chunk buffers circulate between the two
+// goroutines (one being filled, one queued, one being returned), plus the
+// block reader's buffers for one block. Chunk buffers are reused; the
+// records in them are cleared when a chunk has been returned.
+//
+// The caller may stop calling Next at any point (a tracker refused the next
+// split point): the records decoded beyond it are simply dropped by Close,
+// which stops the goroutine and waits for it to exit.
+
+// aheadChunk is the most records a chunk holds.
+const aheadChunk = 1024
+
+// aheadChunks is the number of chunk buffers: one being filled, one queued
+// and one being returned.
+const aheadChunks = 3
+
+type aheadBatch[T any] struct {
+	recs  []T
+	off   int64 // offset of the records' block
+	first bool  // recs[0] is its block's first record
+	size  int64 // the block's size and record count
+	count int64
+	bytes int64 // bytes read from the file after reading the block
+	err   error // returned after recs; nil if more chunks follow
+	// BlockInfo and BytesRead as next left them when it returned err
+	errSize, errCount, errBytes int64
+}
+
+type ahead[T any] struct {
+	full chan *aheadBatch[T]
+	free chan *aheadBatch[T]
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	started bool
+	cur     *aheadBatch[T]
+	i       int   // records of cur returned
+	err     error // sticky error of Next
+	// the block of the record Next returned last
+	size, records, bytes int64
+	haveBytes            bool
+}
+
+func newAhead[T any]() *ahead[T] {
+	a := &ahead[T]{
+		full: make(chan *aheadBatch[T], 1),
+		free: make(chan *aheadBatch[T], aheadChunks),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	for range aheadChunks {
+		a.free <- &aheadBatch[T]{}
+	}
+	return a
+}
+
+// produce runs on the goroutine: it fills chunks until an error (io.EOF
+// included) or a stop.
+func (r *Reader[T]) produce(a *ahead[T]) {
+	defer close(a.done)
+	for {
+		var b *aheadBatch[T]
+		select {
+		case b = <-a.free:
+		case <-a.stop:
+			return
+		}
+		b.recs, b.err = b.recs[:0], nil
+		for len(b.recs) < aheadChunk {
+			rec, off, sp, err := r.next()
+			if err != nil {
+				b.err = err
+				if r.blk != nil {
+					b.errSize, b.errCount = r.blk.Size, r.blk.Records
+				}
+				b.errBytes = r.blocks.BytesRead()
+				break
+			}
+			if len(b.recs) == 0 {
+				b.off, b.first = off, sp
+				b.size, b.count = r.blk.Size, r.blk.Records
+				b.bytes = r.blocks.BytesRead()
+			}
+			b.recs = append(b.recs, rec)
+			if r.idx == r.blk.Records {
+				break // a chunk never holds records of two blocks
+			}
+		}
+		select {
+		case a.full <- b:
+		case <-a.stop:
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+func (r *Reader[T]) nextAhead() (rec T, offset int64, splitPoint bool, err error) {
+	a := r.ahead
+	if a.err != nil {
+		return rec, 0, false, a.err
+	}
+	for a.cur == nil || a.i >= len(a.cur.recs) {
+		if b := a.cur; b != nil {
+			if b.err != nil {
+				a.err = b.err
+				a.size, a.records, a.bytes = b.errSize, b.errCount, b.errBytes
+				return rec, 0, false, a.err
+			}
+			clear(b.recs)
+			a.cur = nil
+			a.free <- b // never blocks: free holds every buffer
+		}
+		if !a.started {
+			a.started = true
+			a.bytes, a.haveBytes = r.blocks.BytesRead(), true
+			go r.produce(a)
+		}
+		a.cur, a.i = <-a.full, 0
+		if len(a.cur.recs) > 0 {
+			a.size, a.records, a.bytes, a.haveBytes = a.cur.size, a.cur.count, a.cur.bytes, true
+		}
+	}
+	b := a.cur
+	rec = b.recs[a.i]
+	sp := a.i == 0 && b.first
+	a.i++
+	return rec, b.off, sp, nil
+}
+
+func (a *ahead[T]) bytesRead(r *Reader[T]) int64 {
+	if a.haveBytes {
+		return a.bytes
+	}
+	return r.blocks.BytesRead() // the goroutine has not started
+}
+
+// stopAndWait stops the goroutine, waits for it to exit, and makes Next
+// fail from then on.
+func (a *ahead[T]) stopAndWait(name string) {
+	a.once.Do(func() {
+		close(a.stop)
+		if a.started {
+			<-a.done
+		}
+		if a.err == nil {
+			a.err = errors.New("avro container " + name + ": reader closed")
+		}
+		if a.cur != nil {
+			clear(a.cur.recs)
+			a.cur = nil
+		}
+	})
+}
