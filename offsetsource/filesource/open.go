@@ -121,9 +121,9 @@ type File struct {
 	Current Metadata
 
 	ctx   context.Context
-	local *os.File        // local files: read with ReadAt
+	local *os.File             // local files: read with ReadAt
 	fs    filesystem.Interface // other schemes without a range reader
-	rr    RangeReadFunc   // schemes with a range reader
+	rr    RangeReadFunc        // schemes with a range reader
 }
 
 // Open opens the file that m describes, checking first that it is there,
