@@ -55,4 +55,3 @@ func TestChunkedReader(t *testing.T) {
 		t.Errorf("error %v, want one naming the range", err)
 	}
 }
-

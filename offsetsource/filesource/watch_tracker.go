@@ -372,6 +372,10 @@ func (t *watchTracker) buildSeenLocked() {
 		k := keyOf(f.Path)
 		t.seen[k] = seenFile{Key: k, Size: f.Size, LastModified: f.LastModified}
 	}
+	for _, f := range t.claimed {
+		k := keyOf(f.Path)
+		t.seen[k] = seenFile{Key: k, Size: f.Size, LastModified: f.LastModified}
+	}
 }
 
 // pollStats is what one poll found.
@@ -437,7 +441,7 @@ func (t *watchTracker) addPoll(files []watchFile, now time.Time) pollStats {
 	t.unstable = unstable
 	st.waiting = len(unstable)
 	st.added = len(added)
-	if len(added) > 0 || active || len(st.ignored) > 0 {
+	if len(added) > 0 || active {
 		t.lastNew = now.UnixNano()
 	}
 	slices.SortFunc(added, func(a, b watchFile) int { return strings.Compare(a.Path, b.Path) })
