@@ -363,6 +363,7 @@ type watchHarness struct {
 	emitted map[string]int // path -> times emitted
 	order   []string
 	calls   int
+	onEmit  func(fileio.FileMetadata)
 }
 
 func newWatchHarness(t *testing.T, pattern string, interval time.Duration, until Termination, clock *fakeClock) *watchHarness {
@@ -388,6 +389,9 @@ func (h *watchHarness) step(splitAfter int) bool {
 	var callEmits []string
 	emit := func(et beam.EventTime, m fileio.FileMetadata) {
 		callEmits = append(callEmits, m.Path)
+		if h.onEmit != nil {
+			h.onEmit(m)
+		}
 		h.emitted[m.Path]++
 		h.order = append(h.order, m.Path)
 		if et.ToTime().After(h.clock.Now()) || et.Milliseconds() > we.State {
@@ -717,4 +721,153 @@ func TestWatchTrackerManyFiles(t *testing.T) {
 		t.Errorf("two polls of %d files took %v", n, d)
 	}
 	t.Logf("two polls of %d files: %v", n, time.Since(start))
+}
+
+// changingHarness watches dir/*.log with or without matchUpdated, one
+// poll a step, and records what each step emitted with which size.
+func changingHarness(t *testing.T, dir string, matchUpdated bool) (*watchHarness, *fakeClock) {
+	clock := &fakeClock{t: watchEpoch}
+	h := newWatchHarness(t, filepath.Join(dir, "*.log"), time.Second, Never(), clock)
+	h.fn.MatchUpdated = matchUpdated
+	return h, clock
+}
+
+// stepSizes runs one step and returns the sizes of the files it emitted,
+// by base name.
+func stepSizes(h *watchHarness, clock *fakeClock) map[string]int64 {
+	before := len(h.order)
+	var got map[string]int64
+	h.onEmit = func(m fileio.FileMetadata) {
+		if got == nil {
+			got = map[string]int64{}
+		}
+		got[filepath.Base(m.Path)] = m.Size
+	}
+	if !h.step(0) {
+		h.t.Fatal("the watch stopped")
+	}
+	_ = before
+	h.onEmit = nil
+	clock.Advance(time.Second)
+	return got
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// TestWatchChangingFiles: the regressions of files that change while they
+// are watched. On the code before this package, an empty or header-only
+// file seen by the first poll was emitted at once and never again, and
+// appended records and rewritten files were never read, silently.
+func TestWatchChangingFiles(t *testing.T) {
+	t.Run("empty at the first poll", func(t *testing.T) {
+		dir := t.TempDir()
+		h, clock := changingHarness(t, dir, false)
+		p := filepath.Join(dir, "e.log")
+		appendTo(t, p, "")
+		for i := 0; i < 3; i++ {
+			if got := stepSizes(h, clock); got != nil {
+				t.Fatalf("poll %d emitted an empty file: %v", i, got)
+			}
+		}
+		appendTo(t, p, "header+records")
+		if got := stepSizes(h, clock); got != nil {
+			t.Fatalf("emitted while it just changed: %v", got)
+		}
+		if got := stepSizes(h, clock); got["e.log"] != 14 {
+			t.Fatalf("emitted %v, want e.log with its 14 bytes", got)
+		}
+	})
+	t.Run("header only, records before the next poll", func(t *testing.T) {
+		dir := t.TempDir()
+		h, clock := changingHarness(t, dir, false)
+		p := filepath.Join(dir, "h.log")
+		appendTo(t, p, "header")
+		if got := stepSizes(h, clock); got != nil {
+			t.Fatalf("first poll emitted %v", got)
+		}
+		appendTo(t, p, "+records")
+		stepSizes(h, clock)
+		if got := stepSizes(h, clock); got["h.log"] != 14 {
+			t.Fatalf("emitted %v, want h.log with its 14 bytes", got)
+		}
+	})
+	for _, updated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("appended and rewritten, matchUpdated %v", updated), func(t *testing.T) {
+			dir := t.TempDir()
+			h, clock := changingHarness(t, dir, updated)
+			p := filepath.Join(dir, "a.log")
+			appendTo(t, p, "header")
+			stepSizes(h, clock)
+			if got := stepSizes(h, clock); got["a.log"] != 6 {
+				t.Fatalf("emitted %v, want the header-only a.log", got)
+			}
+			appendTo(t, p, "+records") // appended after it was read
+			stepSizes(h, clock)
+			got := stepSizes(h, clock)
+			if updated && got["a.log"] != 14 {
+				t.Fatalf("appended file: emitted %v, want a.log again, whole (14 bytes)", got)
+			}
+			if !updated && got != nil {
+				t.Fatalf("appended file without matchUpdated: emitted %v", got)
+			}
+			// Rewritten under the same name, with the same size.
+			tmp := filepath.Join(dir, "tmp")
+			if err := os.WriteFile(tmp, []byte("HEADER+RECORDS"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			later := clock.Now().Add(time.Minute)
+			os.Chtimes(tmp, later, later)
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			stepSizes(h, clock)
+			got = stepSizes(h, clock)
+			if updated && got["a.log"] != 14 {
+				t.Fatalf("rewritten file: emitted %v, want a.log again", got)
+			}
+			if !updated && got != nil {
+				t.Fatalf("rewritten file without matchUpdated: emitted %v", got)
+			}
+			want := 1
+			if updated {
+				want = 3
+			}
+			if h.emitted[p] != want {
+				t.Errorf("a.log emitted %d times, want %d", h.emitted[p], want)
+			}
+		})
+	}
+
+	// Without matchUpdated the change is reported once per change; a file
+	// still changing when the watch ends is read as last seen, and one
+	// still empty is skipped.
+	rt := newWatchTracker(watchRestriction{Start: 1}, Never().condition(), false, nil)
+	if n := stablePoll(rt, wfs("x"), watchEpoch); n != 1 {
+		t.Fatal(n)
+	}
+	claimAll(t, rt)
+	grown := watchFile{Path: "x", Size: 100}
+	if st := rt.addPoll([]watchFile{grown}, watchEpoch); len(st.ignored) != 1 {
+		t.Errorf("change after emission: %+v, want it ignored", st)
+	}
+	if st := rt.addPoll([]watchFile{grown}, watchEpoch); len(st.ignored) != 0 {
+		t.Errorf("the same change again: %+v, want nothing", st)
+	}
+	rt.addPoll([]watchFile{{Path: "y", Size: 5}, {Path: "z", Size: 0}}, watchEpoch)
+	if skipped := rt.flush(); skipped != 1 {
+		t.Errorf("flush skipped %d empty files, want 1", skipped)
+	}
+	if got := claimAll(t, rt); !slices.Equal(got, []string{"y"}) {
+		t.Errorf("flushed %v, want [y]", got)
+	}
 }
