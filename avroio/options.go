@@ -2,18 +2,20 @@ package avroio
 
 import (
 	"fmt"
-	"strings"
+	"reflect"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/offsetsource"
+	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
 
-// Defaults of the read options.
+// Defaults of the read options. The size of initial bundles is
+// offsetsource.DefaultDesiredBundleSize (64 MiB, Beam Java's default for
+// file-based sources) unless DesiredBundleSize says otherwise.
 const (
-	// DefaultDesiredBundleSize is the size of the initial bundles a file is
-	// cut into: 64 MiB, Beam Java's default for file-based sources.
-	DefaultDesiredBundleSize int64 = 64 << 20
 	// DefaultMinBundleSize is the smallest initial bundle: 128,000 bytes,
 	// twice Avro's default sync interval, as in Beam Java's AvroSource.
 	DefaultMinBundleSize int64 = 128000
@@ -21,51 +23,6 @@ const (
 	// (see MaxAlloc): container.DefaultMaxAlloc, 64 MiB.
 	DefaultMaxAlloc int64 = container.DefaultMaxAlloc
 )
-
-// EmptyMatchTreatment says whether a file pattern that matches no file is
-// an error, as Beam Java's EmptyMatchTreatment does.
-type EmptyMatchTreatment int
-
-const (
-	// emptyMatchDefault means "the transform's default": EmptyMatchDisallow
-	// for Read, EmptyMatchAllowIfWildcard for ReadAll.
-	emptyMatchDefault EmptyMatchTreatment = iota
-	// EmptyMatchAllow: a pattern that matches nothing reads no records.
-	EmptyMatchAllow
-	// EmptyMatchDisallow: a pattern that matches nothing is an error. The
-	// default of Read and ReadGeneric.
-	EmptyMatchDisallow
-	// EmptyMatchAllowIfWildcard: a pattern that matches nothing is an
-	// error unless it contains a glob wildcard (* ? [ or {). The default of
-	// ReadAll.
-	EmptyMatchAllowIfWildcard
-)
-
-func (t EmptyMatchTreatment) String() string {
-	switch t {
-	case EmptyMatchAllow:
-		return "Allow"
-	case EmptyMatchDisallow:
-		return "Disallow"
-	case EmptyMatchAllowIfWildcard:
-		return "AllowIfWildcard"
-	}
-	return fmt.Sprintf("EmptyMatchTreatment(%d)", int(t))
-}
-
-// allows reports whether an empty match of pattern is allowed.
-func (t EmptyMatchTreatment) allows(pattern string) bool {
-	switch t {
-	case EmptyMatchAllow:
-		return true
-	case EmptyMatchAllowIfWildcard:
-		return hasWildcard(pattern)
-	}
-	return false
-}
-
-// hasWildcard reports whether pattern contains a glob metacharacter.
-func hasWildcard(pattern string) bool { return strings.ContainsAny(pattern, "*?[{") }
 
 // ReadOption configures Read, ReadGeneric, ReadAll and ReadFiles.
 type ReadOption func(*readOptions)
@@ -77,6 +34,7 @@ type readOptions struct {
 	minBundleSize     int64
 	readerSchema      string
 	maxAlloc          int64
+	matchUpdated      bool
 }
 
 // EmptyMatch sets what a file pattern that matches no file means (Java's
@@ -97,7 +55,8 @@ func MatchesManyFiles() ReadOption {
 }
 
 // DesiredBundleSize sets the size in bytes of the initial bundles each file
-// is cut into (DefaultDesiredBundleSize, 64 MiB, when not set). Runners
+// is cut into (offsetsource.DefaultDesiredBundleSize, 64 MiB, when not
+// set). Runners
 // split bundles further while they run.
 func DesiredBundleSize(bytes int64) ReadOption {
 	return func(o *readOptions) { o.desiredBundleSize = bytes }
@@ -132,7 +91,7 @@ func MaxAlloc(bytes int64) ReadOption {
 
 func parseReadOptions(opts []ReadOption, emptyDefault EmptyMatchTreatment) (readOptions, error) {
 	o := readOptions{
-		desiredBundleSize: DefaultDesiredBundleSize,
+		desiredBundleSize: offsetsource.DefaultDesiredBundleSize,
 		minBundleSize:     DefaultMinBundleSize,
 		maxAlloc:          DefaultMaxAlloc,
 	}
@@ -143,7 +102,7 @@ func parseReadOptions(opts []ReadOption, emptyDefault EmptyMatchTreatment) (read
 		o.emptyMatch = emptyDefault
 	}
 	switch {
-	case o.emptyMatch < EmptyMatchAllow || o.emptyMatch > EmptyMatchAllowIfWildcard:
+	case o.emptyMatch < EmptyMatchAllow || o.emptyMatch > EmptyMatchAllowIfWildcard: // not exported by filesource
 		return o, fmt.Errorf("unknown empty-match treatment %v", o.emptyMatch)
 	case o.desiredBundleSize <= 0:
 		return o, fmt.Errorf("desired bundle size %d: must be positive", o.desiredBundleSize)
@@ -158,6 +117,36 @@ func parseReadOptions(opts []ReadOption, emptyDefault EmptyMatchTreatment) (read
 		}
 	}
 	return o, nil
+}
+
+// MatchUpdatedFiles makes WatchForNewFiles and WatchAllForNewFiles read a
+// file again, whole, when its size or modification time changed after it
+// was read (Java's matchUpdatedFiles; see WatchForNewFiles). Other reads
+// ignore it.
+func MatchUpdatedFiles() ReadOption {
+	return func(o *readOptions) { o.matchUpdated = true }
+}
+
+// fileOptions are the options of filesource's read of records of type t.
+func (o readOptions) fileOptions(t reflect.Type) []filesource.Option {
+	opts := []filesource.Option{
+		filesource.EmptyMatch(o.emptyMatch),
+		filesource.DesiredBundleSize(o.desiredBundleSize),
+		filesource.MetricsNamespace(Namespace),
+		filesource.OutputType(t),
+	}
+	if o.manyFiles {
+		opts = append(opts, filesource.MatchesManyFiles())
+	}
+	if o.matchUpdated {
+		opts = append(opts, filesource.MatchUpdatedFiles())
+	}
+	return opts
+}
+
+// format is the Avro format reading records of type t with the options.
+func (o readOptions) format(t reflect.Type) format {
+	return format{Type: beam.EncodedType{T: t}, Settings: o.settings()}
 }
 
 // settings is what every source of the read carries to the workers.

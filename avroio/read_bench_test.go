@@ -62,7 +62,7 @@ func BenchmarkReadRestriction(b *testing.B) {
 			b.Run(codec+"/source "+typ.String(), func(b *testing.B) {
 				src := newSource(b, path, typ)
 				for b.Loop() {
-					rt := sdf.NewTracker(sdf.OffsetRange{Start: 0, End: src.Size})
+					rt := sdf.NewTracker(sdf.OffsetRange{Start: 0, End: src.File.Size})
 					k := 0
 					if err := offsetsource.ReadRestriction(context.Background(), src, rt, func(beam.X) { k++ }); err != nil {
 						b.Fatal(err)

@@ -23,7 +23,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sdfio/sdfio/avroio/container"
-	"github.com/sdfio/sdfio/sdf"
+	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
 
 func init() {
@@ -229,7 +229,7 @@ func recordOffsets(t testing.TB, path string) []int64 {
 // type t with the default settings, as Read makes it.
 func newSource(t testing.TB, path string, typ reflect.Type) fileSource {
 	t.Helper()
-	size, err := fileSize(context.Background(), path)
+	m, err := filesource.Stat(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func newSource(t testing.TB, path string, typ reflect.Type) fileSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fileSource{Path: path, End: sdf.Unbounded, Size: size, Type: beam.EncodedType{T: typ}, Settings: o.settings()}
+	return filesource.NewSource[beam.X](m, o.format(typ))
 }
 
 // counterSum sums the read's counter name over all steps.

@@ -103,7 +103,7 @@ func mustPanic(t *testing.T, what string, f func()) string {
 func TestPipelineManyBundles(t *testing.T) {
 	recs := eventRecords(0, 2000)
 	path, _ := writeLayoutFile(t, t.TempDir(), "many.avro", "snappy", recs, []int{7})
-	size := newSource(t, path, reflect.TypeFor[event]()).Size
+	size := newSource(t, path, reflect.TypeFor[event]()).File.Size
 	bundle := size / 40
 	for _, codec := range []string{"typed", "generic"} {
 		t.Run(codec, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestPipelineManyBundles(t *testing.T) {
 // the minimum bundle size wins over a smaller desired size.
 func TestPipelineBundleSizes(t *testing.T) {
 	path, _ := writeLayoutFile(t, t.TempDir(), "b.avro", "null", eventRecords(0, 9000), []int{50})
-	size := newSource(t, path, reflect.TypeFor[event]()).Size
+	size := newSource(t, path, reflect.TypeFor[event]()).File.Size
 	if size < 2*DefaultMinBundleSize || size > 3*DefaultMinBundleSize {
 		t.Fatalf("file of %d bytes, want 2 to 3 times the default minimum bundle size", size)
 	}

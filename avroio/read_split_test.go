@@ -133,7 +133,7 @@ func TestSplitPositions(t *testing.T) {
 	recs := eventRecords(0, 24)
 	path, recOffs := writeLayoutFile(t, t.TempDir(), "layout.avro", "deflate", recs, []int{3, 1, 0, 4, 2})
 	src := newSource(t, path, reflect.TypeFor[event]())
-	size := src.Size
+	size := src.File.Size
 
 	// idsFrom reads [start, end) and returns the ids read.
 	ids := func(start, end int64) []int64 {

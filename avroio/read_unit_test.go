@@ -1,9 +1,6 @@
 package avroio
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"math/big"
 	"reflect"
 	"strings"
@@ -13,54 +10,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/hamba/avro/v2"
 )
-
-// TestChunkedReader reads a "file" through ranged reads of growing size,
-// with the size known and unknown, and checks the requests it made.
-func TestChunkedReader(t *testing.T) {
-	data := make([]byte, 3*maxChunk+12345)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	for _, known := range []bool{true, false} {
-		for _, from := range []int64{0, 1000, int64(len(data)) - 10, int64(len(data))} {
-			var reqs [][2]int64
-			size := int64(len(data))
-			if !known {
-				size = -1
-			}
-			r := &chunkedReader{off: from, size: size, chunk: firstChunk, read: func(off, n int64) (io.ReadCloser, error) {
-				reqs = append(reqs, [2]int64{off, n})
-				end := min(off+n, int64(len(data)))
-				return io.NopCloser(bytes.NewReader(data[min(off, end):end])), nil
-			}}
-			got, err := io.ReadAll(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, data[from:]) {
-				t.Fatalf("known size %v, from %d: read %d bytes, want %d", known, from, len(got), len(data)-int(from))
-			}
-			next, chunk := from, int64(firstChunk)
-			for i, q := range reqs {
-				if q[0] != next || (q[1] != chunk && !(known && q[0]+q[1] == int64(len(data)))) {
-					t.Fatalf("known size %v, from %d: request %d is %v, want [%d, +%d)", known, from, i, q, next, chunk)
-				}
-				next, chunk = q[0]+q[1], min(2*chunk, maxChunk)
-			}
-			if known && next != int64(len(data)) && from != int64(len(data)) {
-				t.Errorf("known size: requests end at %d, want the file's end %d", next, len(data))
-			}
-			r.Close()
-		}
-	}
-	// An error from a range read names the range.
-	r := &chunkedReader{size: -1, chunk: firstChunk, read: func(off, n int64) (io.ReadCloser, error) {
-		return nil, errors.New("boom")
-	}}
-	if _, err := r.Read(make([]byte, 10)); err == nil || !strings.Contains(err.Error(), "from byte 0: boom") {
-		t.Errorf("error %v, want one naming the range", err)
-	}
-}
 
 func TestReadOptions(t *testing.T) {
 	o, err := parseReadOptions(nil, EmptyMatchDisallow)
@@ -81,14 +30,9 @@ func TestReadOptions(t *testing.T) {
 		}
 	}
 	o, _ = parseReadOptions([]ReadOption{MinBundleSize(4096), MaxAlloc(1 << 20), ReaderSchema(eventsSchema)}, EmptyMatchDisallow)
-	src := fileSource{Settings: o.settings()}
-	if src.MinBundleSize() != 4096 || src.Settings.MaxAlloc != 1<<20 || src.Settings.ReaderSchema != eventsSchema {
-		t.Errorf("settings %+v", src.Settings)
-	}
-	for pattern, want := range map[string]bool{"a/b.avro": false, "a/*.avro": true, "a/b?.avro": true, "a/[ab].avro": true, "a/{x,y}": true} {
-		if hasWildcard(pattern) != want {
-			t.Errorf("hasWildcard(%q) = %v", pattern, !want)
-		}
+	src := fileSource{Format: o.format(reflect.TypeFor[event]())}
+	if src.MinBundleSize() != 4096 || src.Format.Settings.MaxAlloc != 1<<20 || src.Format.Settings.ReaderSchema != eventsSchema {
+		t.Errorf("settings %+v", src.Format.Settings)
 	}
 }
 
@@ -99,7 +43,7 @@ func TestMaxAlloc(t *testing.T) {
 	big.Name = strings.Repeat("x", 5000)
 	path, _ := writeLayoutFile(t, t.TempDir(), "big.avro", "null", []event{eventRecord(0), big}, []int{1})
 	src := newSource(t, path, reflect.TypeFor[event]())
-	src.Settings.MaxAlloc = 4096
+	src.Format.Settings.MaxAlloc = 4096
 	_, err := sdftestReadAll(t, src)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("reading a 5000-byte string with a 4096-byte limit: %v", err)

@@ -1,4 +1,4 @@
-package avroio
+package filesource
 
 // The watch's restriction, coder and tracker, and its DoFn driven the way
 // Beam Go's runtime drives it (process, checkpoint on resume, resume the
@@ -61,6 +61,36 @@ func claimAll(t *testing.T, rt *watchTracker) []string {
 	}
 }
 
+// stablePoll polls twice with the same files, as two polls of files that
+// did not change, and returns how many files became pending.
+func stablePoll(rt *watchTracker, files []watchFile, now time.Time) int {
+	rt.addPoll(files, now)
+	return rt.addPoll(files, now).added
+}
+
+func seenKeys(seen []seenFile) []fileKey {
+	out := make([]fileKey, len(seen))
+	for i, s := range seen {
+		out[i] = s.Key
+	}
+	return out
+}
+
+// mustPanic runs f and returns what it panicked with, failing t if it did
+// not panic.
+func mustPanic(t *testing.T, what string, f func()) (msg string) {
+	t.Helper()
+	defer func() {
+		p := recover()
+		if p == nil {
+			t.Fatalf("%s did not panic", what)
+		}
+		msg = fmt.Sprint(p)
+	}()
+	f()
+	return ""
+}
+
 func roundTrip(t *testing.T, r watchRestriction) watchRestriction {
 	t.Helper()
 	got, err := decodeWatchRestriction(encodeWatchRestriction(r))
@@ -75,10 +105,11 @@ func TestWatchRestrictionCoder(t *testing.T) {
 		{},
 		{Start: watchEpoch.UnixNano(), Done: true},
 		{
-			Seen:    []fileKey{keyOf("/a/1.avro"), keyOf("gs://b/2.avro")},
-			Pending: []watchFile{{Path: "/a/3.avro", Size: 123, LastModified: watchEpoch.UnixNano(), Found: watchEpoch.UnixNano() + 5}, {Path: "memfs://ü/ñ 4.avro", Size: 0, Found: -1}},
-			Start:   watchEpoch.UnixNano(),
-			LastNew: watchEpoch.UnixNano() + 1e9,
+			Seen:     []seenFile{{Key: keyOf("/a/1.avro"), Size: 10, LastModified: 3}, {Key: keyOf("gs://b/2.avro")}},
+			Unstable: []watchFile{{Path: "/a/5.avro", Size: 7, LastModified: 9}},
+			Pending:  []watchFile{{Path: "/a/3.avro", Size: 123, LastModified: watchEpoch.UnixNano(), Found: watchEpoch.UnixNano() + 5}, {Path: "memfs://ü/ñ 4.avro", Size: 0, Found: -1}},
+			Start:    watchEpoch.UnixNano(),
+			LastNew:  watchEpoch.UnixNano() + 1e9,
 		},
 	}
 	for _, r := range rs {
@@ -115,20 +146,20 @@ func TestWatchRestrictionCoder(t *testing.T) {
 func TestWatchTrackerCheckpoint(t *testing.T) {
 	clock := &fakeClock{t: watchEpoch}
 	start := watchRestriction{Start: watchEpoch.UnixNano()}
-	rt := newWatchTracker(start, termination{Total: -1, Idle: -1}, clock.Now)
+	rt := newWatchTracker(start, termination{Total: -1, Idle: -1}, false, clock.Now)
 	if rt.IsBounded() {
 		t.Error("IsBounded() = true")
 	}
 	if !rt.shouldPoll() {
 		t.Fatal("a new watch does not poll")
 	}
-	if n := rt.addPoll(wfs("c", "a", "b", "a"), clock.Now()); n != 3 {
+	if n := stablePoll(rt, wfs("c", "a", "b", "a"), clock.Now()); n != 3 {
 		t.Fatalf("addPoll found %d new files, want 3", n)
 	}
 	if rt.shouldPoll() {
 		t.Error("shouldPoll with files pending")
 	}
-	if n := rt.addPoll(wfs("d"), clock.Now()); n != 0 {
+	if n := rt.addPoll(wfs("d"), clock.Now()).added; n != 0 {
 		t.Errorf("addPoll while files are pending added %d", n)
 	}
 	if done, rem := rt.GetProgress(); done != 0 || rem != 4 {
@@ -151,7 +182,7 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 	if !prim.Done || !slices.Equal(paths(prim.Pending), []string{"a"}) {
 		t.Errorf("primary = %v %v, want done with pending [a]", prim, paths(prim.Pending))
 	}
-	if res.Done || !slices.Equal(paths(res.Pending), []string{"b", "c"}) || !slices.Equal(res.Seen, []fileKey{keyOf("a")}) {
+	if res.Done || !slices.Equal(paths(res.Pending), []string{"b", "c"}) || !slices.Equal(seenKeys(res.Seen), []fileKey{keyOf("a")}) {
 		t.Errorf("residual = %v %v, want pending [b c], seen {a}, not done", res, paths(res.Pending))
 	}
 	if res.Start != start.Start || res.LastNew != watchEpoch.UnixNano() {
@@ -173,7 +204,7 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 	// The residual emits its pending files before polling again, and then a
 	// poll finds only what it never emitted.
 	clock.Advance(time.Second)
-	rt2 := newWatchTracker(roundTrip(t, res), termination{Total: -1, Idle: -1}, clock.Now)
+	rt2 := newWatchTracker(roundTrip(t, res), termination{Total: -1, Idle: -1}, false, clock.Now)
 	if rt2.shouldPoll() {
 		t.Error("the residual polls before emitting its pending files")
 	}
@@ -183,13 +214,14 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 	if !rt2.shouldPoll() || !rt2.pollMore() {
 		t.Fatal("the residual does not poll on")
 	}
-	if rt2.known("d") || !rt2.known("a") || !rt2.known("b") {
-		t.Error("known() is wrong")
-	}
-	// A file seen before with another size (rewritten) is not new.
+	// A file seen before with another size (rewritten) is not new without
+	// matchUpdated: the change is reported, once.
 	rewritten := watchFile{Path: "a", Size: 999, LastModified: 7}
-	if n := rt2.addPoll(append(wfs("b", "d", "c"), rewritten), clock.Now()); n != 1 {
-		t.Errorf("second poll found %d new files, want 1 (d)", n)
+	if st := rt2.addPoll(append(wfs("b", "d", "c"), rewritten), clock.Now()); !slices.Equal(st.ignored, []string{"a"}) || st.waiting != 1 {
+		t.Errorf("first poll of the residual: %+v, want a ignored, d waiting", st)
+	}
+	if st := rt2.addPoll(append(wfs("b", "d", "c"), rewritten), clock.Now()); st.added != 1 || len(st.ignored) != 0 {
+		t.Errorf("second poll: %+v, want 1 new file (d) and nothing ignored", st)
 	}
 	if got := claimAll(t, rt2); !slices.Equal(got, []string{"d"}) {
 		t.Errorf("second poll claimed %v, want [d]", got)
@@ -198,7 +230,7 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 	res2 := r2.(watchRestriction)
 	want := []fileKey{keyOf("a"), keyOf("b"), keyOf("c"), keyOf("d")}
 	slices.SortFunc(want, func(a, b fileKey) int { return strings.Compare(string(a[:]), string(b[:])) })
-	if !slices.Equal(res2.Seen, want) || len(res2.Pending) != 0 {
+	if !slices.Equal(seenKeys(res2.Seen), want) || len(res2.Pending) != 0 {
 		t.Errorf("second residual seen %d keys, pending %v; want a b c d, none pending", len(res2.Seen), paths(res2.Pending))
 	}
 	if res2.LastNew != clock.Now().UnixNano() {
@@ -206,20 +238,20 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 	}
 
 	// A checkpoint before anything was claimed is allowed: empty primary.
-	rt3 := newWatchTracker(res2, termination{Total: -1, Idle: -1}, clock.Now)
+	rt3 := newWatchTracker(res2, termination{Total: -1, Idle: -1}, false, clock.Now)
 	p3, r3, _ := rt3.TrySplit(0)
 	if pr := p3.(watchRestriction); !pr.Done || len(pr.Pending) != 0 || !reflect.DeepEqual(r3, res2) {
 		t.Errorf("checkpoint of an untouched tracker: primary %v, residual %v; want empty done, unchanged", p3, r3)
 	}
 	// Polls after a checkpoint are ignored: the residual polls itself.
-	if n := rt3.addPoll(wfs("e"), clock.Now()); n != 0 || rt3.shouldPoll() {
+	if n := rt3.addPoll(wfs("e"), clock.Now()).added; n != 0 || rt3.shouldPoll() {
 		t.Errorf("poll after checkpoint added %d", n)
 	}
 }
 
 func TestWatchTrackerErrors(t *testing.T) {
 	never := termination{Total: -1, Idle: -1}
-	rt := newWatchTracker(watchRestriction{Pending: wfs("x", "y")}, never, nil)
+	rt := newWatchTracker(watchRestriction{Pending: wfs("x", "y")}, never, false, nil)
 	if rt.TryClaim("y") || rt.GetError() == nil || !strings.Contains(rt.GetError().Error(), "next pending file is x") {
 		t.Errorf("claim out of order: err %v", rt.GetError())
 	}
@@ -230,20 +262,20 @@ func TestWatchTrackerErrors(t *testing.T) {
 		t.Error("a failed tracker checkpointed")
 	}
 
-	rt = newWatchTracker(watchRestriction{}, never, nil)
+	rt = newWatchTracker(watchRestriction{}, never, false, nil)
 	if rt.TryClaim(int64(3)) || rt.GetError() == nil {
 		t.Error("TryClaim(int64) accepted")
 	}
-	rt = newWatchTracker(watchRestriction{}, never, nil)
+	rt = newWatchTracker(watchRestriction{}, never, false, nil)
 	if rt.TryClaim("z") || rt.GetError() == nil {
 		t.Error("claim with nothing pending accepted")
 	}
-	rt = newWatchTracker(watchRestriction{Pending: wfs("x")}, never, nil)
+	rt = newWatchTracker(watchRestriction{Pending: wfs("x")}, never, false, nil)
 	rt.finish()
 	if rt.GetError() == nil || rt.IsDone() {
 		t.Error("finish with a file pending did not fail")
 	}
-	rt = newWatchTracker(watchRestriction{Pending: wfs("x"), Done: true}, never, nil)
+	rt = newWatchTracker(watchRestriction{Pending: wfs("x"), Done: true}, never, false, nil)
 	if rt.shouldPoll() || rt.pollMore() {
 		t.Error("a done restriction polls")
 	}
@@ -303,7 +335,7 @@ func TestWatchTermination(t *testing.T) {
 
 	// Through the tracker: a poll finding a new file restarts the idle time.
 	clock := &fakeClock{t: watchEpoch}
-	rt := newWatchTracker(watchRestriction{Start: start}, idle, clock.Now)
+	rt := newWatchTracker(watchRestriction{Start: start}, idle, false, clock.Now)
 	clock.Advance(2 * time.Second)
 	rt.addPoll(wfs("a"), clock.Now())
 	claimAll(t, rt)
@@ -331,6 +363,7 @@ type watchHarness struct {
 	emitted map[string]int // path -> times emitted
 	order   []string
 	calls   int
+	onEmit  func(fileio.FileMetadata)
 }
 
 func newWatchHarness(t *testing.T, pattern string, interval time.Duration, until Termination, clock *fakeClock) *watchHarness {
@@ -350,12 +383,15 @@ func (h *watchHarness) step(splitAfter int) bool {
 	t := h.t
 	t.Helper()
 	h.calls++
-	rt := newWatchTracker(h.rest, h.fn.Termination, h.clock.Now)
+	rt := newWatchTracker(h.rest, h.fn.Termination, h.fn.MatchUpdated, h.clock.Now)
 	we := h.fn.CreateWatermarkEstimator(h.wm)
 	var residual any
 	var callEmits []string
 	emit := func(et beam.EventTime, m fileio.FileMetadata) {
 		callEmits = append(callEmits, m.Path)
+		if h.onEmit != nil {
+			h.onEmit(m)
+		}
 		h.emitted[m.Path]++
 		h.order = append(h.order, m.Path)
 		if et.ToTime().After(h.clock.Now()) || et.Milliseconds() > we.State {
@@ -434,6 +470,7 @@ func TestWatchFnEmitsEachFileOnce(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	var written []string
 	lastNew := watchEpoch
+	prevN := 0 // files written the round before: emitted this round
 	for round := 0; round < 40; round++ {
 		n := rng.Intn(4) // 0 to 3 new files this round
 		if round == 0 {
@@ -442,12 +479,9 @@ func TestWatchFnEmitsEachFileOnce(t *testing.T) {
 		for i := 0; i < n; i++ {
 			written = append(written, writeWatchedFile(t, dir, fmt.Sprintf("f%03d-%d.avro", round, i)))
 		}
-		if n > 0 {
-			lastNew = clock.Now()
-		}
 		splitAfter := 0
-		if n > 1 && rng.Intn(2) == 0 {
-			splitAfter = 1 + rng.Intn(n-1)
+		if prevN > 1 && rng.Intn(2) == 0 {
+			splitAfter = 1 + rng.Intn(prevN-1)
 		}
 		before := len(h.order)
 		if !h.step(splitAfter) {
@@ -460,28 +494,34 @@ func TestWatchFnEmitsEachFileOnce(t *testing.T) {
 				t.Fatal("the residual with pending files stopped")
 			}
 		}
-		if got := len(h.order) - before; got != n {
-			t.Errorf("round %d: %d files emitted, %d written", round, got, n)
+		// A file is emitted by the second poll that sees it unchanged.
+		if got := len(h.order) - before; got != prevN {
+			t.Errorf("round %d: %d files emitted, %d written the round before", round, got, prevN)
 		}
-		// Touch every file: changed times do not make a file new.
-		for _, p := range written {
+		if n > 0 || prevN > 0 {
+			lastNew = clock.Now()
+		}
+		prevN = n
+		// Touch every file emitted: without MatchUpdatedFiles, changed
+		// times do not make a file new.
+		for p := range h.emitted {
 			if err := os.Chtimes(p, clock.Now(), clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		clock.Advance(interval)
 	}
-	for _, p := range written {
-		if h.emitted[p] != 1 {
-			t.Errorf("%s emitted %d times", p, h.emitted[p])
+	// No more files: the last ones are emitted, then the watch stops at
+	// the first poll more than idle after the last new file.
+	for {
+		before := len(h.order)
+		more := h.step(0)
+		if len(h.order) > before {
+			lastNew = clock.Now()
 		}
-	}
-	if len(h.emitted) != len(written) {
-		t.Errorf("%d distinct files emitted, %d written: %v", len(h.emitted), len(written), h.order)
-	}
-	// No more files: the watch stops at the first poll more than idle after
-	// the last new file.
-	for h.step(0) {
+		if !more {
+			break
+		}
 		clock.Advance(interval)
 		if clock.Now().Sub(lastNew) > idle+interval {
 			t.Fatalf("still polling %v after the last new file", clock.Now().Sub(lastNew))
@@ -490,8 +530,13 @@ func TestWatchFnEmitsEachFileOnce(t *testing.T) {
 	if d := clock.Now().Sub(lastNew); d <= idle {
 		t.Errorf("stopped %v after the last new file, before %v", d, idle)
 	}
+	for _, p := range written {
+		if h.emitted[p] != 1 {
+			t.Errorf("%s emitted %d times", p, h.emitted[p])
+		}
+	}
 	if len(h.emitted) != len(written) {
-		t.Errorf("files emitted while stopping: %d, want %d", len(h.emitted), len(written))
+		t.Errorf("%d distinct files emitted, %d written: %v", len(h.emitted), len(written), h.order)
 	}
 }
 
@@ -503,19 +548,26 @@ func TestWatchFnPrimaryRetry(t *testing.T) {
 	b := writeWatchedFile(t, dir, "b.avro")
 	clock := &fakeClock{t: watchEpoch}
 	fn := &watchFn{PollInterval: time.Second, Termination: Never().condition()}
-	rt := newWatchTracker(watchRestriction{Start: watchEpoch.UnixNano()}, fn.Termination, clock.Now)
+	rt := newWatchTracker(watchRestriction{Start: watchEpoch.UnixNano()}, fn.Termination, false, clock.Now)
 	var got []string
 	emit := func(_ beam.EventTime, m fileio.FileMetadata) { got = append(got, m.Path) }
 	cont, err := fn.ProcessElement(context.Background(), &watchWatermark{}, rt, filepath.Join(dir, "*.avro"), emit)
 	if err != nil || !cont.ShouldResume() {
 		t.Fatalf("first call: %v, resume %v", err, cont != nil && cont.ShouldResume())
 	}
+	// The first poll sees a and b; the second, in the residual, emits them.
+	_, r, _ := rt.TrySplit(0)
+	rt = newWatchTracker(roundTrip(t, r.(watchRestriction)), fn.Termination, false, clock.Now)
+	cont, err = fn.ProcessElement(context.Background(), &watchWatermark{}, rt, filepath.Join(dir, "*.avro"), emit)
+	if err != nil || !cont.ShouldResume() || !slices.Equal(got, []string{a, b}) {
+		t.Fatalf("second call: %v, emitted %v", err, got)
+	}
 	p, _, _ := rt.TrySplit(0)
 	writeWatchedFile(t, dir, "c.avro")
 
 	prim := roundTrip(t, p.(watchRestriction))
 	got = nil
-	rt = newWatchTracker(prim, fn.Termination, clock.Now)
+	rt = newWatchTracker(prim, fn.Termination, false, clock.Now)
 	cont, err = fn.ProcessElement(context.Background(), &watchWatermark{}, rt, filepath.Join(dir, "*.avro"), emit)
 	if err != nil || cont.ShouldResume() || !rt.IsDone() {
 		t.Fatalf("retried primary: err %v, resume %v, done %v", err, cont.ShouldResume(), rt.IsDone())
@@ -525,7 +577,7 @@ func TestWatchFnPrimaryRetry(t *testing.T) {
 	}
 
 	// A drained watch emits what it found and stops polling.
-	tr := fn.TruncateRestriction(newWatchTracker(watchRestriction{Pending: wfs(a), Seen: []fileKey{keyOf(b)}}, fn.Termination, nil), "")
+	tr := fn.TruncateRestriction(newWatchTracker(watchRestriction{Pending: wfs(a), Seen: []seenFile{{Key: keyOf(b)}}}, fn.Termination, false, nil), "")
 	if !tr.Done || !slices.Equal(paths(tr.Pending), []string{a}) {
 		t.Errorf("truncated restriction %v, want done with [a]", tr)
 	}
@@ -545,7 +597,7 @@ func TestWatchListing(t *testing.T) {
 	if err := os.Chtimes(a, mod, mod); err != nil {
 		t.Fatal(err)
 	}
-	files, err := listWatched(context.Background(), filepath.Join(dir, "*.avro"), func(string) bool { return false })
+	files, err := listWatched(context.Background(), filepath.Join(dir, "*.avro"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,11 +608,7 @@ func TestWatchListing(t *testing.T) {
 	if m := files[0].metadata(); m.Path != a || m.Size != want[0].Size || !m.LastModified.Equal(mod) {
 		t.Errorf("metadata %+v", m)
 	}
-	files, err = listWatched(context.Background(), filepath.Join(dir, "*.avro"), func(p string) bool { return p == a })
-	if err != nil || len(files) != 0 {
-		t.Errorf("listing with a known: %v, %v; want nothing", files, err)
-	}
-	if _, err := listWatched(context.Background(), "nosuchscheme://x/*.avro", func(string) bool { return false }); err == nil {
+	if _, err := listWatched(context.Background(), "nosuchscheme://x/*.avro"); err == nil {
 		t.Error("listing an unknown scheme: no error")
 	}
 }
@@ -578,8 +626,8 @@ func TestWatchTrackerConcurrentCheckpoint(t *testing.T) {
 	never := Never().condition()
 	splitAt := map[int]bool{}
 	for iter := 0; iter < 300; iter++ {
-		rt := newWatchTracker(watchRestriction{Start: 1}, never, func() time.Time { return watchEpoch })
-		rt.addPoll(wfs(all...), watchEpoch)
+		rt := newWatchTracker(watchRestriction{Start: 1}, never, false, func() time.Time { return watchEpoch })
+		stablePoll(rt, wfs(all...), watchEpoch)
 		spin := rng.Intn(len(all) * 3000)
 		type split struct{ p, r any }
 		got := make(chan split, 1)
@@ -617,7 +665,7 @@ func TestWatchTrackerConcurrentCheckpoint(t *testing.T) {
 			t.Fatalf("iteration %d: residual pending %v seen %d, after %d emitted", iter, paths(res.Pending), len(res.Seen), len(emitted))
 		}
 		for _, p := range emitted {
-			if _, ok := slices.BinarySearchFunc(res.Seen, keyOf(p), func(a, b fileKey) int { return strings.Compare(string(a[:]), string(b[:])) }); !ok {
+			if _, ok := slices.BinarySearchFunc(res.Seen, keyOf(p), func(a seenFile, b fileKey) int { return compareKeys(a.Key, b) }); !ok {
 				t.Fatalf("iteration %d: %s emitted but not seen in the residual", iter, p)
 			}
 		}
@@ -652,15 +700,9 @@ func TestWatchTrackerManyFiles(t *testing.T) {
 	start := time.Now()
 	rest := watchRestriction{Start: 1}
 	for _, batch := range [][]watchFile{all[:n/2], all} {
-		rt := newWatchTracker(rest, never, nil)
-		listed := 0
-		for _, f := range batch {
-			if !rt.known(f.Path) {
-				listed++
-			}
-		}
-		if got := rt.addPoll(batch, watchEpoch); got != n/2 || listed != n/2 {
-			t.Fatalf("poll found %d new (%d unknown), want %d", got, listed, n/2)
+		rt := newWatchTracker(rest, never, false, nil)
+		if got := stablePoll(rt, batch, watchEpoch); got != n/2 {
+			t.Fatalf("poll found %d new, want %d", got, n/2)
 		}
 		if got := len(claimAll(t, rt)); got != n/2 {
 			t.Fatalf("claimed %d", got)
@@ -668,14 +710,164 @@ func TestWatchTrackerManyFiles(t *testing.T) {
 		_, r, _ := rt.TrySplit(0)
 		rest = roundTrip(t, r.(watchRestriction))
 	}
-	if len(rest.Seen) != n || !slices.IsSortedFunc(rest.Seen, compareKeys) {
-		t.Errorf("seen %d keys, sorted %v; want %d sorted", len(rest.Seen), slices.IsSortedFunc(rest.Seen, compareKeys), n)
+	keys := seenKeys(rest.Seen)
+	if len(keys) != n || !slices.IsSortedFunc(keys, compareKeys) {
+		t.Errorf("seen %d keys, sorted %v; want %d sorted", len(keys), slices.IsSortedFunc(keys, compareKeys), n)
 	}
-	if size := len(encodeWatchRestriction(rest)); size > 17*n+64 {
-		t.Errorf("restriction of %d seen files encodes to %d bytes, want about 16 a file", n, size)
+	if size := len(encodeWatchRestriction(rest)); size > 19*n+64 {
+		t.Errorf("restriction of %d seen files encodes to %d bytes, want about 18 a file", n, size)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("two polls of %d files took %v", n, d)
 	}
 	t.Logf("two polls of %d files: %v", n, time.Since(start))
+}
+
+// changingHarness watches dir/*.log with or without matchUpdated, one
+// poll a step, and records what each step emitted with which size.
+func changingHarness(t *testing.T, dir string, matchUpdated bool) (*watchHarness, *fakeClock) {
+	clock := &fakeClock{t: watchEpoch}
+	h := newWatchHarness(t, filepath.Join(dir, "*.log"), time.Second, Never(), clock)
+	h.fn.MatchUpdated = matchUpdated
+	return h, clock
+}
+
+// stepSizes runs one step and returns the sizes of the files it emitted,
+// by base name.
+func stepSizes(h *watchHarness, clock *fakeClock) map[string]int64 {
+	before := len(h.order)
+	var got map[string]int64
+	h.onEmit = func(m fileio.FileMetadata) {
+		if got == nil {
+			got = map[string]int64{}
+		}
+		got[filepath.Base(m.Path)] = m.Size
+	}
+	if !h.step(0) {
+		h.t.Fatal("the watch stopped")
+	}
+	_ = before
+	h.onEmit = nil
+	clock.Advance(time.Second)
+	return got
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// TestWatchChangingFiles: the regressions of files that change while they
+// are watched. On the code before this package, an empty or header-only
+// file seen by the first poll was emitted at once and never again, and
+// appended records and rewritten files were never read, silently.
+func TestWatchChangingFiles(t *testing.T) {
+	t.Run("empty at the first poll", func(t *testing.T) {
+		dir := t.TempDir()
+		h, clock := changingHarness(t, dir, false)
+		p := filepath.Join(dir, "e.log")
+		appendTo(t, p, "")
+		for i := 0; i < 3; i++ {
+			if got := stepSizes(h, clock); got != nil {
+				t.Fatalf("poll %d emitted an empty file: %v", i, got)
+			}
+		}
+		appendTo(t, p, "header+records")
+		if got := stepSizes(h, clock); got != nil {
+			t.Fatalf("emitted while it just changed: %v", got)
+		}
+		if got := stepSizes(h, clock); got["e.log"] != 14 {
+			t.Fatalf("emitted %v, want e.log with its 14 bytes", got)
+		}
+	})
+	t.Run("header only, records before the next poll", func(t *testing.T) {
+		dir := t.TempDir()
+		h, clock := changingHarness(t, dir, false)
+		p := filepath.Join(dir, "h.log")
+		appendTo(t, p, "header")
+		if got := stepSizes(h, clock); got != nil {
+			t.Fatalf("first poll emitted %v", got)
+		}
+		appendTo(t, p, "+records")
+		stepSizes(h, clock)
+		if got := stepSizes(h, clock); got["h.log"] != 14 {
+			t.Fatalf("emitted %v, want h.log with its 14 bytes", got)
+		}
+	})
+	for _, updated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("appended and rewritten, matchUpdated %v", updated), func(t *testing.T) {
+			dir := t.TempDir()
+			h, clock := changingHarness(t, dir, updated)
+			p := filepath.Join(dir, "a.log")
+			appendTo(t, p, "header")
+			stepSizes(h, clock)
+			if got := stepSizes(h, clock); got["a.log"] != 6 {
+				t.Fatalf("emitted %v, want the header-only a.log", got)
+			}
+			appendTo(t, p, "+records") // appended after it was read
+			stepSizes(h, clock)
+			got := stepSizes(h, clock)
+			if updated && got["a.log"] != 14 {
+				t.Fatalf("appended file: emitted %v, want a.log again, whole (14 bytes)", got)
+			}
+			if !updated && got != nil {
+				t.Fatalf("appended file without matchUpdated: emitted %v", got)
+			}
+			// Rewritten under the same name, with the same size.
+			tmp := filepath.Join(dir, "tmp")
+			if err := os.WriteFile(tmp, []byte("HEADER+RECORDS"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			later := clock.Now().Add(time.Minute)
+			os.Chtimes(tmp, later, later)
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			stepSizes(h, clock)
+			got = stepSizes(h, clock)
+			if updated && got["a.log"] != 14 {
+				t.Fatalf("rewritten file: emitted %v, want a.log again", got)
+			}
+			if !updated && got != nil {
+				t.Fatalf("rewritten file without matchUpdated: emitted %v", got)
+			}
+			want := 1
+			if updated {
+				want = 3
+			}
+			if h.emitted[p] != want {
+				t.Errorf("a.log emitted %d times, want %d", h.emitted[p], want)
+			}
+		})
+	}
+
+	// Without matchUpdated the change is reported once per change; a file
+	// still changing when the watch ends is read as last seen, and one
+	// still empty is skipped.
+	rt := newWatchTracker(watchRestriction{Start: 1}, Never().condition(), false, nil)
+	if n := stablePoll(rt, wfs("x"), watchEpoch); n != 1 {
+		t.Fatal(n)
+	}
+	claimAll(t, rt)
+	grown := watchFile{Path: "x", Size: 100}
+	if st := rt.addPoll([]watchFile{grown}, watchEpoch); len(st.ignored) != 1 {
+		t.Errorf("change after emission: %+v, want it ignored", st)
+	}
+	if st := rt.addPoll([]watchFile{grown}, watchEpoch); len(st.ignored) != 0 {
+		t.Errorf("the same change again: %+v, want nothing", st)
+	}
+	rt.addPoll([]watchFile{{Path: "y", Size: 5}, {Path: "z", Size: 0}}, watchEpoch)
+	if skipped := rt.flush(); skipped != 1 {
+		t.Errorf("flush skipped %d empty files, want 1", skipped)
+	}
+	if got := claimAll(t, rt); !slices.Equal(got, []string{"y"}) {
+		t.Errorf("flushed %v, want [y]", got)
+	}
 }
