@@ -115,8 +115,15 @@ func (s fileSource) Open(ctx context.Context) (offsetsource.Reader[beam.X], erro
 	if err != nil {
 		return nil, err
 	}
-	r, err := container.OpenReaderOf(s.Path, open, s.Start, s.Type.T, opts)
+	// The header comes from the process's cache: every range of the file
+	// parses it once per worker, not once per range.
+	br, err := container.Headers.Open(container.FileVersion{Name: s.Path, Size: s.Size}, open, s.Start, opts.Limits)
 	if err != nil {
+		return nil, err
+	}
+	r, err := container.NewReaderOf(br, s.Type.T, opts)
+	if err != nil {
+		br.Close()
 		return nil, err
 	}
 	rangesRead.Inc(ctx, 1)
