@@ -22,8 +22,19 @@ func ReaderAtOpener(ra io.ReaderAt, size int64) Opener {
 		if off > size {
 			off = size
 		}
-		return io.NopCloser(io.NewSectionReader(ra, off, size-off)), nil
+		return &sectionReader{io.NewSectionReader(ra, off, size-off)}, nil
 	}
+}
+
+// sectionReader is ReaderAtOpener's stream: it knows what it has left.
+type sectionReader struct{ *io.SectionReader }
+
+func (r *sectionReader) Close() error { return nil }
+
+// Remain is the number of bytes left to read.
+func (r *sectionReader) Remain() int64 {
+	pos, _ := r.Seek(0, io.SeekCurrent)
+	return r.Size() - pos
 }
 
 // FileOpener opens the local file path and seeks to the offset.

@@ -199,4 +199,3 @@ func TestHeaderCache(t *testing.T) {
 		t.Fatalf("a header over the byte bound was kept (%d) or failed: %v", tiny.Len(), err)
 	}
 }
-
