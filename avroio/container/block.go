@@ -255,7 +255,7 @@ func (br *BlockReader) findSync() error {
 	s := br.s
 	sync := br.h.Sync[:]
 	for {
-		b, err := s.br.Peek(streamBufSize)
+		b, err := s.br.Peek(s.br.Size())
 		if i := bytes.Index(b, sync); i >= 0 {
 			return s.discard(i + SyncSize)
 		}

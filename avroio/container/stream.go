@@ -38,7 +38,12 @@ type stream struct {
 func newStream(r io.Reader, pos int64) *stream {
 	s := &stream{pos: pos}
 	s.cr.r = r
-	s.br = bufio.NewReaderSize(&s.cr, streamBufSize)
+	size := streamBufSize
+	if left, ok := s.sourceRemaining(); ok {
+		// No larger than the input: small files cost little.
+		size = int(min(max(left+1, 4096), streamBufSize))
+	}
+	s.br = bufio.NewReaderSize(&s.cr, size)
 	return s
 }
 
@@ -144,6 +149,15 @@ type remainder interface{ Remain() int64 }
 // remaining is the number of bytes left in the stream, when its source can
 // tell: a local file, or a reader with a Remain method.
 func (s *stream) remaining() (int64, bool) {
+	left, ok := s.sourceRemaining()
+	if !ok {
+		return 0, false
+	}
+	return left + int64(s.br.Buffered()), true
+}
+
+// sourceRemaining is what the stream's source has left to deliver.
+func (s *stream) sourceRemaining() (int64, bool) {
 	var left int64
 	switch r := s.cr.r.(type) {
 	case *os.File:
@@ -163,7 +177,7 @@ func (s *stream) remaining() (int64, bool) {
 	default:
 		return 0, false
 	}
-	return left + int64(s.br.Buffered()), true
+	return left, true
 }
 
 // discard skips n bytes.
