@@ -3,6 +3,7 @@ package avroio
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -68,8 +69,20 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		}
 		opts.ReaderSchema = rs
 	}
-	r, err := container.OpenReaderOf(file.Path, file.OpenAt, start, f.Type.T, opts)
+	// The header comes from the process's cache: every range of the file
+	// parses it once per worker, not once per range. The file's size and
+	// modification time when it was opened identify its version.
+	ver := container.FileVersion{Name: file.Path, Size: file.Current.Size}
+	if file.Current.LastModified != 0 {
+		ver.Version = strconv.FormatInt(file.Current.LastModified, 10)
+	}
+	br, err := container.Headers.Open(ver, file.OpenAt, start, opts.Limits)
 	if err != nil {
+		return nil, err
+	}
+	r, err := container.NewReaderOf(br, f.Type.T, opts)
+	if err != nil {
+		br.Close()
 		return nil, err
 	}
 	if err := checkFields(f.Type.T, r.Schema()); err != nil {

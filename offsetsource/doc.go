@@ -26,7 +26,13 @@
 //     MaxEndOffset (an End of sdf.Unbounded becomes MaxEndOffset);
 //   - SplitRestriction cuts it into initial bundles of DesiredBundleSize bytes
 //     (64 MiB by default), at least MinBundleSize offsets each, with
-//     sdf.SplitIntoBundles;
+//     sdf.SplitIntoBundles, and never more than MaxInitialBundles of them
+//     (larger bundles instead);
+//   - neither fails: Beam Go runs them fused after whatever produced the
+//     sources, where an error becomes a panic of that transform's emitter.
+//     A range that cannot be resolved (MaxEndOffset failed, an invalid
+//     range) travels as the marker [start, sdf.Unbounded), and
+//     ProcessElement resolves it again and returns the error;
 //   - RestrictionSize is the range's size in bytes;
 //   - CreateTracker returns an *sdf.Tracker, which handles the runner's
 //     dynamic splits (TrySplit) and progress reports while the read runs;

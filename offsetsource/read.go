@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/sdfio/sdfio/sdf"
 )
@@ -13,6 +14,13 @@ import (
 // DefaultDesiredBundleSize is the size of initial bundles, in bytes, unless
 // an Option says otherwise: Beam Java's default for file-based sources.
 const DefaultDesiredBundleSize int64 = 64 << 20
+
+// MaxInitialBundles caps the number of initial bundles SplitRestriction cuts
+// one source into. When the desired bundle size would give more (a source
+// of 2^62 offsets, say), the bundles are made larger, so that the runner is
+// handed at most this many restrictions per source and dynamic splitting
+// does the rest.
+const MaxInitialBundles = 10_000
 
 // Namespace is the namespace of the read's Beam metrics.
 const Namespace = "sdfio/offsetsource"
@@ -142,25 +150,54 @@ type readFn[T any, S Source[T]] struct {
 
 // CreateInitialRestriction is the source's range, its end resolved with
 // MaxEndOffset.
+//
+// It never fails. Beam Go runs it fused after the transform that produced
+// the sources, so an error returned here surfaces as a panic of that
+// transform's emitter, with a stack trace instead of the error. When the
+// range cannot be resolved (MaxEndOffset fails, the range is invalid) it
+// returns the unresolved marker [start, Unbounded) instead, which no
+// resolvable source yields (InitialRestriction always bounds the end), and
+// ProcessElement resolves the range again and fails with the error.
 func (fn *readFn[T, S]) CreateInitialRestriction(ctx context.Context, src S) (sdf.OffsetRange, error) {
-	return InitialRestriction[T](ctx, src)
+	r, err := InitialRestriction[T](ctx, src)
+	if err != nil {
+		log.Warnf(ctx, "%v; the read of it will fail with this error", err)
+		return sdf.OffsetRange{Start: max(src.Range().Start, 0), End: sdf.Unbounded}, nil
+	}
+	return r, nil
 }
 
-// SplitRestriction cuts the range into initial bundles of the desired size.
+// SplitRestriction cuts the range into initial bundles of the desired size,
+// at most MaxInitialBundles of them. Like CreateInitialRestriction it never
+// fails: an unresolved range stays whole, and when the BundleCount option
+// cannot estimate the source's size the desired size is used instead.
 func (fn *readFn[T, S]) SplitRestriction(ctx context.Context, src S, rest sdf.OffsetRange) ([]sdf.OffsetRange, error) {
+	if !rest.IsBounded() {
+		return []sdf.OffsetRange{rest}, nil
+	}
 	desired := fn.DesiredBundleSize
 	if fn.BundleCount > 0 {
 		sub := src.Subrange(rest.Start, rest.End)
-		size, err := sub.EstimatedSizeBytes(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("offsetsource: estimating the size of %s: %w", describe(sub), err)
+		if size, err := sub.EstimatedSizeBytes(ctx); err != nil {
+			log.Warnf(ctx, "offsetsource: estimating the size of %s: %v; cutting it into bundles of %d bytes instead of %d bundles", describe(sub), err, desired, fn.BundleCount)
+		} else {
+			desired = size / fn.BundleCount
 		}
-		desired = size / fn.BundleCount
 	}
 	if desired <= 0 {
 		desired = DefaultDesiredBundleSize
 	}
-	return sdf.SplitIntoBundles(rest, desired, src.MinBundleSize(), src.BytesPerOffset()), nil
+	return splitCapped(rest, desired, src.MinBundleSize(), src.BytesPerOffset()), nil
+}
+
+// splitCapped is sdf.SplitIntoBundles with at most MaxInitialBundles pieces:
+// the minimum bundle size is raised to the range's size divided by the cap,
+// so that pieces of the desired size are cut only when there are few enough.
+func splitCapped(rest sdf.OffsetRange, desiredBytes, minBundle, bytesPerOffset int64) []sdf.OffsetRange {
+	if size := rest.Size(); size > MaxInitialBundles {
+		minBundle = max(minBundle, (size-1)/MaxInitialBundles+1)
+	}
+	return sdf.SplitIntoBundles(rest, desiredBytes, minBundle, bytesPerOffset)
 }
 
 // RestrictionSize is the size of the range in bytes.
@@ -178,7 +215,18 @@ func (fn *readFn[T, S]) CreateTracker(rest sdf.OffsetRange) *sdf.Tracker {
 }
 
 // ProcessElement reads the records of src in the tracker's range.
+//
+// An unbounded range is the marker of a source whose range
+// CreateInitialRestriction could not resolve: the range is resolved again,
+// and the read fails with the error if it still cannot be (if it now can,
+// the source is read from its start to the end of its input).
 func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src S, emit func(T)) error {
+	if !rt.Range().IsBounded() {
+		if _, err := InitialRestriction[T](ctx, src); err != nil {
+			rt.Fail(err)
+			return err
+		}
+	}
 	st, err := readRestriction[T](ctx, src, rt, emit)
 	records, bytes, accepted, refused := recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
 	if ns := fn.Namespace; ns != "" {

@@ -113,7 +113,10 @@ func readRestriction[T any](ctx context.Context, src Source[T], rt *sdf.Tracker,
 	}
 	rd, err := sub.Open(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("offsetsource: opening %s: %w", describe(sub), err))
+		return fail(fmt.Errorf("offsetsource: opening %s at offset %d: %w", describe(sub), r.Start, err))
+	}
+	if rd == nil {
+		return fail(fmt.Errorf("offsetsource: opening %s at offset %d: Open returned neither a reader nor an error", describe(sub), r.Start))
 	}
 	defer func() {
 		if cerr := rd.Close(); cerr != nil && err == nil {

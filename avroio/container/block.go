@@ -22,8 +22,19 @@ func ReaderAtOpener(ra io.ReaderAt, size int64) Opener {
 		if off > size {
 			off = size
 		}
-		return io.NopCloser(io.NewSectionReader(ra, off, size-off)), nil
+		return &sectionReader{io.NewSectionReader(ra, off, size-off)}, nil
 	}
+}
+
+// sectionReader is ReaderAtOpener's stream: it knows what it has left.
+type sectionReader struct{ *io.SectionReader }
+
+func (r *sectionReader) Close() error { return nil }
+
+// Remain is the number of bytes left to read.
+func (r *sectionReader) Remain() int64 {
+	pos, _ := r.Seek(0, io.SeekCurrent)
+	return r.Size() - pos
 }
 
 // FileOpener opens the local file path and seeks to the offset.
@@ -127,6 +138,19 @@ func Open(name string, open Opener, start int64, lim Limits) (*BlockReader, erro
 		rc.Close()
 		return nil, err
 	}
+	if err := br.positionAt(s, rc, open, start); err != nil {
+		return nil, err
+	}
+	return br, nil
+}
+
+// positionAt makes s, a stream of rc at the first block (file offset
+// h.Size), the reader's stream for reading from the first block starting at
+// or after start: as it is, after skipping what it has read ahead, or by
+// closing it and opening the file again where the sync-marker search
+// begins. On error rc is closed.
+func (br *BlockReader) positionAt(s *stream, rc io.ReadCloser, open Opener, start int64) error {
+	h, name := br.h, br.name
 	from := max(start, h.Size) - SyncSize
 	switch {
 	case from == h.Size-SyncSize:
@@ -136,7 +160,7 @@ func Open(name string, open Opener, start int64, lim Limits) (*BlockReader, erro
 		// The search starts inside what was already read ahead.
 		if err := s.discard(int(max(from-s.pos, 0))); err != nil {
 			rc.Close()
-			return nil, headerErr(name, s.pos, ErrTruncated, err, "skipping to byte %d", from)
+			return headerErr(name, s.pos, ErrTruncated, err, "skipping to byte %d", from)
 		}
 		br.s, br.rc, br.search = s, rc, true
 	default:
@@ -144,11 +168,11 @@ func Open(name string, open Opener, start int64, lim Limits) (*BlockReader, erro
 		rc.Close()
 		rc2, err := open(from)
 		if err != nil {
-			return nil, headerErr(name, from, ErrTruncated, err, "opening at byte %d", from)
+			return headerErr(name, from, ErrTruncated, err, "opening at byte %d", from)
 		}
 		br.s, br.rc, br.search = newStream(rc2, from), rc2, true
 	}
-	return br, nil
+	return nil
 }
 
 // NewBlockReader reads blocks of a file whose header h was already read,
@@ -231,7 +255,7 @@ func (br *BlockReader) findSync() error {
 	s := br.s
 	sync := br.h.Sync[:]
 	for {
-		b, err := s.br.Peek(streamBufSize)
+		b, err := s.br.Peek(s.br.Size())
 		if i := bytes.Index(b, sync); i >= 0 {
 			return s.discard(i + SyncSize)
 		}

@@ -103,6 +103,70 @@ func corrupt(msg string, err error) error {
 	return &codecError{kind: ErrCorruptData, msg: msg, err: err}
 }
 
+// growLimit is how far a streaming decoder's output is grown by doubling.
+// A block whose output goes past it is decoded twice: once counting its
+// size, refusing it past the limit, then into storage of exactly that size.
+// So a decompression bomb is refused having taken about growLimit bytes,
+// and a block of n bytes under the limit takes about n, not the 2n-3n
+// that growing by doubling (and the garbage it leaves) would. Avro writers
+// cut blocks far below it, so real blocks decode once.
+const growLimit = 1 << 20
+
+// inflate decodes the stream that newReader returns (a fresh decoder over
+// the same data each call) into dst[:0], failing once more than limit bytes
+// come out. Storage grows with the data actually produced, up to growLimit;
+// past it see growLimit.
+func inflate(dst []byte, newReader func() (io.Reader, error), limit int) ([]byte, error) {
+	r, err := newReader()
+	if err != nil {
+		return dst[:0], err
+	}
+	first := min(limit, max(growLimit, cap(dst)))
+	out, err := readLimited(dst, r, first)
+	if err == nil || first == limit || !errors.Is(err, ErrLimit) {
+		return out, err
+	}
+	// More than first bytes: count the rest in out's storage, which is
+	// then dropped for an exact one unless it is large enough.
+	n := int64(len(out))
+	scratch := out[:cap(out)]
+	for empty := 0; ; {
+		k, err := r.Read(scratch)
+		n += int64(k)
+		if n > int64(limit) {
+			return out[:0], limitErr(limit)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out[:0], err
+		}
+		if k > 0 {
+			empty = 0
+		} else if empty++; empty >= 100 {
+			return out[:0], io.ErrNoProgress
+		}
+	}
+	if int64(cap(out)) < n {
+		out = nil // let the collector have it before the exact allocation
+		out = make([]byte, n)
+	}
+	out = out[:n]
+	if r, err = newReader(); err != nil {
+		return out[:0], err
+	}
+	if _, err := io.ReadFull(r, out); err != nil {
+		return out[:0], err
+	}
+	// The stream must end where it did the first time.
+	var one [1]byte
+	if k, err := io.ReadFull(r, one[:]); k != 0 || err != io.EOF {
+		return out[:0], fmt.Errorf("decoding again gave more than the %d bytes of the first pass", n)
+	}
+	return out, nil
+}
+
 // readLimited reads r to its end into dst[:0], failing once more than limit
 // bytes come out. Storage grows with the data actually produced.
 func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
@@ -161,13 +225,15 @@ type deflateCodec struct {
 }
 
 func (c *deflateCodec) Decompress(dst, src []byte, limit int) ([]byte, error) {
-	c.br.Reset(src)
-	if c.fr == nil {
-		c.fr = flate.NewReader(&c.br)
-	} else if err := c.fr.(flate.Resetter).Reset(&c.br, nil); err != nil {
-		return dst[:0], corrupt("deflate", err)
-	}
-	out, err := readLimited(dst, c.fr, limit)
+	out, err := inflate(dst, func() (io.Reader, error) {
+		c.br.Reset(src)
+		if c.fr == nil {
+			c.fr = flate.NewReader(&c.br)
+		} else if err := c.fr.(flate.Resetter).Reset(&c.br, nil); err != nil {
+			return nil, err
+		}
+		return c.fr, nil
+	}, limit)
 	if err != nil {
 		var ce *codecError
 		if errors.As(err, &ce) {
@@ -195,6 +261,7 @@ func (snappyCodec) Decompress(dst, src []byte, limit int) ([]byte, error) {
 		return dst[:0], limitErr(limit)
 	}
 	if cap(dst) < n {
+		dst = nil // let the collector have it before the allocation
 		dst = make([]byte, n)
 	}
 	out, err := snappy.Decode(dst[:cap(dst)], body)
@@ -207,49 +274,99 @@ func (snappyCodec) Decompress(dst, src []byte, limit int) ([]byte, error) {
 	return out, nil
 }
 
-// zstdCodec: one or more Zstandard frames.
+// zstdCodec: one or more Zstandard frames. Blocks decode in one call
+// (DecodeAll) with a decoder that refuses more than growLimit bytes of
+// output; a block past that (Java's writer does not record the frame's
+// size, so the output's size is not known up front) is counted with a
+// streaming decoder, refused past the limit, and decoded again into storage
+// of exactly its size, as inflate does.
 type zstdCodec struct {
-	dec   *zstd.Decoder
-	limit int
+	small, big *zstd.Decoder
+	limit      int
+}
+
+// newZstdDecoder makes a decoder refusing more than maxOut bytes of output
+// and windows over limit bytes.
+func newZstdDecoder(maxOut, limit int) (*zstd.Decoder, error) {
+	return zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(uint64(max(maxOut, 1))),
+		zstd.WithDecoderMaxWindow(uint64(max(limit, zstd.MinWindowSize))),
+	)
+}
+
+func zstdErr(err error, limit int) error {
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
+		return &codecError{kind: ErrLimit, msg: fmt.Sprintf("zstandard frame needs more than %d bytes", limit), err: err}
+	case errors.Is(err, zstd.ErrCRCMismatch):
+		return &codecError{kind: ErrChecksum, msg: "zstandard frame checksum", err: err}
+	default:
+		return corrupt("zstandard", err)
+	}
 }
 
 func (c *zstdCodec) Decompress(dst, src []byte, limit int) ([]byte, error) {
-	if c.dec == nil || c.limit != limit {
-		if c.dec != nil {
-			c.dec.Close()
-		}
-		window := uint64(max(limit, zstd.MinWindowSize))
-		d, err := zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(uint64(max(limit, 1))),
-			zstd.WithDecoderMaxWindow(window),
-		)
+	if c.small == nil || c.limit != limit {
+		c.Close()
+		d, err := newZstdDecoder(min(limit, growLimit), limit)
 		if err != nil {
 			return dst[:0], corrupt("zstandard decoder", err)
 		}
-		c.dec, c.limit = d, limit
+		c.small, c.limit = d, limit
 	}
-	out, err := c.dec.DecodeAll(src, dst[:0])
-	switch {
-	case err == nil:
+	out, err := c.small.DecodeAll(src, dst[:0])
+	if err == nil {
 		if len(out) > limit {
 			return out, limitErr(limit)
 		}
 		return out, nil
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return out, &codecError{kind: ErrLimit, msg: fmt.Sprintf("zstandard frame needs more than %d bytes", limit), err: err}
-	case errors.Is(err, zstd.ErrCRCMismatch):
-		return out, &codecError{kind: ErrChecksum, msg: "zstandard frame checksum", err: err}
-	default:
-		return out, corrupt("zstandard", err)
 	}
+	// A frame's window over the small decoder's output bound is refused
+	// as well (ErrWindowSizeExceeded): the big decoder decides.
+	if limit <= growLimit || !errors.Is(err, zstd.ErrDecoderSizeExceeded) && !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return out, zstdErr(err, limit)
+	}
+	if c.big == nil {
+		if c.big, err = newZstdDecoder(limit, limit); err != nil {
+			return dst[:0], corrupt("zstandard decoder", err)
+		}
+	}
+	// The size of the output: the frame's, when its header says it (as
+	// Go writers do), else counted by decoding.
+	var fh zstd.Header
+	var n int64
+	if fh.Decode(src) == nil && fh.HasFCS {
+		n = int64(min(fh.FrameContentSize, uint64(limit)+1))
+	} else {
+		if err := c.big.Reset(bytes.NewReader(src)); err != nil {
+			return out[:0], zstdErr(err, limit)
+		}
+		if n, err = io.Copy(io.Discard, io.LimitReader(c.big, int64(limit)+1)); err != nil {
+			return out[:0], zstdErr(err, limit)
+		}
+	}
+	if n > int64(limit) {
+		return out[:0], limitErr(limit)
+	}
+	if int64(cap(out)) < n {
+		out = nil // let the collector have it before the exact allocation
+		out = make([]byte, 0, n)
+	}
+	out, err = c.big.DecodeAll(src, out[:0])
+	if err != nil {
+		return out[:0], zstdErr(err, limit)
+	}
+	return out, nil
 }
 
 func (c *zstdCodec) Close() error {
-	if c.dec != nil {
-		c.dec.Close()
-		c.dec = nil
+	for _, d := range []**zstd.Decoder{&c.small, &c.big} {
+		if *d != nil {
+			(*d).Close()
+			*d = nil
+		}
 	}
 	return nil
 }
@@ -265,7 +382,7 @@ func (bzip2Codec) Decompress(dst, src []byte, limit int) ([]byte, error) {
 			return dst[:0], &codecError{kind: ErrLimit, msg: fmt.Sprintf("bzip2 block size %c00k needs %d bytes of decoder memory, over the %d-byte limit", src[3], need, limit)}
 		}
 	}
-	out, err := readLimited(dst, bzip2.NewReader(bytes.NewReader(src)), limit)
+	out, err := inflate(dst, func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(src)), nil }, limit)
 	if err != nil {
 		var ce *codecError
 		if errors.As(err, &ce) {

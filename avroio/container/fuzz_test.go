@@ -1,10 +1,12 @@
 package container
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -61,6 +63,19 @@ func TestSeedFiles(t *testing.T) {
 	}
 }
 
+// heapAllocs is the bytes allocated on the heap so far. It reads
+// runtime/metrics, which does not stop the world (ReadMemStats does, and
+// on every input it made the fuzzer crawl).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// fuzzRecords is how many records each read of a fuzz input decodes: enough
+// to cross a few blocks, few enough that an input costs microseconds.
+const fuzzRecords = 64
+
 // FuzzBlockReader feeds arbitrary bytes and start offsets to the block
 // reader and the datum decoder (generic and typed). Nothing may panic, and
 // allocation must stay proportional to the input: hostile lengths are
@@ -77,24 +92,98 @@ func FuzzBlockReader(f *testing.F) {
 	// 4 MiB lets bzip2's largest block size (900k, 3.6 MB of decoder) in.
 	lim := Limits{MaxAlloc: 4 << 20}
 	f.Fuzz(func(t *testing.T, data []byte, start uint16) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		streams := fuzzRead[map[string]any](t, data, 0, Options{Limits: lim})
-		streams += fuzzRead[map[string]any](t, data, int64(start), Options{Limits: lim})
-		streams += fuzzRead[allRec](t, data, int64(start), Options{Limits: lim, Validate: ValidateAlways})
-		streams += fuzzRead[benchRec](t, data, 0, Options{Limits: lim})
-		runtime.ReadMemStats(&after)
+		before := heapAllocs()
+		streams := fuzzRead[map[string]any](t, data, int64(start), Options{Limits: lim})
+		streams += fuzzRead[allRec](t, data, 0, Options{Limits: lim, Validate: ValidateAlways})
+		streams += fuzzRead[benchRec](t, data, int64(start), Options{Limits: lim})
 		// Allocation may follow the input's size, and each bzip2 block
-		// costs its decoder's fixed tables; nothing may follow a length field.
-		bound := uint64(32<<20 + 2048*len(data) + 4<<20*streams)
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bound {
+		// costs its decoder's fixed tables (twice for a block decoded
+		// twice); nothing may follow a length field.
+		bound := uint64(24<<20 + 2048*len(data) + 8<<20*streams)
+		if alloc := heapAllocs() - before; alloc > bound {
 			t.Fatalf("allocated %d bytes for %d bytes of input (%d bzip2 blocks)", alloc, len(data), streams)
 		}
 	})
 }
 
-// fuzzRead reads up to 10000 records and checks the iteration's shape. It
-// returns how many bzip2 blocks it decoded (at most).
+// FuzzHeader feeds arbitrary bytes to the header parser, directly and
+// through a HeaderCache. Nothing may panic; errors are *Error; memory stays
+// within a small multiple of MaxAlloc whatever the header claims; a header
+// that parses is written back (appendHeader) and parses to the same thing.
+//
+//	go test ./avroio/container -run '^$' -fuzz FuzzHeader -fuzztime 60s
+func FuzzHeader(f *testing.F) {
+	for _, b := range seedFiles(f) {
+		f.Add(b[:min(len(b), 4096)])
+	}
+	f.Add(headerBytes(`"long"`, "null", map[string][]byte{"a": []byte("1"), "b": nil}))
+	f.Add(hostileHeader(40, false))
+	f.Add(hostileHeader(40, true))
+	lim := Limits{MaxAlloc: 64 << 10, MaxHeaderEntries: 32, MaxSchemaSize: 16 << 10}
+	cache := NewHeaderCache(4, 1<<20)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		before := heapAllocs()
+		h, err := ReadHeader("fuzz", bytes.NewReader(data), lim)
+		if alloc := heapAllocs() - before; alloc > uint64(4*lim.MaxAlloc+256<<10) {
+			t.Fatalf("parsing a header of %d bytes allocated %d bytes", len(data), alloc)
+		}
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if h.Size > int64(len(data)) || h.Size < int64(len(Magic)+1+SyncSize) || len(h.Meta) > lim.MaxHeaderEntries {
+			t.Fatalf("header of %d bytes, %d entries, from %d bytes of input", h.Size, len(h.Meta), len(data))
+		}
+		user := map[string][]byte{}
+		for k, v := range h.Meta {
+			if k != MetaSchema && k != MetaCodec {
+				user[k] = v
+			}
+		}
+		codec := h.Codec
+		if _, ok := h.Meta[MetaCodec]; !ok {
+			codec = ""
+		}
+		again, err := ReadHeader("again", bytes.NewReader(appendHeader(nil, string(h.Meta[MetaSchema]), codec, user, h.Sync)), Limits{})
+		if err != nil {
+			t.Fatalf("the header written back does not parse: %v", err)
+		}
+		want := len(h.Meta)
+		if codec == "" {
+			want++ // written back as an empty avro.codec
+		}
+		if again.Schema != h.Schema || again.Codec != h.Codec || again.Sync != h.Sync || len(again.Meta) != want {
+			t.Fatalf("written back: %+v, want %+v", again, h)
+		}
+		for k, v := range user {
+			if !bytes.Equal(again.Meta[k], v) {
+				t.Fatalf("metadata %q written back as %q, want %q", k, again.Meta[k], v)
+			}
+		}
+		// Through the cache: the same header, for every start offset.
+		// (A FileVersion identifies the content: each input is its own.)
+		sum := sha256.Sum256(data)
+		v := FileVersion{Name: "fuzz", Size: int64(len(data)), Version: string(sum[:])}
+		for _, start := range []int64{0, h.Size, int64(len(data))} {
+			br, err := cache.Open(v, bytesOpener(data), start, lim)
+			if err != nil {
+				if _, ok := err.(*Error); !ok {
+					t.Fatalf("error of type %T: %v", err, err)
+				}
+				continue
+			}
+			if got := br.Header(); got.Size != h.Size || got.Sync != h.Sync || got.Schema != h.Schema {
+				t.Fatalf("cached header %+v, parsed %+v", got, h)
+			}
+			br.Close()
+		}
+	})
+}
+
+// fuzzRead reads up to fuzzRecords records and checks the iteration's
+// shape. It returns how many bzip2 blocks it decoded (at most).
 func fuzzRead[T any](t *testing.T, data []byte, start int64, opts Options) (bzip2Blocks int) {
 	r, err := OpenReader[T]("fuzz", bytesOpener(data), start, opts)
 	if err != nil {
@@ -110,7 +199,7 @@ func fuzzRead[T any](t *testing.T, data []byte, start int64, opts Options) (bzip
 		}
 	}()
 	last := int64(-1)
-	for i := 0; i < 10000; i++ {
+	for i := 0; i < fuzzRecords; i++ {
 		_, off, sp, err := r.Next()
 		if err == io.EOF {
 			return

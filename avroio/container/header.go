@@ -17,7 +17,8 @@ const (
 	MetaCodec  = "avro.codec"
 )
 
-// Header is the parsed header of an object container file.
+// Header is the parsed header of an object container file. A Header may be
+// shared by many readers (see HeaderCache): treat it as read-only.
 type Header struct {
 	// Meta holds every metadata entry, the reserved avro.* ones included.
 	Meta map[string][]byte
@@ -61,7 +62,7 @@ func readHeader(name string, s *stream, lim Limits) (*Header, error) {
 	h := &Header{Meta: map[string][]byte{}}
 	// readBytes reads one length-prefixed byte string of the metadata map,
 	// refusing lengths that would take the header past lim.MaxAlloc.
-	readBytes := func(what string) ([]byte, error) {
+	readBytes := func(what string, limit int64, limitName string) ([]byte, error) {
 		at := s.pos
 		n, err := s.readLong()
 		if err != nil {
@@ -72,6 +73,9 @@ func readHeader(name string, s *stream, lim Limits) (*Header, error) {
 		}
 		if n > lim.MaxAlloc-s.pos {
 			return nil, headerErr(name, at, ErrLimit, nil, "%s length %d takes the header past the %d-byte limit", what, n, lim.MaxAlloc)
+		}
+		if n > limit {
+			return nil, headerErr(name, at, ErrLimit, nil, "%s of %d bytes is over the %d-byte limit (%s)", what, n, limit, limitName)
 		}
 		b, err := s.readN(nil, int(n))
 		if err != nil {
@@ -102,15 +106,22 @@ func readHeader(name string, s *stream, lim Limits) (*Header, error) {
 				return nil, headerErr(name, sat, ErrBadHeader, nil, "negative metadata block size %d", size)
 			}
 		}
-		// Each entry takes at least two bytes, so count is bounded by the
-		// byte limit that readBytes enforces; no allocation depends on it.
+		// Each entry takes at least two bytes, so count is also bounded by
+		// the byte limit that readBytes enforces; no allocation depends on it.
+		if count > int64(lim.MaxHeaderEntries-len(h.Meta)) {
+			return nil, headerErr(name, at, ErrLimit, nil, "metadata block of %d entries takes the header past the limit of %d entries (Limits.MaxHeaderEntries)", count, lim.MaxHeaderEntries)
+		}
 		for i := int64(0); i < count; i++ {
 			kat := s.pos
-			k, err := readBytes("metadata key")
+			k, err := readBytes("metadata key", lim.MaxAlloc, "Limits.MaxAlloc")
 			if err != nil {
 				return nil, err
 			}
-			v, err := readBytes("metadata value")
+			vmax, vwhat := lim.MaxAlloc, "metadata value"
+			if string(k) == MetaSchema {
+				vmax, vwhat = lim.MaxSchemaSize, MetaSchema
+			}
+			v, err := readBytes(vwhat, vmax, "Limits.MaxSchemaSize")
 			if err != nil {
 				return nil, err
 			}

@@ -258,7 +258,14 @@ var (
 	schemas   = map[string]parsedSchema{}
 )
 
-const maxCachedSchemas = 256
+// The bounds of the parsed-schema cache: entries, and the schemas' JSON
+// text in bytes (a parsed schema holds several times its text).
+const (
+	maxCachedSchemas     = 256
+	maxCachedSchemaBytes = 8 << 20
+)
+
+var schemaBytes int // the text length of the cached schemas; schemasMu
 
 type parsedSchema struct {
 	schema avro.Schema
@@ -283,8 +290,9 @@ func parseWriterSchema(text string) (avro.Schema, *schemaInfo, error) {
 		return nil, nil, err
 	}
 	schemasMu.Lock()
-	if len(schemas) < maxCachedSchemas {
+	if _, dup := schemas[text]; !dup && len(schemas) < maxCachedSchemas && schemaBytes+len(text) <= maxCachedSchemaBytes {
 		schemas[text] = parsedSchema{s, info}
+		schemaBytes += len(text)
 	}
 	schemasMu.Unlock()
 	return s, info, nil

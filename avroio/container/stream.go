@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"os"
 )
 
 // streamBufSize is the read-ahead buffer of a stream: large enough that the
@@ -37,7 +38,12 @@ type stream struct {
 func newStream(r io.Reader, pos int64) *stream {
 	s := &stream{pos: pos}
 	s.cr.r = r
-	s.br = bufio.NewReaderSize(&s.cr, streamBufSize)
+	size := streamBufSize
+	if left, ok := s.sourceRemaining(); ok {
+		// No larger than the input: small files cost little.
+		size = int(min(max(left+1, 4096), streamBufSize))
+	}
+	s.br = bufio.NewReaderSize(&s.cr, size)
 	return s
 }
 
@@ -97,6 +103,22 @@ func (s *stream) readN(buf []byte, n int) ([]byte, error) {
 		}
 		return buf, nil
 	}
+	if rem, ok := s.remaining(); ok && n > 64<<10 {
+		// The input's size is known: no growing.
+		if rem < int64(n) {
+			s.discard(int(rem))
+			return buf[:0], io.ErrUnexpectedEOF
+		}
+		buf = nil // let the collector have it before the allocation
+		buf = make([]byte, n)
+		if err := s.readFull(buf); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+		return buf, nil
+	}
 	buf = buf[:0]
 	for len(buf) < n {
 		want := max(2*cap(buf), 64<<10)
@@ -117,6 +139,45 @@ func (s *stream) readN(buf []byte, n int) ([]byte, error) {
 		buf = buf[:want]
 	}
 	return buf, nil
+}
+
+// remainder is implemented by readers that know how many bytes they have
+// left: the Google Cloud Storage client's Reader (-1 when it does not know),
+// ReaderAtOpener's.
+type remainder interface{ Remain() int64 }
+
+// remaining is the number of bytes left in the stream, when its source can
+// tell: a local file, or a reader with a Remain method.
+func (s *stream) remaining() (int64, bool) {
+	left, ok := s.sourceRemaining()
+	if !ok {
+		return 0, false
+	}
+	return left + int64(s.br.Buffered()), true
+}
+
+// sourceRemaining is what the stream's source has left to deliver.
+func (s *stream) sourceRemaining() (int64, bool) {
+	var left int64
+	switch r := s.cr.r.(type) {
+	case *os.File:
+		fi, err := r.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, false
+		}
+		pos, err := r.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		left = max(fi.Size()-pos, 0)
+	case remainder:
+		if left = r.Remain(); left < 0 {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return left, true
 }
 
 // discard skips n bytes.
