@@ -140,6 +140,35 @@ type IOSplitResult[R any] struct {
 	Err error
 }
 
+// decide is the first phase of SplitWithIO: it takes the lock, refuses
+// or takes a snapshot and calls plan, and marks the split in flight. The lock
+// is released even if plan panics.
+func (c *Core[R]) decide(opts IOSplitOptions, plan SplitPlan[R]) (snap Snapshot[R], do SplitIO[R], flight *ioFlight, res IOSplitResult[R]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res.Primary = c.rest
+	switch {
+	case c.err != nil || c.DoneLocked():
+		res.Refusal = RefusedDone
+	case c.io != nil:
+		res.Refusal = RefusedBusy
+	}
+	if res.Refusal != NotRefused {
+		c.refused++
+		return snap, nil, nil, res
+	}
+	next, _ := c.NextLocked()
+	snap = Snapshot[R]{Restriction: c.rest, Start: c.start, End: c.end, Claimed: c.ClaimedLocked(), Next: next, Epoch: c.epoch}
+	if do = plan(snap); do == nil {
+		c.refused++
+		res.Refusal = RefusedByPlan
+		return snap, nil, nil, res
+	}
+	flight = &ioFlight{hold: opts.HoldClaims, done: make(chan struct{})}
+	c.io = flight
+	return snap, do, flight, res
+}
+
 // ioFlight is a split with I/O in flight.
 type ioFlight struct {
 	hold bool          // claims wait for it
@@ -188,31 +217,10 @@ func (c *Core[R]) SplitWithIO(ctx context.Context, opts IOSplitOptions, plan Spl
 	}
 
 	// Phase 1: decide under the lock.
-	c.mu.Lock()
-	if c.err != nil || c.DoneLocked() {
-		c.refused++
-		res := IOSplitResult[R]{Primary: c.rest, Refusal: RefusedDone}
-		c.mu.Unlock()
-		return res
+	snap, do, flight, refused := c.decide(opts, plan)
+	if refused.Refusal != NotRefused {
+		return refused
 	}
-	if c.io != nil {
-		c.refused++
-		res := IOSplitResult[R]{Primary: c.rest, Refusal: RefusedBusy}
-		c.mu.Unlock()
-		return res
-	}
-	next, _ := c.NextLocked()
-	snap := Snapshot[R]{Restriction: c.rest, Start: c.start, End: c.end, Claimed: c.ClaimedLocked(), Next: next, Epoch: c.epoch}
-	do := plan(snap)
-	if do == nil {
-		c.refused++
-		res := IOSplitResult[R]{Primary: c.rest, Refusal: RefusedByPlan}
-		c.mu.Unlock()
-		return res
-	}
-	flight := &ioFlight{hold: opts.HoldClaims, done: make(chan struct{})}
-	c.io = flight
-	c.mu.Unlock()
 
 	// Phase 2: the I/O, outside the lock, bounded by the deadline.
 	ioCtx, cancel := context.WithTimeout(ctx, timeout)
