@@ -220,9 +220,9 @@ func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
 // e, computed without overflow: a step of the whole span or more gives e.
 func splitPos(f float64, next, e int64) int64 {
 	n := span(next, e) // e - last - 1
-	total := float64(n) + 1
-	if n < 1<<53 {
-		total = float64(n + 1)
+	total := math.Ldexp(1, 64)
+	if n != math.MaxUint64 {
+		total = float64(n + 1) // rounded to nearest, as Beam's float64(e-last)
 	}
 	s := math.Max(math.Ceil(f*total), 1)
 	if s >= total {
@@ -262,9 +262,10 @@ func (t *Tracker) splitAtFractionLocked(f float64) (OffsetRange, bool) {
 	if end <= s {
 		return OffsetRange{}, false
 	}
-	d := math.Floor(f * float64(span(s, end)))
-	if d >= float64(span(s, end)) {
-		return OffsetRange{}, false
+	n := span(s, end)
+	d := math.Floor(f * float64(n))
+	if d >= float64(n) || uint64(d) >= n {
+		return OffsetRange{}, false // at or past End
 	}
 	return t.core.SplitAtLocked(int64(uint64(s) + uint64(d)))
 }
