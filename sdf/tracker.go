@@ -41,6 +41,7 @@ type Tracker struct {
 	blockSize     int64 // offsets spanned by the current block, 0 when unknown
 	blockRecords  int64 // records in the current block, 0 when unknown
 	blockConsumed int64 // records of the current block claimed so far
+	blockRangeEnd int64 // the range's End when the current block was claimed
 
 	est   EndEstimator
 	scale float64 // progress units per offset; 0 means 1
@@ -116,6 +117,7 @@ func (t *Tracker) TryClaimRecord(pos int64, splitPoint bool) bool {
 	if ok {
 		if splitPoint {
 			t.blockSize, t.blockRecords, t.blockConsumed = 0, 0, 1
+			_, t.blockRangeEnd = t.core.BoundsLocked()
 		} else {
 			t.blockConsumed++
 		}
@@ -294,20 +296,31 @@ func (t *Tracker) relPositionLocked(from, end int64) float64 {
 }
 
 // endLocked is the end used for progress: the estimate for an unbounded range
-// (0, false when there is none).
+// (0, false when there is none). When a split moved the end into the
+// current block (SetBlock) after the block was claimed, the block's records
+// all stay in the primary: the end is then the block's end, so that the work
+// done never goes back.
 func (t *Tracker) endLocked() (int64, bool) {
-	_, end := t.core.BoundsLocked()
-	if end != Unbounded {
-		return end, true
+	_, rangeEnd := t.core.BoundsLocked()
+	c := t.core.ClaimedLocked()
+	end := rangeEnd
+	if end == Unbounded {
+		if t.est == nil {
+			return 0, false
+		}
+		end = t.est.EstimateEnd()
+		if c.Started && end <= c.LastSplit {
+			end = c.LastSplit + 1 // LastSplit < End, so this does not overflow
+		}
 	}
-	if t.est == nil {
-		return 0, false
+	if c.Started && rangeEnd != t.blockRangeEnd && t.blockSize > 0 && t.blockRecords > 0 {
+		blockEnd := t.blockRangeEnd
+		if uint64(t.blockSize) < span(c.LastSplit, blockEnd) {
+			blockEnd = c.LastSplit + t.blockSize
+		}
+		end = max(end, blockEnd)
 	}
-	e := t.est.EstimateEnd()
-	if c := t.core.ClaimedLocked(); c.Started && e <= c.LastSplit {
-		e = c.LastSplit + 1 // LastSplit < End, so this does not overflow
-	}
-	return e, true
+	return end, true
 }
 
 // FractionConsumed is Java's RangeTracker.getFractionConsumed: 0 before the
@@ -358,7 +371,9 @@ func (t *Tracker) GetProgress() (done, remaining float64) {
 		s = c.First
 	}
 	switch {
-	case t.core.StoppedLocked():
+	case t.core.StoppedLocked() || (c.Started && t.core.DoneLocked()):
+		// Done: by a refused claim, MarkDone, or with the last position
+		// claimed (a checkpoint, say).
 		if ok && end > s {
 			return scale * fspan(s, end), 0
 		}
