@@ -159,3 +159,43 @@ func TestProgressScale(t *testing.T) {
 		}
 	}
 }
+
+// A split inside the current block leaves all the block's records in the
+// primary: the work done never goes back, and a checkpoint there ends with
+// a fraction of 1.
+func TestProgressSplitInsideBlock(t *testing.T) {
+	tr := NewTracker(OffsetRange{0, 100})
+	tr.TryClaimSplitPoint(0)
+	tr.SetBlock(10, 4)
+	tr.TryClaimRecord(0, false)
+	tr.TryClaimRecord(0, false) // 3 of 4 records: position 7.5
+	if d, r := tr.GetProgress(); d != 7.5 || r != 92.5 {
+		t.Fatalf("GetProgress() = %v, %v; want 7.5, 92.5", d, r)
+	}
+	if r, ok := tr.TrySplitAtPosition(3); !ok || r != (OffsetRange{3, 100}) {
+		t.Fatalf("TrySplitAtPosition(3) = %v, %v", r, ok)
+	}
+	// The block's 10 offsets remain the primary's work.
+	if d, r := tr.GetProgress(); d != 7.5 || r != 2.5 {
+		t.Errorf("after a split inside the block: GetProgress() = %v, %v; want 7.5, 2.5", d, r)
+	}
+	tr.TryClaimRecord(0, false)
+	if d, r := tr.GetProgress(); d != 10 || r != 0 {
+		t.Errorf("block read: GetProgress() = %v, %v; want 10, 0", d, r)
+	}
+	tr.TryClaimSplitPoint(10) // refused: past the end
+	if d, r := tr.GetProgress(); d != 10 || r != 0 || !tr.IsDone() {
+		t.Errorf("done: GetProgress() = %v, %v, IsDone %v; want 10, 0, true", d, r, tr.IsDone())
+	}
+
+	cp := NewTracker(OffsetRange{0, 100})
+	cp.TryClaimSplitPoint(0)
+	cp.SetBlock(10, 4)
+	cp.TryClaimRecord(0, false) // position 5
+	if _, r, _ := cp.TrySplit(0); r != (OffsetRange{1, 100}) {
+		t.Fatalf("checkpoint residual %v, want [1, 100)", r)
+	}
+	if d, r := cp.GetProgress(); d != 10 || r != 0 {
+		t.Errorf("after a checkpoint inside the block: GetProgress() = %v, %v; want 10, 0", d, r)
+	}
+}
