@@ -74,6 +74,7 @@ type Core[R any] struct {
 
 	started     bool
 	stopped     bool
+	fast        bool // started, not stopped, no split with I/O in flight: ClaimLocked's fast path
 	err         error
 	first       int64 // first claimed split point
 	lastSplit   int64 // last claimed split point
@@ -97,7 +98,7 @@ type Core[R any] struct {
 func (c *Core[R]) Init(kind string, rest R, start, end int64, cut Cutter[R]) {
 	c.rest, c.kind, c.cut = rest, kind, cut
 	c.start, c.end = start, end
-	c.started, c.stopped, c.err = false, false, nil
+	c.started, c.stopped, c.fast, c.err = false, false, false, nil
 	c.first, c.lastSplit, c.lastRecord, c.splitPoints = 0, 0, 0, 0
 	c.epoch, c.accepted, c.refused, c.io = 0, 0, 0, nil
 }
@@ -125,6 +126,50 @@ func (c *Core[R]) TryClaim(pos int64, splitPoint bool) bool {
 // it first waits, with the lock released, until that split committed or was
 // refused, at most the split's timeout.
 func (c *Core[R]) ClaimLocked(pos int64, splitPoint bool) bool {
+	if splitPoint {
+		return c.ClaimSplitPointLocked(pos)
+	}
+	return c.ClaimRecordLocked(pos)
+}
+
+// ClaimSplitPointLocked is ClaimLocked of a split point.
+func (c *Core[R]) ClaimSplitPointLocked(pos int64) bool {
+	return c.fastSplitPointLocked(pos) || c.claimSlowLocked(pos, true)
+}
+
+// ClaimRecordLocked is ClaimLocked of a record that is not a split point.
+func (c *Core[R]) ClaimRecordLocked(pos int64) bool {
+	return c.fastRecordLocked(pos) || c.claimSlowLocked(pos, false)
+}
+
+// fastSplitPointLocked claims the split point at pos if it is the common
+// case, the next split point inside the range, and reports whether it did;
+// false means "ask claimSlowLocked", not a refusal. It is small enough to
+// inline, so that Tracker's claim is one call-free critical section.
+func (c *Core[R]) fastSplitPointLocked(pos int64) bool {
+	if c.fast && pos > c.lastRecord && pos < c.end {
+		c.lastSplit, c.lastRecord = pos, pos
+		c.splitPoints++
+		return true
+	}
+	return false
+}
+
+// fastRecordLocked is fastSplitPointLocked of a record of the claimed block.
+func (c *Core[R]) fastRecordLocked(pos int64) bool {
+	if c.fast && pos >= c.lastRecord {
+		c.lastRecord = pos
+		return true
+	}
+	return false
+}
+
+// setFast keeps c.fast up to date after started, stopped or io changed.
+func (c *Core[R]) setFast() { c.fast = c.started && !c.stopped && c.io == nil }
+
+// claimSlowLocked is ClaimLocked for every other case: the first claim, the
+// end, a broken rule, a split in flight.
+func (c *Core[R]) claimSlowLocked(pos int64, splitPoint bool) bool {
 	if c.io != nil && c.io.hold {
 		c.waitHoldLocked()
 	}
@@ -151,12 +196,13 @@ func (c *Core[R]) ClaimLocked(pos int64, splitPoint bool) bool {
 		return c.failOrder(fmt.Sprintf("sdf: split point %d claimed after the record at %d (split point %d) in %v: split points must strictly increase", pos, c.lastRecord, c.lastSplit, c.rest))
 	}
 	if pos >= c.end {
-		c.stopped = true
+		c.stopped, c.fast = true, false
 		return false
 	}
 	if !c.started {
 		c.started = true
 		c.first = pos
+		c.setFast()
 	}
 	c.lastSplit, c.lastRecord = pos, pos
 	c.splitPoints++
@@ -173,7 +219,7 @@ func (c *Core[R]) FailLocked(err error) bool {
 	if c.err == nil {
 		c.err = err
 	}
-	c.stopped = true
+	c.stopped, c.fast = true, false
 	return false
 }
 
@@ -186,12 +232,12 @@ func (c *Core[R]) Fail(err error) {
 
 // StopLocked records that the reader has no more records (MarkDone): the
 // rest of the restriction is claimed, empty, and the tracker is done.
-func (c *Core[R]) StopLocked() { c.stopped = true }
+func (c *Core[R]) StopLocked() { c.stopped, c.fast = true, false }
 
 // MarkDone is StopLocked under the lock.
 func (c *Core[R]) MarkDone() {
 	c.mu.Lock()
-	c.stopped = true
+	c.StopLocked()
 	c.mu.Unlock()
 }
 
@@ -201,8 +247,9 @@ func (c *Core[R]) ErrLocked() error { return c.err }
 // GetError is ErrLocked under the lock.
 func (c *Core[R]) GetError() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	err := c.err
+	c.mu.Unlock()
+	return err
 }
 
 // DoneLocked reports whether no split point remains to be claimed: the
@@ -222,8 +269,9 @@ func (c *Core[R]) IsDoneLocked() bool { return c.err == nil && c.DoneLocked() }
 // IsDone is IsDoneLocked under the lock.
 func (c *Core[R]) IsDone() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.IsDoneLocked()
+	done := c.IsDoneLocked()
+	c.mu.Unlock()
+	return done
 }
 
 // before reports whether a+1 < b, without overflow: a position lies strictly
@@ -236,8 +284,9 @@ func (c *Core[R]) RestrictionLocked() R { return c.rest }
 // Restriction is RestrictionLocked under the lock.
 func (c *Core[R]) Restriction() R {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rest
+	r := c.rest
+	c.mu.Unlock()
+	return r
 }
 
 // BoundsLocked is the current [Start, End) of positions.

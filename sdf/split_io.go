@@ -165,7 +165,7 @@ func (c *Core[R]) decide(opts IOSplitOptions, plan SplitPlan[R]) (snap Snapshot[
 		return snap, nil, nil, res
 	}
 	flight = &ioFlight{hold: opts.HoldClaims, done: make(chan struct{})}
-	c.io = flight
+	c.io, c.fast = flight, false
 	return snap, do, flight, res
 }
 
@@ -259,6 +259,7 @@ func (c *Core[R]) SplitWithIO(ctx context.Context, opts IOSplitOptions, plan Spl
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.io = nil
+	c.setFast()
 	close(flight.done)
 	res := IOSplitResult[R]{Primary: c.rest}
 	switch {

@@ -113,14 +113,16 @@ func (t *Tracker) TryClaimSplitPoint(pos int64) bool { return t.TryClaimRecord(p
 // to the last claimed record are consumed and splits lie after them.
 func (t *Tracker) TryClaimRecord(pos int64, splitPoint bool) bool {
 	t.core.Lock()
-	ok := t.core.ClaimLocked(pos, splitPoint)
-	if ok {
-		if splitPoint {
+	var ok bool
+	// ClaimSplitPointLocked and ClaimRecordLocked, with their fast paths
+	// inlined here.
+	if splitPoint {
+		if ok = t.core.fastSplitPointLocked(pos) || t.core.claimSlowLocked(pos, true); ok {
 			t.blockSize, t.blockRecords, t.blockConsumed = 0, 0, 1
-			_, t.blockRangeEnd = t.core.BoundsLocked()
-		} else {
-			t.blockConsumed++
+			t.blockRangeEnd = t.core.end
 		}
+	} else if ok = t.core.fastRecordLocked(pos) || t.core.claimSlowLocked(pos, false); ok {
+		t.blockConsumed++
 	}
 	t.core.Unlock()
 	return ok
@@ -180,15 +182,16 @@ func fspan(a, b int64) float64 {
 // TrySplit(0) is a checkpoint.
 func (t *Tracker) TrySplit(f float64) (primary, residual any, err error) {
 	t.core.Lock()
-	defer t.core.Unlock()
 	res, ok := t.trySplitLocked(f)
 	if f > 0 {
 		t.core.CountLocked(ok)
 	}
+	p := t.core.rest
+	t.core.Unlock()
 	if !ok {
-		return t.core.RestrictionLocked(), nil, nil
+		return p, nil, nil
 	}
-	return t.core.RestrictionLocked(), res, nil
+	return p, res, nil
 }
 
 func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
@@ -222,7 +225,7 @@ func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
 // e, computed without overflow: a step of the whole span or more gives e.
 func splitPos(f float64, next, e int64) int64 {
 	n := span(next, e) // e - last - 1
-	total := math.Ldexp(1, 64)
+	total := float64(1 << 64)
 	if n != math.MaxUint64 {
 		total = float64(n + 1) // rounded to nearest, as Beam's float64(e-last)
 	}
@@ -244,9 +247,9 @@ func splitPos(f float64, next, e int64) int64 {
 // and when the end is unbounded.
 func (t *Tracker) SplitAtFraction(f float64) (OffsetRange, bool) {
 	t.core.Lock()
-	defer t.core.Unlock()
 	res, ok := t.splitAtFractionLocked(f)
 	t.core.CountLocked(ok)
+	t.core.Unlock()
 	return res, ok
 }
 
@@ -278,21 +281,21 @@ func (t *Tracker) splitAtFractionLocked(f float64) (OffsetRange, bool) {
 // the last claimed record, or when pos lies outside (Start, End).
 func (t *Tracker) TrySplitAtPosition(pos int64) (OffsetRange, bool) {
 	t.core.Lock()
-	defer t.core.Unlock()
 	res, ok := t.core.SplitAtLocked(pos)
 	t.core.CountLocked(ok)
+	t.core.Unlock()
 	return res, ok
 }
 
 // relPositionLocked is how far the reader got past from (at most the last
 // claimed split point), refined inside the current block, capped at end.
 func (t *Tracker) relPositionLocked(from, end int64) float64 {
-	pos := fspan(from, t.core.ClaimedLocked().LastSplit)
+	pos := fspan(from, t.core.lastSplit)
 	if t.blockSize > 0 && t.blockRecords > 0 {
 		c := min(t.blockConsumed, t.blockRecords)
 		pos += float64(t.blockSize) * float64(c) / float64(t.blockRecords)
 	}
-	return math.Min(pos, fspan(from, end))
+	return min(pos, fspan(from, end))
 }
 
 // endLocked is the end used for progress: the estimate for an unbounded range
@@ -301,22 +304,21 @@ func (t *Tracker) relPositionLocked(from, end int64) float64 {
 // all stay in the primary: the end is then the block's end, so that the work
 // done never goes back.
 func (t *Tracker) endLocked() (int64, bool) {
-	_, rangeEnd := t.core.BoundsLocked()
-	c := t.core.ClaimedLocked()
-	end := rangeEnd
+	c := &t.core
+	end := c.end
 	if end == Unbounded {
 		if t.est == nil {
 			return 0, false
 		}
 		end = t.est.EstimateEnd()
-		if c.Started && end <= c.LastSplit {
-			end = c.LastSplit + 1 // LastSplit < End, so this does not overflow
+		if c.started && end <= c.lastSplit {
+			end = c.lastSplit + 1 // lastSplit < End, so this does not overflow
 		}
 	}
-	if c.Started && rangeEnd != t.blockRangeEnd && t.blockSize > 0 && t.blockRecords > 0 {
+	if c.started && c.end != t.blockRangeEnd && t.blockSize > 0 && t.blockRecords > 0 {
 		blockEnd := t.blockRangeEnd
-		if uint64(t.blockSize) < span(c.LastSplit, blockEnd) {
-			blockEnd = c.LastSplit + t.blockSize
+		if uint64(t.blockSize) < span(c.lastSplit, blockEnd) {
+			blockEnd = c.lastSplit + t.blockSize
 		}
 		end = max(end, blockEnd)
 	}
@@ -329,28 +331,28 @@ func (t *Tracker) endLocked() (int64, bool) {
 // an unbounded range without an estimator.
 func (t *Tracker) FractionConsumed() float64 {
 	t.core.Lock()
-	defer t.core.Unlock()
-	return t.fractionLocked()
+	f := t.fractionLocked()
+	t.core.Unlock()
+	return f
 }
 
 func (t *Tracker) fractionLocked() float64 {
-	c := t.core.ClaimedLocked()
-	start, bend := t.core.BoundsLocked()
-	if t.core.ErrLocked() == nil && (t.core.StoppedLocked() || (!c.Started && bend <= start)) {
+	c := &t.core
+	if c.err == nil && (c.stopped || (!c.started && c.end <= c.start)) {
 		return 1
 	}
-	if !c.Started {
+	if !c.started {
 		return 0
 	}
 	end, ok := t.endLocked()
 	if !ok {
 		return 0
 	}
-	if end <= c.First {
+	if end <= c.first {
 		return 1
 	}
-	f := t.relPositionLocked(c.First, end) / fspan(c.First, end)
-	return math.Min(1, math.Max(0, f))
+	f := t.relPositionLocked(c.first, end) / fspan(c.first, end)
+	return min(1, max(0, f))
 }
 
 // GetProgress reports work done and remaining, measured from the first
@@ -359,19 +361,24 @@ func (t *Tracker) fractionLocked() float64 {
 // remaining work is reported as 1.
 func (t *Tracker) GetProgress() (done, remaining float64) {
 	t.core.Lock()
-	defer t.core.Unlock()
+	done, remaining = t.progressLocked()
+	t.core.Unlock()
+	return done, remaining
+}
+
+func (t *Tracker) progressLocked() (done, remaining float64) {
+	c := &t.core
 	scale := t.scale
 	if scale == 0 {
 		scale = 1
 	}
-	c := t.core.ClaimedLocked()
 	end, ok := t.endLocked()
-	s, _ := t.core.BoundsLocked()
-	if c.Started {
-		s = c.First
+	s := c.start
+	if c.started {
+		s = c.first
 	}
 	switch {
-	case t.core.StoppedLocked() || (c.Started && t.core.DoneLocked()):
+	case c.stopped || (c.started && c.DoneLocked()):
 		// Done: by a refused claim, MarkDone, or with the last position
 		// claimed (a checkpoint, say).
 		if ok && end > s {
@@ -379,15 +386,15 @@ func (t *Tracker) GetProgress() (done, remaining float64) {
 		}
 		return 1, 0
 	case !ok:
-		if c.Started {
+		if c.started {
 			return scale * t.relPositionLocked(s, Unbounded), 1
 		}
 		return 0, 1
-	case !c.Started:
+	case !c.started:
 		return 0, scale * fspan(s, end)
 	}
 	pos := t.relPositionLocked(s, end)
-	return scale * pos, scale * math.Max(0, fspan(s, end)-pos)
+	return scale * pos, scale * max(0, fspan(s, end)-pos)
 }
 
 // SplitPointsConsumed is the number of split points whose records were read
