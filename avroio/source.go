@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/offsetsource"
@@ -115,7 +113,12 @@ func (s fileSource) Open(ctx context.Context) (offsetsource.Reader[beam.X], erro
 	if err != nil {
 		return nil, err
 	}
-	r, err := container.OpenReaderOf(s.Path, open, s.Start, s.Type.T, opts)
+	var r *container.Reader[any]
+	if s.Type.T == RecordType {
+		r, err = container.OpenReaderWith(s.Path, open, s.Start, s.Type.T, newRecordDecoder, opts)
+	} else {
+		r, err = container.OpenReaderOf(s.Path, open, s.Start, s.Type.T, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -153,19 +156,3 @@ func (r *recordReader) BytesRead() int64 { return r.bytes }
 
 // Close closes the file.
 func (r *recordReader) Close() error { return r.r.Close() }
-
-// Parsed reader schemas by their JSON: every range of every file of a read
-// shares one.
-var readerSchemas sync.Map // string -> avro.Schema
-
-func cachedReaderSchema(json string) (avro.Schema, error) {
-	if s, ok := readerSchemas.Load(json); ok {
-		return s.(avro.Schema), nil
-	}
-	s, err := parseReaderSchema(json)
-	if err != nil {
-		return nil, err
-	}
-	readerSchemas.Store(json, s)
-	return s, nil
-}
