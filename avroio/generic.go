@@ -55,7 +55,7 @@ type node struct {
 	kind     kind
 	avroType avro.Type
 	aliases  []string // of a named type, full names
-	name     string // the branch name of the schema in a union (hamba's: full name, or type.logical)
+	name     string   // the branch name of the schema in a union (hamba's: full name, or type.logical)
 	// goType names the Go type of the node's values, to find unions whose
 	// branches share one.
 	goType string
@@ -80,9 +80,9 @@ type node struct {
 type field struct {
 	name    string
 	aliases []string
-	node   *node
-	hasDef bool
-	def    any // the default in Record form
+	node    *node
+	hasDef  bool
+	def     any // the default in Record form
 }
 
 // compiled schemas, by schema pointer: every file of a read shares one
