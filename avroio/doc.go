@@ -108,7 +108,10 @@
 //
 // # Writing
 //
-// Write writes a PCollection as Avro container files; its options
-// (NumShards, Suffix, ShardNameTemplate, Codec, ...) are WriteOptions, its
-// documentation says how files are named and committed.
+// Write writes a PCollection of structs or Records as Avro container files
+// named from a prefix and a shard template, as Beam Java's AvroIO.write:
+// each bundle (or each of NumShards shards) writes a temporary file, and a
+// finalize step renames the committed ones, so files appear whole or not
+// at all. Its documentation has the options, the file names and the commit
+// protocol.
 package avroio

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/offsetsource"
@@ -80,7 +78,12 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 	if err != nil {
 		return nil, err
 	}
-	r, err := container.NewReaderOf(br, f.Type.T, opts)
+	var r *container.Reader[any]
+	if f.Type.T == RecordType {
+		r, err = container.NewReaderWith(br, f.Type.T, newRecordDecoder, opts)
+	} else {
+		r, err = container.NewReaderOf(br, f.Type.T, opts)
+	}
 	if err != nil {
 		br.Close()
 		return nil, err
@@ -118,19 +121,3 @@ func (r *recordReader) BytesRead() int64 { return r.bytes }
 
 // Close closes the file.
 func (r *recordReader) Close() error { return r.r.Close() }
-
-// Parsed reader schemas by their JSON: every range of every file of a read
-// shares one.
-var readerSchemas sync.Map // string -> avro.Schema
-
-func cachedReaderSchema(json string) (avro.Schema, error) {
-	if s, ok := readerSchemas.Load(json); ok {
-		return s.(avro.Schema), nil
-	}
-	s, err := parseReaderSchema(json)
-	if err != nil {
-		return nil, err
-	}
-	readerSchemas.Store(json, s)
-	return s, nil
-}

@@ -1,55 +1,3 @@
-// # Writing (section for the package doc)
-//
-// Write encodes the elements of a PCollection by an Avro schema and writes
-// them to Avro object container files named from a prefix, with the
-// semantics of Beam Java's AvroIO.write:
-//
-//	avroio.Write(s, "gs://bucket/out/part", schemaJSON, records,
-//		avroio.NumShards(4), avroio.Suffix(".avro"))
-//
-// writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
-// Elements are Go structs (fields matched by `avro` tags or names, as
-// hamba/avro does; a struct that lacks a field the schema needs, without a
-// default, is refused at construction) or generic records, Record values
-// as ReadGeneric returns them (map[string]any holding the values hamba/avro
-// encodes: int64 for long, time.Time for timestamps, *big.Rat for
-// decimals, map[string]any{"branch": v} for multi-branch unions). Other
-// named map types work too, but Beam Go gives them its JSON coder, which
-// turns numbers into float64 wherever the PCollection is encoded (across a
-// shuffle, or between stages), and such records then fail to encode;
-// Record's own coder keeps every value's type.
-//
-// Options: NumShards(n) writes exactly n files, empty ones included
-// (records are spread round-robin from a random start, grouped by shard
-// with a GroupByKey of encoded records); NumShards(0), the default, lets
-// the runner decide: one file per bundle, no shuffle of records, and one
-// empty file when the input is empty. ShardNameTemplate (default
-// "-SSSSS-of-NNNNN": each run of S becomes the shard index, each run of N
-// the number of shards, zero-padded to the run's length) and Suffix
-// complete the names. Codec (default "snappy", as in Java), DeflateLevel,
-// ZstandardLevel, SyncInterval (bytes of serialized records per block,
-// default 64000) and Metadata shape the files. TempDirectory moves the
-// temporary files.
-//
-// Files appear whole or not at all. Each bundle writes its file under a
-// name of its own in a temporary directory (".temp-sdfio-<random>" beside
-// the prefix unless TempDirectory says otherwise); a new name for every
-// attempt, so a retried bundle never writes over, or adds to, another
-// attempt's file. Only bundles the runner commits pass their file names on,
-// through a Reshuffle, to a single finalize step, which renames them to
-// their final names and then deletes everything else in the temporary
-// directory: the files of failed or retried attempts. Renames use the
-// filesystem's Rename (or Copy and Remove), so any Beam filesystem works;
-// a finalize step that is retried after renaming some files finds them
-// already in place. Write returns the PCollection of the final file names.
-//
-// Metrics, in namespace WriteNamespace: records_written and bytes_written
-// (by the writing bundles; bytes are whole files, headers included),
-// files_written and temp_files_removed (by the finalize step).
-//
-// Write needs a bounded input (finalizing waits for all of it). Elements of
-// other windows are written as if in the global window.
-
 package avroio
 
 import (
@@ -60,10 +8,10 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
@@ -87,14 +35,11 @@ const (
 	DefaultSyncInterval = container.DefaultSyncInterval
 )
 
-// WriteNamespace is the namespace of Write's Beam metrics.
-const WriteNamespace = "sdfio/avroio"
-
 var (
-	recordsWritten   = beam.NewCounter(WriteNamespace, "records_written")
-	bytesWritten     = beam.NewCounter(WriteNamespace, "bytes_written")
-	filesWritten     = beam.NewCounter(WriteNamespace, "files_written")
-	tempFilesRemoved = beam.NewCounter(WriteNamespace, "temp_files_removed")
+	recordsWritten   = beam.NewCounter(Namespace, "records_written")
+	bytesWritten     = beam.NewCounter(Namespace, "bytes_written")
+	filesWritten     = beam.NewCounter(Namespace, "files_written")
+	tempFilesRemoved = beam.NewCounter(Namespace, "temp_files_removed")
 )
 
 func init() {
@@ -222,13 +167,73 @@ type fileResult struct {
 	Records, Bytes int64
 }
 
-// Write writes the elements of col (structs or Records), encoded by the
-// Avro schema (JSON), to Avro container files whose names start with
-// prefix, and returns the
-// PCollection of the names of the files written (strings), available once
-// all are in place. The package documentation describes the file names,
-// the options, and how files appear whole or not at all. Invalid options
-// or schemas panic at construction, as elsewhere in Beam Go.
+// Write writes the elements of col, encoded by the Avro schema (JSON), to
+// Avro object container files whose names start with prefix, with the
+// semantics of Beam Java's AvroIO.write, and returns the PCollection of the
+// names of the files written (strings), available once all are in place:
+//
+//	avroio.Write(s, "gs://bucket/out/part", schemaJSON, records,
+//		avroio.NumShards(4), avroio.Suffix(".avro"))
+//
+// writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
+// Invalid options or schemas, and elements of a Go type that cannot hold
+// the schema (a string for a record schema, a struct lacking a field the
+// schema needs without a default), panic at construction, as elsewhere in
+// Beam Go.
+//
+// # Elements
+//
+// Elements are Go structs (fields matched by `avro` tags or names, as
+// hamba/avro does, and as Read matches them) or generic records: Record
+// values, in the form ReadGeneric returns them (see Record; unions whose
+// branches share a Go type are one-key maps naming the branch, so a Record
+// read is written back by the same branch). Records are encoded by this
+// package's own encoder; other types by hamba/avro. Other named map types
+// work too, but Beam Go gives them its JSON coder, which turns numbers
+// into float64 wherever the PCollection is encoded (across a shuffle, or
+// between stages), and such records then fail to encode; Record's own
+// coder keeps every value's type.
+//
+// # Options
+//
+// NumShards(n) writes exactly n files, empty ones included (records are
+// spread round-robin from a random start, grouped by shard with a
+// GroupByKey of encoded records); NumShards(0), the default, lets the
+// runner decide: one file per bundle, no shuffle of records, and one empty
+// file when the input is empty. ShardNameTemplate (default
+// "-SSSSS-of-NNNNN": each run of S becomes the shard index, each run of N
+// the number of shards, zero-padded to the run's length) and Suffix
+// complete the names. Codec (default "snappy", as in Java), DeflateLevel,
+// ZstandardLevel, SyncInterval (bytes of serialized records per block,
+// default 64000) and Metadata shape the files. TempDirectory moves the
+// temporary files.
+//
+// # Committing files
+//
+// Files appear whole or not at all. Each bundle writes its file under a
+// name of its own in a temporary directory (".temp-sdfio-<random>" beside
+// the prefix unless TempDirectory says otherwise); a new name for every
+// attempt, so a retried bundle never writes over, or adds to, another
+// attempt's file. Only bundles the runner commits pass their file names on,
+// through a Reshuffle, to a single finalize step, which renames them to
+// their final names (making the local directory of the prefix where it is
+// missing) and then deletes everything else in the temporary directory:
+// the files of failed or retried attempts. A bundle attempt that fails
+// removes the file it was writing (and, on the local filesystem, the
+// temporary directory when nothing else is left in it); a pipeline that
+// fails after some bundles committed leaves their temporary files, which
+// no later run reads. Renames use the filesystem's Rename (or Copy and
+// Remove), so any Beam filesystem works; a finalize step that is retried
+// after renaming some files finds them already in place.
+//
+// # Metrics
+//
+// In namespace Namespace: records_written and bytes_written (by the
+// writing bundles; bytes are whole files, headers included),
+// files_written and temp_files_removed (by the finalize step).
+//
+// Write needs a bounded input (finalizing waits for all of it). Elements of
+// other windows are written as if in the global window.
 func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...WriteOption) beam.PCollection {
 	s = s.Scope("avroio.Write")
 	cfg, err := newWriteConfig(prefix, schema, col.Type().Type(), opts)
@@ -282,8 +287,16 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 		return fail("%v", err)
 	}
 	w.Close()
+	if err := checkElementType(elem, parsedSchema(schema)); err != nil {
+		return fail("%v", err)
+	}
 	if err := checkWritable(elem, parsedSchema(schema)); err != nil {
 		return fail("%v", err)
+	}
+	if elem == RecordType {
+		if _, err := newRecordEncoder(schema); err != nil {
+			return fail("%v", err)
+		}
 	}
 	base := o.tempDir
 	if base == "" {
@@ -305,6 +318,29 @@ func validateScheme(prefix string) (err error) {
 	}()
 	filesystem.ValidateScheme(prefix)
 	return nil
+}
+
+// checkElementType refuses element types that can never be encoded by
+// the schema: for a record schema, anything but a struct (or pointer to
+// one), a map with string keys, or an interface type.
+func checkElementType(t reflect.Type, s avro.Schema) error {
+	if ref, ok := s.(*avro.RefSchema); ok {
+		s = ref.Schema()
+	}
+	if s.Type() != avro.Record {
+		return nil
+	}
+	et := t
+	for et.Kind() == reflect.Pointer {
+		et = et.Elem()
+	}
+	switch {
+	case et.Kind() == reflect.Struct, et.Kind() == reflect.Interface:
+		return nil
+	case et.Kind() == reflect.Map && et.Key().Kind() == reflect.String:
+		return nil
+	}
+	return fmt.Errorf("elements of Go type %v cannot be written as Avro record %s: give Write structs or avroio.Record values", t, schemaFullName(s))
 }
 
 // checkWritable makes sure that a struct type t has a field for every
@@ -371,20 +407,41 @@ func checkWritableStruct(t reflect.Type, s avro.Schema, path string, seen map[re
 	return nil
 }
 
-// Parsed writer schemas by JSON text, shared by every DoFn of the process.
-var writeSchemas sync.Map
-
+// parsedSchema is the writer schema JSON parsed (through the package's
+// bounded cache), which newWriteConfig has checked before.
 func parsedSchema(json string) avro.Schema {
-	if s, ok := writeSchemas.Load(json); ok {
-		return s.(avro.Schema)
-	}
-	s, err := avro.ParseWithCache(json, "", &avro.SchemaCache{})
+	sch, err := cachedSchema(json)
 	if err != nil {
 		// newWriteConfig parsed it before; this cannot happen.
 		panic(fmt.Sprintf("avroio: parsing a checked schema: %v", err))
 	}
-	v, _ := writeSchemas.LoadOrStore(json, s)
-	return v.(avro.Schema)
+	return sch
+}
+
+// recordEncoder encodes Records by the writer schema with the package's
+// own encoder (see generic.go), so that unions keep the branch a Record
+// names; other elements are encoded by hamba/avro.
+type recordEncoder struct {
+	root *node
+	buf  []byte
+}
+
+func newRecordEncoder(schema string) (*recordEncoder, error) {
+	n, err := compileSchema(parsedSchema(schema))
+	if err != nil {
+		return nil, err
+	}
+	return &recordEncoder{root: n}, nil
+}
+
+// encode returns the datum of r; the slice is reused by the next call.
+func (e *recordEncoder) encode(r Record) ([]byte, error) {
+	b, err := appendDatum(e.buf[:0], e.root, map[string]any(r))
+	if err != nil {
+		return nil, err
+	}
+	e.buf = b
+	return b, nil
 }
 
 // randomID is 128 random bits in hex: the unique part of temporary names.
@@ -476,6 +533,7 @@ type writeBundleFn struct {
 
 	fs  filesystem.Interface
 	cur *tempFile
+	rec *recordEncoder
 }
 
 func (fn *writeBundleFn) Setup(ctx context.Context) error {
@@ -484,6 +542,9 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("avroio.Write: %w", err)
 	}
 	fn.fs = fs
+	if fn.rec, err = newRecordEncoder(fn.Config.Schema); err != nil {
+		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
+	}
 	return nil
 }
 
@@ -504,10 +565,29 @@ func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func
 		}
 		fn.cur = f
 	}
-	if err := fn.cur.cw.Append(elem); err != nil {
-		return fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
+	if err := appendElement(fn.cur.cw, fn.rec, elem); err != nil {
+		err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
+		// The attempt failed: remove what it wrote.
+		fn.cur.abandon(ctx, fn.fs)
+		fn.cur = nil
+		removeLocalDir(fn.Config.TempDir)
+		return err
 	}
 	return nil
+}
+
+// appendElement adds elem to w: a Record by rec, anything else by
+// hamba/avro.
+func appendElement(w *container.Writer, rec *recordEncoder, elem any) error {
+	r, ok := elem.(Record)
+	if !ok || rec == nil {
+		return w.Append(elem)
+	}
+	d, err := rec.encode(r)
+	if err != nil {
+		return fmt.Errorf("encoding record %d (avroio.Record): %w", w.Records(), err)
+	}
+	return w.AppendEncoded(d)
 }
 
 func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)) error {
@@ -518,6 +598,8 @@ func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)
 	res, err := f.finish()
 	fn.cur = nil
 	if err != nil {
+		f.abandon(ctx, fn.fs)
+		removeLocalDir(fn.Config.TempDir)
 		return err
 	}
 	recordsWritten.Inc(ctx, res.Records)
@@ -530,6 +612,7 @@ func (fn *writeBundleFn) Teardown(ctx context.Context) error {
 	if fn.cur != nil {
 		fn.cur.abandon(ctx, fn.fs)
 		fn.cur = nil
+		removeLocalDir(fn.Config.TempDir)
 	}
 	if fn.fs != nil {
 		return fn.fs.Close()
@@ -544,13 +627,19 @@ type shardFn struct {
 
 	schema avro.Schema
 	enc    *avro.Writer
+	rec    *recordEncoder
 	next   int
 	n      int64
 }
 
-func (fn *shardFn) Setup() {
+func (fn *shardFn) Setup() error {
 	fn.schema = parsedSchema(fn.Config.Schema)
 	fn.enc = avro.NewWriter(nil, 512)
+	var err error
+	if fn.rec, err = newRecordEncoder(fn.Config.Schema); err != nil {
+		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
+	}
+	return nil
 }
 
 func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
@@ -558,6 +647,15 @@ func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
 }
 
 func (fn *shardFn) ProcessElement(ctx context.Context, elem beam.X, emit func(int, []byte)) error {
+	if r, ok := elem.(Record); ok {
+		d, err := fn.rec.encode(r)
+		if err != nil {
+			return fmt.Errorf("avroio.Write to %s: encoding a record (avroio.Record) by schema %s: %w", fn.Config.Prefix, schemaFullName(fn.schema), err)
+		}
+		emit(fn.next, append([]byte(nil), d...))
+		fn.next = (fn.next + 1) % fn.Config.NumShards
+		return nil
+	}
 	fn.enc.Reset(nil)
 	fn.enc.Error = nil
 	fn.enc.WriteVal(fn.schema, elem)
@@ -603,6 +701,7 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 	for datums(&d) {
 		if err := f.cw.AppendEncoded(d); err != nil {
 			f.abandon(ctx, fn.fs)
+			removeLocalDir(fn.Config.TempDir)
 			return fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, path, err)
 		}
 	}
@@ -611,6 +710,7 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 		if rm, ok := fn.fs.(filesystem.Remover); ok {
 			rm.Remove(ctx, path)
 		}
+		removeLocalDir(fn.Config.TempDir)
 		return err
 	}
 	res.Shard = shard
@@ -725,6 +825,9 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		st.emptyBytes += res.Bytes
 	}
 	for i, m := range moves {
+		if err := makeLocalDir(finals[i]); err != nil {
+			return st, fmt.Errorf("avroio.Write: making the directory of %s: %w", finals[i], err)
+		}
 		if err := filesystem.Rename(ctx, fs, m.temp, finals[i]); err != nil {
 			// A finalize step retried after this rename succeeded finds the
 			// temporary file gone and the final one in place.
@@ -755,6 +858,16 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 	}
 	removeLocalDir(cfg.TempDir)
 	return st, nil
+}
+
+// makeLocalDir makes the directory of a local file where it is missing
+// (a TempDirectory elsewhere leaves the prefix's directory unmade); object
+// stores need none.
+func makeLocalDir(path string) error {
+	if strings.Contains(path, "://") {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o755)
 }
 
 // removeLocalDir removes the temporary directory of a write to the local

@@ -217,7 +217,7 @@ func dirNames(t *testing.T, dir string) []string {
 func writeMetric(t *testing.T, res beam.PipelineResult, name string) int64 {
 	t.Helper()
 	cs := res.Metrics().Query(func(r metrics.SingleResult) bool {
-		return r.Namespace() == avroio.WriteNamespace && r.Name() == name
+		return r.Namespace() == avroio.Namespace && r.Name() == name
 	}).Counters()
 	var sum int64
 	for _, c := range cs {

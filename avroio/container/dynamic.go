@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/hamba/avro/v2"
 	"github.com/modern-go/reflect2"
 )
 
@@ -37,6 +38,47 @@ func OpenReaderOf(name string, open Opener, start int64, typ reflect.Type, opts 
 		return nil, err
 	}
 	r, err := NewReaderOf(br, typ, opts)
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// DecoderFunc makes the decoder of a reader's records from the file's
+// writer schema and the reader schema (nil when there is none). The
+// decoder's Decode gets a pointer to a zero value of the reader's record
+// type and the datums of a block; it must stop at the first error the
+// avro.Reader reports (or that it reports there itself with ReportError or
+// by setting Error), and never loop or allocate by a count the data does
+// not back.
+type DecoderFunc func(writer, reader avro.Schema) (avro.ValDecoder, error)
+
+// NewReaderWith is NewReaderOf with records decoded by the decoder that
+// newDec makes instead of hamba/avro's: a generic decoder of its own, say.
+// The schemas are still checked and resolved as for NewReaderOf, and blocks
+// are validated as they would be for hamba/avro's decoder of typ.
+func NewReaderWith(br *BlockReader, typ reflect.Type, newDec DecoderFunc, opts Options) (*Reader[any], error) {
+	r, err := NewReaderOf(br, typ, opts)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := newDec(r.writer, opts.ReaderSchema)
+	if err != nil {
+		return nil, headerErr(br.Name(), br.Header().Size, ErrSchema, err, "record decoder")
+	}
+	r.dec = dec
+	return r, nil
+}
+
+// OpenReaderWith is OpenReader with the decoder newDec makes; see
+// NewReaderWith.
+func OpenReaderWith(name string, open Opener, start int64, typ reflect.Type, newDec DecoderFunc, opts Options) (*Reader[any], error) {
+	br, err := Open(name, open, start, opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReaderWith(br, typ, newDec, opts)
 	if err != nil {
 		br.Close()
 		return nil, err

@@ -194,7 +194,25 @@ func DecodeJSONLine(line string) (any, error) {
 // C: bytes and fixed are C strings (cut at the first NUL, one code point per
 // byte), and union branches of named types carry the short name. Logical
 // types print as their underlying values.
+//
+// hamba/avro gives a union's value either bare or as a one-key map from
+// the branch's full name to the value, depending on the branch and on the
+// union (it wraps ["null", SomeRecord] and nullable arrays, maps, enums
+// and fixed, and gives ["int","string"] bare); MatchAvrocat accepts both,
+// and checks the branch either names or holds.
 func MatchAvrocat(s avro.Schema, ours, theirs any, path string) error {
+	return match(s, ours, theirs, path, false)
+}
+
+// MatchRecord is MatchAvrocat for avroio.Record values, whose unions have
+// one documented shape: nil for null, the bare value, or, where two
+// branches of the union share a Go type, a one-key map from the branch's
+// name to the value. It fails on any other shape.
+func MatchRecord(s avro.Schema, ours, theirs any, path string) error {
+	return match(s, ours, theirs, path, true)
+}
+
+func match(s avro.Schema, ours, theirs any, path string, record bool) error {
 	if ref, ok := s.(*avro.RefSchema); ok {
 		s = ref.Schema()
 	}
@@ -326,7 +344,7 @@ func MatchAvrocat(s avro.Schema, ours, theirs any, path string) error {
 		}
 		items := s.(*avro.ArraySchema).Items()
 		for i := range a {
-			if err := MatchAvrocat(items, a[i], t[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := match(items, a[i], t[i], fmt.Sprintf("%s[%d]", path, i), record); err != nil {
 				return err
 			}
 		}
@@ -338,7 +356,7 @@ func MatchAvrocat(s avro.Schema, ours, theirs any, path string) error {
 		}
 		vals := s.(*avro.MapSchema).Values()
 		for _, k := range sortedKeys(m) {
-			if err := MatchAvrocat(vals, m[k], t[k], path+"."+k); err != nil {
+			if err := match(vals, m[k], t[k], path+"."+k, record); err != nil {
 				return err
 			}
 		}
@@ -350,7 +368,7 @@ func MatchAvrocat(s avro.Schema, ours, theirs any, path string) error {
 			return bad("records differ")
 		}
 		for _, f := range fields {
-			if err := MatchAvrocat(f.Type(), m[f.Name()], t[f.Name()], path+"."+f.Name()); err != nil {
+			if err := match(f.Type(), m[f.Name()], t[f.Name()], path+"."+f.Name(), record); err != nil {
 				return err
 			}
 		}
@@ -375,23 +393,104 @@ func MatchAvrocat(s avro.Schema, ours, theirs any, path string) error {
 			return bad("no branch %q", key)
 		}
 		val := ours
-		if !(u.Nullable() && len(u.Types()) == 2) {
-			// hamba wraps the value of a non-nullable union in a map keyed
-			// by the branch's full name.
-			m, ok := ours.(map[string]any)
-			if !ok || len(m) != 1 {
-				return bad("our union is not a one-key map")
+		full := branchName(branch, true)
+		m, isMap := ours.(map[string]any)
+		inner, named := m[full]
+		named = named && isMap && len(m) == 1
+		if record {
+			if wrapped(u, branch) {
+				if !named {
+					return bad("want a one-key map naming branch %q, which shares its Go type with another branch", full)
+				}
+				val = inner
+			} else if named && goType(branch) != "map" {
+				return bad("branch %q is wrapped, but no other branch shares its Go type", full)
 			}
-			var ok2 bool
-			if val, ok2 = m[branchName(branch, true)]; !ok2 {
-				return bad("our union branch differs from %q", branchName(branch, true))
-			}
+		} else if named && !(goType(branch) == "map" && recordHasField(branch, full)) {
+			val = inner
 		}
-		return MatchAvrocat(branch, val, t[key], path+"|"+key)
+		return match(branch, val, t[key], path+"|"+key, record)
 	default:
 		return bad("unhandled schema type %s", s.Type())
 	}
 	return nil
+}
+
+// wrapped reports whether Record wraps branch b of union u: whether
+// another branch has b's Go type.
+func wrapped(u *avro.UnionSchema, b avro.Schema) bool {
+	n := 0
+	for _, o := range u.Types() {
+		if goType(o) == goType(b) {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// goType names the Go type of a generic value of s, as Record documents it.
+func goType(s avro.Schema) string {
+	if ref, ok := s.(*avro.RefSchema); ok {
+		s = ref.Schema()
+	}
+	lt := ""
+	if ls, ok := s.(avro.LogicalTypeSchema); ok && ls.Logical() != nil {
+		lt = string(ls.Logical().Type())
+	}
+	switch s.Type() {
+	case avro.Int:
+		switch lt {
+		case "date":
+			return "time"
+		case "time-millis":
+			return "duration"
+		}
+		return "int"
+	case avro.Long:
+		switch lt {
+		case "time-micros":
+			return "duration"
+		case "timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros":
+			return "time"
+		}
+		return "int64"
+	case avro.Enum, avro.String:
+		return "string"
+	case avro.Record, avro.Map:
+		return "map"
+	case avro.Bytes:
+		if lt == "decimal" {
+			return "rat"
+		}
+		return "bytes"
+	case avro.Fixed:
+		switch lt {
+		case "decimal":
+			return "rat"
+		case "duration":
+			return "logicalduration"
+		}
+		return fmt.Sprintf("[%d]byte", s.(*avro.FixedSchema).Size())
+	}
+	return string(s.Type())
+}
+
+// recordHasField reports whether record b has a field called name (a bare
+// record that could pass for a wrapper).
+func recordHasField(b avro.Schema, name string) bool {
+	if ref, ok := b.(*avro.RefSchema); ok {
+		b = ref.Schema()
+	}
+	rs, ok := b.(*avro.RecordSchema)
+	if !ok {
+		return false
+	}
+	for _, f := range rs.Fields() {
+		if f.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 func hasNull(u *avro.UnionSchema) bool {

@@ -15,7 +15,7 @@ import (
 )
 
 // Record is a generic Avro record, as ReadGeneric returns them: field name
-// to value, with hamba/avro's generic representation of values:
+// to value. Each Avro type has one Go type:
 //
 //	null            nil
 //	boolean         bool
@@ -27,18 +27,38 @@ import (
 //	fixed           [n]byte
 //	array           []any
 //	map             map[string]any
-//	record          map[string]any
-//	union           the value for a union of null and one type; otherwise
-//	                map[string]any{"branch name": value}, or nil
-//	decimal         *big.Rat
-//	date, timestamp-millis/micros, local-timestamp-millis/micros: time.Time
+//	record          map[string]any (a nested record; the top one is a Record)
+//	decimal         *big.Rat (bytes or fixed)
+//	date, timestamp-millis/micros: time.Time in UTC
+//	local-timestamp-millis/micros: time.Time whose UTC fields are the wall
+//	                clock (zone-free: the same on every worker, whatever its
+//	                time zone)
 //	time-millis, time-micros: time.Duration
 //	duration        avro.LogicalDuration
+//
+// A union's value is nil for its null branch and otherwise the value of
+// its branch, bare, with one exception: where two or more branches of the
+// union have the same Go type (date and timestamp-millis, both time.Time;
+// time-millis and time-micros; two records; a string and an enum; decimals
+// in bytes and in fixed), a value of such a branch is a one-key
+// map[string]any from the branch's name to the value, so that the branch
+// is never lost. A branch's name is its full name for named types
+// ("ns.Rec", "ns.Color") and else its type, with its logical type after a
+// dot: "int.date", "long.timestamp-millis", "long.time-micros". So
+// ["null","string"] gives nil or "x", ["null","ns.Rec"] nil or the record,
+// ["int","string"] 5 or "x", and ["null","int.date","long.timestamp-millis"]
+// nil, {"int.date": t} or {"long.timestamp-millis": t}. Write, given
+// Records, encodes them back by the same branches: a bare value by the
+// branch of its Go type, a one-key map by the branch it names.
+//
+// With a reader schema (ReaderSchema), Records have the reader schema's
+// shape: its fields, defaults and unions.
 //
 // A Record is a map[string]any and can be used as one. Its Beam coder
 // (registered by this package) keeps every one of these values and types
 // exactly, where Beam's default JSON coder for a map would turn numbers
-// into float64 and bytes into strings.
+// into float64 and bytes into strings; times keep their instant, wall
+// clock and zone offset.
 type Record map[string]any
 
 // RecordType is the reflect.Type of Record, for ReadAll and ReadFiles of
@@ -156,11 +176,17 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return appendString(append(b, tagRat), string(t)), nil
 	case time.Time:
-		t, err := x.MarshalBinary()
-		if err != nil {
-			return nil, err
+		// Seconds, nanoseconds and zone offset: time.MarshalBinary keeps
+		// offsets in whole minutes only, and so moves times in zones with
+		// offsets of seconds (local mean time before 1883 in New York).
+		// The zone's name is not kept.
+		b = appendVarint(append(b, tagTime), x.Unix())
+		b = binary.AppendUvarint(b, uint64(x.Nanosecond()))
+		if x.Location() == time.UTC {
+			return append(b, 0), nil
 		}
-		return appendString(append(b, tagTime), string(t)), nil
+		_, off := x.Zone()
+		return appendVarint(append(b, 1), int64(off)), nil
 	case time.Duration:
 		return appendVarint(append(b, tagDuration), int64(x)), nil
 	case avro.LogicalDuration:
@@ -325,13 +351,36 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		}
 		return r, nil
 	case tagTime:
-		s, err := d.str()
+		sec, err := d.varint()
 		if err != nil {
 			return nil, err
 		}
-		var t time.Time
-		err = t.UnmarshalBinary([]byte(s))
-		return t, err
+		nsec, err := d.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		if nsec >= 1e9 {
+			return nil, fmt.Errorf("time with %d nanoseconds", nsec)
+		}
+		zone, err := d.fixed(1)
+		if err != nil {
+			return nil, err
+		}
+		t := time.Unix(sec, int64(nsec))
+		switch zone[0] {
+		case 0:
+			return t.UTC(), nil
+		case 1:
+			off, err := d.varint()
+			if err != nil {
+				return nil, err
+			}
+			if off <= -86400 || off >= 86400 {
+				return nil, fmt.Errorf("time zone offset %d s", off)
+			}
+			return t.In(time.FixedZone("", int(off))), nil
+		}
+		return nil, fmt.Errorf("bad time zone tag %d", zone[0])
 	case tagDuration:
 		v, err := d.varint()
 		return time.Duration(v), err
