@@ -101,10 +101,10 @@ func readAllRecords(t *testing.T, path string, opts ...ReadOption) []Record {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src.Settings = o.settings()
+		src.Format = o.format(RecordType)
 	}
 	var out []Record
-	rt := sdf.NewTracker(sdf.OffsetRange{Start: 0, End: src.Size})
+	rt := sdf.NewTracker(sdf.OffsetRange{Start: 0, End: src.File.Size})
 	if err := offsetsource.ReadRestriction(context.Background(), src, rt, func(x beam.X) { out = append(out, x.(Record)) }); err != nil {
 		t.Fatal(err)
 	}
