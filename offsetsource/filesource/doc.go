@@ -1,0 +1,101 @@
+// Package filesource is Beam Java's FileBasedSource for Go: what every
+// splittable file format shares, on top of package offsetsource. A format
+// (avroio's container files, newline-delimited text, ...) implements a
+// small Format; this package matches file patterns, opens files at any
+// offset on any Beam filesystem, checks that files did not change, watches
+// patterns for new and updated files, and counts it all in Beam metrics.
+//
+// Dependencies point one way: sdf <- offsetsource <- filesource <- the
+// formats.
+//
+// # A format
+//
+// A Format[T] opens a reader of records of type T on a File from a byte
+// offset, and says how small an initial bundle may be:
+//
+//	type Format[T any] interface {
+//		Open(ctx context.Context, f *File, start, end int64) (offsetsource.Reader[T], error)
+//		MinBundleSize() int64
+//	}
+//
+// The reader follows offsetsource's contract: records in offset order,
+// each with its offset and whether it is a split point (a record a reader
+// opened at an earlier offset would return first), starting at the first
+// split point at or after start. File.OpenAt(off) gives the file's bytes
+// from off, without reading those before it. A Format value travels to the
+// workers in every source, so it is a struct with exported fields (its
+// configuration); register it with Register[T, F]() in an init function.
+// The tests of this package hold a complete one, Lines (newline-delimited
+// records, a split point at each line's first byte), checked with sdftest's
+// exhaustive and concurrent checks and in Prism pipelines.
+//
+// Source[T, F] is the byte range of one file read by F: an
+// offsetsource.Source, the element of the read's splittable DoFn. Read,
+// ReadAll and ReadFiles (patterns at construction, patterns in a
+// PCollection, fileio.ReadableFiles) and WatchForNewFiles build pipelines
+// of it; SplitSubject gives an sdftest.Subject over a real file, so that
+// anyone can check a format's splitting.
+//
+// # Patterns
+//
+// A pattern is a path or glob on any Beam filesystem: local paths, gs://
+// (both without further imports), and any other registered filesystem
+// (memfs://, s3://: import its package). *, ? and [...] are matched by the
+// filesystem. Brace groups ({a,b}, nested, several) are expanded by this
+// package on every filesystem, because none of Beam Go's does (its local
+// filesystem takes { literally): each expansion is listed and the files
+// merged. A { without its closing }, and the escapes \{ \} \, are literal
+// characters. HasWildcard says whether a pattern has a wildcard in this
+// sense; a pattern without one (an unclosed brace, say) is never an
+// allowed empty match under EmptyMatchAllowIfWildcard. Directories that a
+// glob matches are skipped; a directory given as the pattern itself is an
+// error of kind ErrIsDirectory.
+//
+// EmptyMatch sets what a pattern that matches nothing means, with Java's
+// meanings: EmptyMatchDisallow (Read's default) is an error (Read panics
+// at construction; ReadAll and MatchesManyFiles fail the pipeline),
+// EmptyMatchAllow reads nothing, EmptyMatchAllowIfWildcard (ReadAll's
+// default) reads nothing if the pattern has a wildcard.
+//
+// # Opening files
+//
+// A reader of the range [A, B) of a file opens it once and reads from about
+// A on, never the bytes before: local files are read with ReadAt; gs:// and
+// schemes registered with RegisterRangeReader are read with ranged
+// requests of growing size (64 KiB, doubling to 8 MiB); other filesystems
+// through Beam's registry, seeking where their stream can, else reading and
+// discarding. A file never reads past the size it was matched with.
+//
+// A file that cannot be opened (gone, a directory, no access) is an *Error
+// of kind ErrOpen (errors.Is also sees the cause, such as fs.ErrNotExist),
+// never a format's "truncated".
+//
+// # Files that change
+//
+// Matching records each file's size and modification time (Metadata), and
+// every range checks them when it opens the file: in Read, ReadAll and
+// ReadFiles a file whose size or modification time (to the millisecond,
+// where its filesystem has one) changed since it was matched fails the
+// read with an error of kind ErrChanged naming the file and both states
+// (ChangeFail). So a file appended to or replaced between building the
+// pipeline and running it, or while it is read, is an error, never a
+// partial or mixed read. (Java's FileBasedSource instead matches when the
+// runner splits the source and reads to the size it saw then; Read here
+// matches when the pipeline is built, so that an empty match is an error
+// at once, and detects the change instead.) The check is made when a range
+// opens its file; a file rewritten in place while a range is being read
+// can still show the reader other bytes, which formats reject as corrupt.
+// The watch reads a file as the poll saw it (ChangeReadAsMatched), because
+// its next poll sees the change (see WatchForNewFiles).
+//
+// # Metrics
+//
+// In the namespace MetricsNamespace names (Namespace by default), besides
+// offsetsource's records, bytes_read, splits_accepted and splits_refused:
+// files_matched (files matched in the pipeline by ReadAll,
+// MatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
+// bundles and the pieces dynamic splits made), and the watch's
+// watch_polls, watch_new_files, watch_updated_files, watch_files_waiting,
+// watch_changed_files_ignored and watch_empty_files_skipped (see
+// WatchForNewFiles).
+package filesource
