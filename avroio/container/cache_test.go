@@ -42,8 +42,8 @@ func TestHostileHeaders(t *testing.T) {
 		file  []byte
 		bound uint64
 	}{
-		{"300k entries in one block", hostileHeader(300_000, true), 1 * mib},
-		{"300k blocks of one entry", hostileHeader(300_000, false), 1 * mib},
+		{"100k entries in one block", hostileHeader(100_000, true), 1 * mib},
+		{"100k blocks of one entry", hostileHeader(100_000, false), 1 * mib},
 		{"schema of 2 MB", headerBytes(bigSchema, "null", nil), 1 * mib},
 	}
 	for _, c := range cases {

@@ -59,10 +59,19 @@
 // # Hostile lengths
 //
 // Every length read from a file is checked against Limits before memory is
-// allocated for it: metadata sizes, block sizes (data is read in chunks that
-// grow with what actually arrives), decompressed sizes (known up front for
-// snappy, zstandard, xz and lzma; capped while inflating for deflate and
-// bzip2), record counts (at least the schema's minimum encoded size per
+// allocated for it: metadata sizes, the number of metadata entries
+// (MaxHeaderEntries) and the schema's length (MaxSchemaSize: parsing a
+// schema takes about 45 times its length), so that a hostile header costs
+// memory proportional to MaxAlloc; block sizes (allocated exactly when the
+// input knows its size, else in chunks that grow with what actually
+// arrives); decompressed sizes (known up front for snappy, xz and lzma, and
+// for zstandard frames that record it; otherwise the output grows to 1 MiB,
+// and a block past that is counted without being kept, refused over
+// MaxAlloc, and decoded again into storage of exactly its size, so that a
+// decompression bomb is refused having taken about 1 MiB and a block under
+// the limit takes about its own size, plus what the codec's format makes
+// its decoder hold: zstandard's window, LZMA's dictionary, bzip2's tables);
+// record counts (at least the schema's minimum encoded size per
 // record), string, bytes and array lengths (through hamba/avro's
 // MaxByteSliceSize and MaxSliceAllocSize). Where hamba/avro would allocate
 // or loop without bound — arrays of zero-width items, recursive schemas,
@@ -70,6 +79,16 @@
 // walk that allocates nothing (Options.Validate; ValidateAlways validates
 // every block, which also keeps any record of a bad block from being
 // returned, at about 40% more decoding time).
+//
+// # Headers read once
+//
+// HeaderCache (and Headers, the process's own) keeps recently parsed
+// headers by FileVersion (path, size and whatever else identifies the
+// file's version), so the readers of the many ranges of one file parse its
+// header once per process; concurrent opens of one version wait for the
+// first. A cached header is used only once the file is seen to end its
+// header with the same sync marker, so a file replaced under the same name
+// and size is read anew.
 //
 // # Writing
 //

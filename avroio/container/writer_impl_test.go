@@ -134,9 +134,10 @@ func TestWriterRoundTrip(t *testing.T) {
 		t.Fatalf("WritableCodecs() = %v, want %v", got, want)
 	}
 	dir := t.TempDir()
-	const n = 1500
+	const n = 800
 	for _, c := range writeCases {
 		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(dir, c.String()+".avro")
 			meta := map[string][]byte{"user.note": []byte("written by sdfio"), "bin": {0, 1, 2, 255}}
 			w := writeFullFile(t, path, n, WriterOptions{Codec: c.codec, Level: c.level, SyncInterval: 8000, Metadata: meta})
