@@ -116,9 +116,10 @@ type progressCheck[T any] struct {
 	last    progressSample
 	frac    float64
 	err     error // the first violation
+	dense   bool  // sample after every record, not only the first and every 8th
 }
 
-func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any) *progressCheck[T] {
+func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any, dense bool) *progressCheck[T] {
 	if s.SkipProgress {
 		return nil
 	}
@@ -126,7 +127,7 @@ func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any) *progressCh
 	if timeout <= 0 {
 		timeout = DefaultProgressTimeout
 	}
-	return &progressCheck[T]{s: s, rest: rest, rt: rt, timeout: timeout}
+	return &progressCheck[T]{s: s, rest: rest, rt: rt, timeout: timeout, dense: dense}
 }
 
 func (c *progressCheck[T]) fail(format string, args ...any) {
@@ -202,11 +203,12 @@ func (c *progressCheck[T]) before() {
 // record checks the tracker after the k-th record was emitted, while Read
 // waits inside emit.
 func (c *progressCheck[T]) record(k int) {
-	// Each sample is a round trip to the prober's goroutine; sampling the
-	// first records and every 8th keeps the checks cheap (the exhaustive
-	// check reads thousands of restrictions) while still seeing every read
-	// start, go on and end.
-	if c == nil || c.err != nil || (k > 2 && k%progressEvery != 0) {
+	// Each sample is a round trip to the prober's goroutine. The read of
+	// the whole restriction is sampled after every record; the thousands of
+	// reads around splits after their first records and every 8th, which
+	// keeps the checks cheap while still seeing every read start, go on and
+	// end.
+	if c == nil || c.err != nil || (!c.dense && k > 2 && k%progressEvery != 0) {
 		return
 	}
 	when := fmt.Sprintf("while Read waits in emit after %d records", k)
