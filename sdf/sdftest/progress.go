@@ -13,6 +13,10 @@ import (
 // call that takes this long is taken to be blocked.
 const DefaultProgressTimeout = 5 * time.Second
 
+// progressEvery is how often, in records, the progress checks sample a read
+// after its first records.
+const progressEvery = 8
+
 // progressTolerance is the relative slack of the progress comparisons, for
 // float rounding.
 const progressTolerance = 1e-9
@@ -30,9 +34,10 @@ type progressSample struct {
 	consumed, remaining7 int64
 }
 
-// prober calls GetProgress on its own goroutine, so that a GetProgress that
-// blocks (on a lock the reader holds while it waits, say) is reported, not a
-// deadlock.
+// prober calls GetProgress on its own goroutine while Read waits in emit, so
+// that a GetProgress that blocks (on a lock the reader holds while it waits,
+// say) is reported, not a deadlock. Before Read starts and after it returned
+// the reader holds nothing, and the checks call GetProgress directly.
 type prober struct {
 	rt      beamsdf.RTracker
 	req     chan struct{}
@@ -46,17 +51,21 @@ func newProber(rt beamsdf.RTracker, timeout time.Duration) *prober {
 	p := &prober{rt: rt, req: make(chan struct{}), resp: make(chan progressSample, 1), timeout: timeout}
 	go func() {
 		for range p.req {
-			var s progressSample
-			s.done, s.remaining = p.rt.GetProgress()
-			if c, ok := p.rt.(splitPointCounter); ok {
-				s.consumed, s.remaining7 = c.SplitPointsConsumed(), c.SplitPointsRemaining()
-			} else {
-				s.consumed, s.remaining7 = -1, -1
-			}
-			p.resp <- s
+			p.resp <- sampleNow(p.rt)
 		}
 	}()
 	return p
+}
+
+// sampleNow asks rt for its progress on the calling goroutine.
+func sampleNow(rt beamsdf.RTracker) (s progressSample) {
+	s.done, s.remaining = rt.GetProgress()
+	if c, ok := rt.(splitPointCounter); ok {
+		s.consumed, s.remaining7 = c.SplitPointsConsumed(), c.SplitPointsRemaining()
+	} else {
+		s.consumed, s.remaining7 = -1, -1
+	}
+	return s
 }
 
 // sample asks for progress; ok is false when GetProgress did not answer
@@ -89,8 +98,7 @@ func (p *prober) close() { close(p.req) }
 //   - before the first claim, done is 0, and when Subject.Size is set, done +
 //     remaining is the size of the restriction (the same unit);
 //   - as records are claimed, done and the fraction done/(done+remaining)
-//     never decrease, and (with Size, when no split races the reader) done
-//   - remaining never exceeds the size of the current restriction;
+//     never decrease (a split only ever moves the fraction up);
 //   - once Read returned and the tracker is done, remaining is 0 and done
 //     is not: the fraction is 1;
 //   - every value is finite and not negative, and GetProgress answers within
@@ -102,13 +110,16 @@ type progressCheck[T any] struct {
 	s    *Subject[T]
 	rest any
 	rt   beamsdf.RTracker
-	p    *prober
-	last progressSample
-	frac float64
-	err  error // the first violation
+	// p samples while Read waits in emit; started on the first such sample.
+	p       *prober
+	timeout time.Duration
+	last    progressSample
+	frac    float64
+	err     error // the first violation
+	dense   bool  // sample after every record, not only the first and every 8th
 }
 
-func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any) *progressCheck[T] {
+func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any, dense bool) *progressCheck[T] {
 	if s.SkipProgress {
 		return nil
 	}
@@ -116,7 +127,7 @@ func (s *Subject[T]) newProgressCheck(rt beamsdf.RTracker, rest any) *progressCh
 	if timeout <= 0 {
 		timeout = DefaultProgressTimeout
 	}
-	return &progressCheck[T]{s: s, rest: rest, rt: rt, p: newProber(rt, timeout)}
+	return &progressCheck[T]{s: s, rest: rest, rt: rt, timeout: timeout, dense: dense}
 }
 
 func (c *progressCheck[T]) fail(format string, args ...any) {
@@ -127,10 +138,19 @@ func (c *progressCheck[T]) fail(format string, args ...any) {
 
 // take samples progress, checks what every sample must satisfy, and reports
 // whether the sample can be used.
-func (c *progressCheck[T]) take(when string) (progressSample, bool) {
-	s, ok := c.p.sample()
+func (c *progressCheck[T]) take(when string, inEmit bool) (progressSample, bool) {
+	var s progressSample
+	ok := true
+	if inEmit {
+		if c.p == nil {
+			c.p = newProber(c.rt, c.timeout)
+		}
+		s, ok = c.p.sample()
+	} else {
+		s = sampleNow(c.rt)
+	}
 	if !ok {
-		c.fail("GetProgress did not return within %v %s: it must answer from memory, never wait for the reader or for I/O (tracker %v)", c.p.timeout, when, c.rt)
+		c.fail("GetProgress did not return within %v %s: it must answer from memory, never wait for the reader or for I/O (tracker %v)", c.timeout, when, c.rt)
 		return s, false
 	}
 	switch {
@@ -161,7 +181,7 @@ func (c *progressCheck[T]) before() {
 	if c == nil {
 		return
 	}
-	s, ok := c.take("before the first claim")
+	s, ok := c.take("before the first claim", false)
 	if !ok {
 		return
 	}
@@ -183,11 +203,16 @@ func (c *progressCheck[T]) before() {
 // record checks the tracker after the k-th record was emitted, while Read
 // waits inside emit.
 func (c *progressCheck[T]) record(k int) {
-	if c == nil || c.err != nil {
+	// Each sample is a round trip to the prober's goroutine. The read of
+	// the whole restriction is sampled after every record; the thousands of
+	// reads around splits after their first records and every 8th, which
+	// keeps the checks cheap while still seeing every read start, go on and
+	// end.
+	if c == nil || c.err != nil || (!c.dense && k > 2 && k%progressEvery != 0) {
 		return
 	}
 	when := fmt.Sprintf("while Read waits in emit after %d records", k)
-	s, ok := c.take(when)
+	s, ok := c.take(when, true)
 	if !ok {
 		return
 	}
@@ -210,7 +235,7 @@ func (c *progressCheck[T]) after() {
 	if c == nil || c.err != nil {
 		return
 	}
-	s, ok := c.take("after Read returned")
+	s, ok := c.take("after Read returned", false)
 	if !ok {
 		return
 	}
@@ -220,7 +245,7 @@ func (c *progressCheck[T]) after() {
 }
 
 func (c *progressCheck[T]) close() {
-	if c != nil {
+	if c != nil && c.p != nil {
 		c.p.close()
 	}
 }

@@ -54,12 +54,15 @@ func ReadAll[T any](ctx context.Context, s Subject[T]) ([]T, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	recs, err := s.readRestriction(ctx, s.Restriction, "the whole restriction")
+	recs, err := s.readRestriction(ctx, s.Restriction, wholeRestriction)
 	if err != nil {
 		return nil, fmt.Errorf("sdftest: %w", err)
 	}
 	return recs, nil
 }
+
+// wholeRestriction names the read of Subject.Restriction in errors.
+const wholeRestriction = "the whole restriction"
 
 // AssertReadAll is ReadAll that fails t on error.
 func AssertReadAll[T any](t testing.TB, s Subject[T]) []T {
@@ -138,7 +141,7 @@ func (s *Subject[T]) readRestriction(ctx context.Context, rest any, what string)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
-	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, rest)}
+	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, rest, what == wholeRestriction)}
 	r.run(ctx, s, rt, nil, nil)
 	return r.recs, r.check(what, rest, rt)
 }
@@ -158,7 +161,7 @@ type reading[T any] struct {
 
 // goRead runs s.Read on rt on a new goroutine; see run.
 func goRead[T any](ctx context.Context, s *Subject[T], rt beamsdf.RTracker, gate <-chan struct{}, hook func(k int)) *reading[T] {
-	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, s.Restriction)}
+	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, s.Restriction, false)}
 	go r.run(ctx, s, rt, gate, hook)
 	return r
 }
