@@ -221,7 +221,6 @@ func (r Range) where(i int64) string {
 		r.Project, r.Database, r.Namespace, r.Query.describe(), i, keyString(lo, "-inf"), keyString(hi, "+inf"), r.Index+1, r.Of)
 }
 
-// PlanOptions are the parts of a read's options that planning uses.
 func planOf(project string, q Query, opts []Option) (*planFn, error) {
 	o := options{keysPerSplit: DefaultKeysPerSplit}
 	for _, opt := range opts {
@@ -243,8 +242,8 @@ func planOf(project string, q Query, opts []Option) (*planFn, error) {
 
 // Plan computes the initial splits of a read of q as the pipeline's first
 // step does, at once: it parses GQL, fixes the snapshot time, chooses the
-// number of splits, samples scatter keys and groups them. With ReadRange and
-// the restriction of each Range it lets a test drive the reading SDF
+// number of splits, samples scatter keys and groups them. With the
+// restriction of each Range, a RangeReader lets a test drive the reading SDF
 // directly (dstest.Subject builds an sdftest.Subject from it).
 func Plan(ctx context.Context, project string, q Query, opts ...Option) ([]Range, error) {
 	fn, err := planOf(project, q, opts)
@@ -357,6 +356,10 @@ type connKey struct {
 	readTime                   int64
 }
 
+func keyOf(r Range) connKey {
+	return connKey{r.Project, r.Database, r.ClientOptions, r.ReadTimeMicros}
+}
+
 func (fn *readFn) CreateInitialRestriction(r Range) sdf.OffsetRange { return r.Restriction() }
 
 // SplitRestriction keeps the restriction whole: the read's first step has
@@ -385,7 +388,7 @@ func (fn *readFn) Teardown() {
 }
 
 func (fn *readFn) conn(ctx context.Context, r Range) (*conn, error) {
-	k := connKey{r.Project, r.Database, r.ClientOptions, r.ReadTimeMicros}
+	k := keyOf(r)
 	fn.mu.Lock()
 	defer fn.mu.Unlock()
 	if c := fn.conns[k]; c != nil {
@@ -422,25 +425,38 @@ func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.Tracker, r Range, 
 	return err
 }
 
-// ReadRange reads the sub-ranges of r that rt's restriction holds, claiming
-// each sub-range's first entity as a split point at its index and the others
-// as records of it, and emits the entities as values of t. It connects
-// anew; the pipeline's DoFn keeps its connections. It leaves rt done when it
-// returns nil.
-func ReadRange(ctx context.Context, r Range, rt *sdf.Tracker, t reflect.Type, emit func(any)) error {
-	extra, err := registeredOptions(r.ClientOptions)
+// RangeReader reads Ranges outside a pipeline, the way the reading SDF's
+// ProcessElement does, on one connection: for tests that drive the SDF
+// directly (dstest.Subject makes an sdftest.Subject of it) and for tools.
+type RangeReader struct {
+	key connKey
+	c   *conn
+}
+
+// NewRangeReader connects for r: its project, database, client options and
+// snapshot. The caller must Close it.
+func NewRangeReader(ctx context.Context, r Range) (*RangeReader, error) {
+	fn := &readFn{}
+	c, err := fn.conn(ctx, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c, err := dial(ctx, r.Project, r.Database, extra)
-	if err != nil {
-		return err
+	return &RangeReader{key: keyOf(r), c: c}, nil
+}
+
+// Close closes the connection.
+func (rr *RangeReader) Close() { rr.c.close() }
+
+// Read reads the sub-ranges of r that rt's restriction holds, claiming each
+// sub-range's first entity as a split point at its index and the others as
+// records of it, and emits the entities as values of t (see Read). r must
+// have the project, database, client options and snapshot the reader was
+// made for. It leaves rt done when it returns nil.
+func (rr *RangeReader) Read(ctx context.Context, r Range, rt *sdf.Tracker, t reflect.Type, emit func(any)) error {
+	if keyOf(r) != rr.key {
+		return fmt.Errorf("datastoreio: RangeReader of %+v cannot read a range of %+v", rr.key, keyOf(r))
 	}
-	defer c.close()
-	if !r.ReadTime().IsZero() {
-		c.client = c.client.WithReadOptions(datastore.ReadTime(r.ReadTime()))
-	}
-	return readRange(ctx, c, r, rt, t, emit)
+	return readRange(ctx, rr.c, r, rt, t, emit)
 }
 
 func readRange(ctx context.Context, c *conn, r Range, rt *sdf.Tracker, t reflect.Type, emit func(any)) error {
