@@ -73,18 +73,19 @@ func TestPipelineRunnerSplit(t *testing.T) {
 	want := mixedItems(ns, "Slow", 60, 11)
 	put(t, c, want)
 	hook.reset()
-	hook.set(func(h *hookState) { h.delay, h.delayKind = 250*time.Millisecond, "Slow" })
+	hook.set(func(h *hookState) { h.delay, h.delayKind = 600*time.Millisecond, "Slow" })
 	defer hook.reset()
 	p, s := beam.NewPipelineWithRoot()
 	items := datastoreio.Read(s, e.Project(), datastoreio.NewQuery("Slow"), reflect.TypeFor[item](),
-		datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(12), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(8), datastoreio.WithClientOptions("hook"))
 	passert.Equals(s, beam.ParDo(s, itemID, items), anySlice(ids(want))...)
 	res, err := ptest.RunWithMetrics(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	accepted, refused := counter(t, res, "splits_accepted"), counter(t, res, "splits_refused")
-	t.Logf("splits accepted %d, refused %d", accepted, refused)
+	t.Logf("%d initial splits, %d sub-ranges, %d queries: splits accepted %d, refused %d",
+		counter(t, res, "initial_splits"), counter(t, res, "sub_ranges"), counter(t, res, "queries"), accepted, refused)
 	if accepted < 1 {
 		t.Errorf("no runner-initiated split was accepted (refused: %d)", refused)
 	}
