@@ -246,19 +246,32 @@ func client(t testing.TB) (*dstest.Emulator, *datastore.Client) {
 	return e, c
 }
 
-// put writes items with PutMulti of 500.
+// put writes items with PutMulti of 500, four requests at a time.
 func put(t testing.TB, c *datastore.Client, items []item) {
 	t.Helper()
 	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, (len(items)+499)/500)
+	sem := make(chan struct{}, 4)
 	for i := 0; i < len(items); i += 500 {
 		end := min(i+500, len(items))
 		keys := make([]*datastore.Key, 0, end-i)
 		for _, it := range items[i:end] {
 			keys = append(keys, it.K)
 		}
-		if _, err := c.PutMulti(ctx, keys, items[i:end]); err != nil {
-			t.Fatalf("PutMulti: %v", err)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(batch []item) {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := c.PutMulti(ctx, keys, batch); err != nil {
+				errs <- err
+			}
+		}(items[i:end])
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatalf("PutMulti: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package datastoreio_test
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -50,8 +51,9 @@ func loadLarge(t *testing.T) string  { return large.load(t, ".large", 20000, 1) 
 func loadMedium(t *testing.T) string { return medium.load(t, ".medium", 1000, 2) }
 
 // TestReadExact reads 20,000 entities (numeric ids over the whole positive
-// int64 range, names, children of parents) with 1, 8 and 200 requested
-// splits, and 3,000 of another namespace, planning and reading each range
+// int64 range, names, children of parents) with 8 and 200 requested splits
+// (and unsplit with SDFIO_DATASTORE_FULL=1), and 1,000 of another namespace
+// unsplit and with 8 splits, planning and reading each range
 // as the pipeline does: the multiset of entities read must be the one
 // written.
 func TestReadExact(t *testing.T) {
@@ -66,8 +68,15 @@ func TestReadExact(t *testing.T) {
 		want         []item
 		splits, keys int
 	}{
-		{medium.ns, medium.items, 8, 4}, {large.ns, large.items, 1, 1}, {large.ns, large.items, 8, 4}, {large.ns, large.items, 200, 1},
+		{medium.ns, medium.items, 1, 1}, {medium.ns, medium.items, 8, 4}, {large.ns, large.items, 8, 4}, {large.ns, large.items, 200, 1},
+		{large.ns, large.items, 1, 1}, // last: skipped unless SDFIO_DATASTORE_FULL=1
 	} {
+		if c.splits == 1 && c.ns == large.ns && os.Getenv("SDFIO_DATASTORE_FULL") != "1" {
+			// The emulator re-scans the kind for every page continued
+			// from a cursor: 40 pages of 20,000 take minutes.
+			t.Log("unsplit read of 20,000 entities skipped (set SDFIO_DATASTORE_FULL=1)")
+			continue
+		}
 		start := time.Now()
 		ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(c.ns),
 			datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys))
