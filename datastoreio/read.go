@@ -87,6 +87,8 @@ func WithClientOptions(name string) Option { return func(o *options) { o.clientO
 // field of type *datastore.Key tagged `datastore:"__key__"` receives the
 // entity's key; the package registers a Beam coder for *datastore.Key.
 // See the package doc for how the read splits and which snapshot it reads.
+// Read panics at pipeline construction when the project is empty, the query
+// is invalid (Query.Validate) or t cannot hold entities.
 func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...Option) beam.PCollection {
 	s = s.Scope("datastoreio.Read")
 	o := options{keysPerSplit: DefaultKeysPerSplit}

@@ -9,7 +9,8 @@
 // splits (sdfio) and 8 shards (Beam Go). The output is benchmark format for
 // internal/cmd/benchreport: BenchmarkDatastoreRead/sdfio and
 // BenchmarkDatastoreRead/beam_datastoreio, each with entities/s, duplicates
-// and missing.
+// and missing; BenchmarkDatastoreRead/sdfio_4keys is sdfio with 4 instead
+// of 32 sub-ranges per split (fewer queries, coarser dynamic splits).
 //
 //	go run ./internal/cmd/dsbench -entities=20000 -count=3
 package main
@@ -166,7 +167,14 @@ func main() {
 		os.Exit(1)
 	}
 	code := 0
-	defer func() { e.Stop(); os.Exit(code) }()
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintln(os.Stderr, "dsbench:", p)
+			code = 2
+		}
+		e.Stop()
+		os.Exit(code)
+	}()
 	os.Setenv("DATASTORE_EMULATOR_HOST", e.Host())
 	start := time.Now()
 	if err := write(ctx, e, *entities); err != nil {
@@ -174,13 +182,23 @@ func main() {
 		code = 1
 		return
 	}
-	typeKey := runtime.RegisterType(reflect.TypeFor[Entity]())
+	typeKey, ok := runtime.TypeKey(reflect.TypeFor[Entity]())
+	if !ok {
+		panic("Entity has no type key")
+	}
 	fmt.Println("pkg: github.com/sdfio/sdfio/internal/cmd/dsbench")
 	fmt.Printf("note: %d entities of one kind, numeric ids over the whole positive int64 range, written to the Cloud Datastore emulator in %v; Prism in-process; %d splits (sdfio) vs %d shards (Beam Go datastoreio v2.77)\n",
 		*entities, time.Since(start).Round(time.Second), *splits, *splits)
 	for i := 0; i < *count; i++ {
 		if err := run(ctx, "sdfio", e.Project(), func(s beam.Scope) beam.PCollection {
 			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.NumQuerySplits(*splits))
+		}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+			return
+		}
+		if err := run(ctx, "sdfio_4keys", e.Project(), func(s beam.Scope) beam.PCollection {
+			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.NumQuerySplits(*splits), datastoreio.KeysPerSplit(4))
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
