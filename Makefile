@@ -84,8 +84,8 @@ demo:
 	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
 	@echo "== avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files, three codecs)"
 	$(GO) run ./examples/avrostats
-	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits"
-	$(GO) run ./examples/datastore
+	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits of 4 sub-ranges each"
+	$(GO) run ./examples/datastore --keys_per_split=4
 
 clean:
 	$(GO) clean -testcache

@@ -29,6 +29,7 @@ import (
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
@@ -37,7 +38,6 @@ import (
 )
 
 var (
-	project   = flag.String("project", "", "project to read; empty: start an emulator and write demo data to it")
 	database  = flag.String("database", "", "database to read (empty: the default database)")
 	kind      = flag.String("kind", "DemoTask", "kind to read")
 	namespace = flag.String("namespace", "", "namespace to read")
@@ -126,7 +126,8 @@ func main() {
 	flag.Parse()
 	beam.Init()
 	ctx := context.Background()
-	proj := *project
+	// --project is Beam's own flag (gcpopts): empty means the emulator.
+	proj := *gcpopts.Project
 	if proj == "" {
 		e, err := dstest.New(ctx)
 		if err != nil {
