@@ -40,10 +40,10 @@ const (
 // MovingAverage over MovingFunction): a sample lives in the bucket of its
 // time, and a bucket is dropped once its start is a whole window old.
 type movingAverage struct {
-	bucket  time.Duration
-	sums    []float64
-	counts  []int64
-	starts  []int64 // bucket index (time / bucket) each slot holds
+	bucket time.Duration
+	sums   []float64
+	counts []int64
+	starts []int64 // bucket index (time / bucket) each slot holds
 }
 
 func newMovingAverage(window, bucket time.Duration) *movingAverage {
