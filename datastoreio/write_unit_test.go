@@ -360,8 +360,8 @@ func TestWriterCutsBeforeDuplicateKey(t *testing.T) {
 	parent := datastore.NameKey("P", "p", nil)
 	keys := []*datastore.Key{
 		datastore.IDKey("K", 1, nil),
-		datastore.NameKey("K", "1", nil),    // a name, not the id 1
-		datastore.IDKey("K", 1, parent),     // another parent
+		datastore.NameKey("K", "1", nil),     // a name, not the id 1
+		datastore.IDKey("K", 1, parent),      // another parent
 		withNS(datastore.IDKey("K", 1, nil)), // another namespace
 		datastore.IDKey("K", 2, nil),
 		datastore.IDKey("K", 1, nil), // duplicate of the first: cut before
