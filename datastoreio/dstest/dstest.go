@@ -358,11 +358,17 @@ var shared struct {
 // RunShared runs m.Run with one emulator shared by every Start of the test
 // binary, started on first use, and stops it afterwards. It returns m.Run's
 // exit code. See the package doc.
-func RunShared(m *testing.M) int {
+func RunShared(m *testing.M) int { return RunSharedFunc(m.Run) }
+
+// RunSharedFunc is RunShared for a TestMain that runs the tests through
+// another function, such as ptest.MainRetWithDefault:
+//
+//	os.Exit(dstest.RunSharedFunc(func() int { return ptest.MainRetWithDefault(m, "prism") }))
+func RunSharedFunc(run func() int) int {
 	shared.mu.Lock()
 	shared.enabled = true
 	shared.mu.Unlock()
-	code := m.Run()
+	code := run()
 	shared.mu.Lock()
 	e := shared.e
 	shared.e, shared.enabled = nil, false

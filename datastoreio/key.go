@@ -1,0 +1,223 @@
+package datastoreio
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+
+	"cloud.google.com/go/datastore"
+	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/schema"
+	"google.golang.org/protobuf/proto"
+)
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*datastore.Key)(nil)), encodeKeyCoder, decodeKeyCoder)
+}
+
+// encodeKeyCoder is the Beam coder of *datastore.Key: the key's protocol
+// buffer (path and namespace), as Key.Encode writes it before base64.
+func encodeKeyCoder(k *datastore.Key) ([]byte, error) {
+	if k == nil {
+		return nil, nil
+	}
+	return proto.Marshal(keyToProto(k))
+}
+
+func decodeKeyCoder(b []byte) (*datastore.Key, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var p pb.Key
+	if err := proto.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
+	}
+	return protoToKey(&p)
+}
+
+// CompareKeys orders keys as Cloud Datastore does: path element by element
+// from the root, an ancestor before its descendants; within an element by kind
+// (bytewise), then numeric ids before names, ids numerically, names bytewise.
+// Namespaces are compared first (bytewise), though a query never mixes them.
+// It returns -1, 0 or +1.
+func CompareKeys(a, b *datastore.Key) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	pa, pb := keyPath(a), keyPath(b)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if c := compareElem(pa[i], pb[i]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case len(pa) < len(pb):
+		return -1
+	case len(pa) > len(pb):
+		return 1
+	}
+	return 0
+}
+
+func compareElem(a, b *datastore.Key) int {
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	aName, bName := a.ID == 0, b.ID == 0 // a name (or an incomplete element)
+	switch {
+	case !aName && bName:
+		return -1
+	case aName && !bName:
+		return 1
+	case !aName:
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// keyPath is k's path, root first.
+func keyPath(k *datastore.Key) []*datastore.Key {
+	n := 0
+	for p := k; p != nil; p = p.Parent {
+		n++
+	}
+	path := make([]*datastore.Key, n)
+	for p := k; p != nil; p = p.Parent {
+		n--
+		path[n] = p
+	}
+	return path
+}
+
+// SortKeys sorts keys in Datastore's key order (CompareKeys).
+func SortKeys(keys []*datastore.Key) {
+	sort.SliceStable(keys, func(i, j int) bool { return CompareKeys(keys[i], keys[j]) < 0 })
+}
+
+// keyToProto converts a complete key to its protocol buffer, path root first.
+func keyToProto(k *datastore.Key) *pb.Key {
+	path := keyPath(k)
+	out := &pb.Key{PartitionId: &pb.PartitionId{NamespaceId: k.Namespace}, Path: make([]*pb.Key_PathElement, len(path))}
+	for i, e := range path {
+		el := &pb.Key_PathElement{Kind: e.Kind}
+		if e.ID != 0 {
+			el.IdType = &pb.Key_PathElement_Id{Id: e.ID}
+		} else if e.Name != "" {
+			el.IdType = &pb.Key_PathElement_Name{Name: e.Name}
+		}
+		out.Path[i] = el
+	}
+	return out
+}
+
+// protoToKey converts a key's protocol buffer to a *datastore.Key.
+func protoToKey(p *pb.Key) (*datastore.Key, error) {
+	if len(p.GetPath()) == 0 {
+		return nil, fmt.Errorf("datastoreio: key %v has an empty path", p)
+	}
+	ns := p.GetPartitionId().GetNamespaceId()
+	var k *datastore.Key
+	for _, e := range p.Path {
+		k = &datastore.Key{Kind: e.Kind, ID: e.GetId(), Name: e.GetName(), Parent: k, Namespace: ns}
+	}
+	return k, nil
+}
+
+// encodeKey is the string form of a key inside the pipeline's serialised
+// state (Key.Encode: URL-safe base64 of the protocol buffer); "" for nil.
+func encodeKey(k *datastore.Key) string {
+	if k == nil {
+		return ""
+	}
+	return k.Encode()
+}
+
+// decodeKey is the inverse of encodeKey.
+func decodeKey(s string) (*datastore.Key, error) {
+	if s == "" {
+		return nil, nil
+	}
+	k, err := datastore.DecodeKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("datastoreio: decoding key %q: %w", s, err)
+	}
+	return k, nil
+}
+
+// keyString shows a key in errors: its path, root first, as Kind:id or
+// Kind:"name" joined by /; "-inf"/"+inf" stand for a missing bound.
+func keyString(k *datastore.Key, missing string) string {
+	if k == nil {
+		return missing
+	}
+	var b strings.Builder
+	for i, e := range keyPath(k) {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		if e.ID != 0 {
+			fmt.Fprintf(&b, "%s:%d", e.Kind, e.ID)
+		} else {
+			fmt.Fprintf(&b, "%s:%q", e.Kind, e.Name)
+		}
+	}
+	return b.String()
+}
+
+// keyType is *datastore.Key, which Beam's schema inference cannot follow
+// (Parent makes it recursive): it is a logical type stored as its encoded
+// protocol buffer, so that structs with a key field (`datastore:"__key__"`)
+// get a schema coder.
+var (
+	keyType        = reflect.TypeOf((*datastore.Key)(nil))
+	keyStorageType = reflect.TypeOf((*struct{ EncodedDatastoreKey []byte })(nil)).Elem()
+)
+
+func init() {
+	schema.RegisterLogicalType(schema.ToLogicalType("sdfio.datastoreio.Key", keyType, keyStorageType))
+	coder.RegisterSchemaProviders(keyType, keySchemaEnc, keySchemaDec)
+}
+
+func keySchemaEnc(reflect.Type) (func(any, io.Writer) error, error) {
+	return func(v any, w io.Writer) error {
+		if err := coder.WriteSimpleRowHeader(1, w); err != nil {
+			return fmt.Errorf("datastoreio: encoding a key: %w", err)
+		}
+		b, err := encodeKeyCoder(v.(*datastore.Key))
+		if err != nil {
+			return err
+		}
+		return coder.EncodeBytes(b, w)
+	}, nil
+}
+
+func keySchemaDec(reflect.Type) (func(io.Reader) (any, error), error) {
+	return func(r io.Reader) (any, error) {
+		if err := coder.ReadSimpleRowHeader(1, r); err != nil {
+			return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
+		}
+		b, err := coder.DecodeBytes(r)
+		if err != nil {
+			return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
+		}
+		return decodeKeyCoder(b)
+	}, nil
+}

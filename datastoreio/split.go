@@ -1,0 +1,239 @@
+package datastoreio
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"cloud.google.com/go/datastore"
+	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Split-count rules of Beam Java's DatastoreV1.Read.withNumQuerySplits.
+const (
+	// MaxQuerySplits caps the number of splits (Java's NUM_QUERY_SPLITS_MAX).
+	MaxQuerySplits = 50000
+	// MinEstimatedSplits is the fewest splits chosen from statistics, and the
+	// number used when there are none (Java's NUM_QUERY_SPLITS_MIN).
+	MinEstimatedSplits = 12
+	// BytesPerSplit is the size of one split chosen from statistics
+	// (Java's DEFAULT_BUNDLE_SIZE_BYTES, 64 MiB).
+	BytesPerSplit = 64 << 20
+	// DefaultKeysPerSplit is how many scatter keys are asked for per
+	// requested split (Java's KEYS_PER_SPLIT). All of them become sub-range
+	// boundaries, the finer grid the runner splits on while reading.
+	DefaultKeysPerSplit = 32
+)
+
+// maxPage is the most entities one request asks for.
+const maxPage = 500
+
+// splitsFromSize is Java's rule: size/64 MiB rounded, within [12, 50000].
+func splitsFromSize(bytes int64) int {
+	n := math.Round(float64(bytes) / BytesPerSplit)
+	return int(min(MaxQuerySplits, max(MinEstimatedSplits, n)))
+}
+
+// estimateSize reads the entity bytes of kind from the statistics entities
+// (__Stat_Kind__, or __Stat_Ns_Kind__ in a namespace) at the timestamp of
+// the latest __Stat_Total__ / __Stat_Ns_Total__. It errs when there are no
+// statistics.
+func estimateSize(ctx context.Context, c *conn, ns, kind string, readTime time.Time) (int64, error) {
+	totalKind, kindKind := "__Stat_Total__", "__Stat_Kind__"
+	if ns != "" {
+		totalKind, kindKind = "__Stat_Ns_Total__", "__Stat_Ns_Kind__"
+	}
+	total, err := c.runRaw(ctx, ns, readTime, &pb.Query{
+		Kind:  []*pb.KindExpression{{Name: totalKind}},
+		Order: []*pb.PropertyOrder{{Property: &pb.PropertyReference{Name: "timestamp"}, Direction: pb.PropertyOrder_DESCENDING}},
+		Limit: wrapperspb.Int32(1),
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(total.GetBatch().GetEntityResults()) == 0 {
+		return 0, fmt.Errorf("datastoreio: no %s entity in namespace %q", totalKind, ns)
+	}
+	ts := total.Batch.EntityResults[0].Entity.Properties["timestamp"]
+	if ts.GetTimestampValue() == nil {
+		return 0, fmt.Errorf("datastoreio: %s has no timestamp", totalKind)
+	}
+	stat, err := c.runRaw(ctx, ns, readTime, &pb.Query{
+		Kind: []*pb.KindExpression{{Name: kindKind}},
+		Filter: &pb.Filter{FilterType: &pb.Filter_CompositeFilter{CompositeFilter: &pb.CompositeFilter{
+			Op: pb.CompositeFilter_AND,
+			Filters: []*pb.Filter{
+				propertyFilter("kind_name", pb.PropertyFilter_EQUAL, &pb.Value{ValueType: &pb.Value_StringValue{StringValue: kind}}),
+				propertyFilter("timestamp", pb.PropertyFilter_EQUAL, ts),
+			},
+		}}},
+		Limit: wrapperspb.Int32(1),
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(stat.GetBatch().GetEntityResults()) == 0 {
+		return 0, fmt.Errorf("datastoreio: no %s entity for kind %s at %v", kindKind, kind, ts.GetTimestampValue().AsTime())
+	}
+	b := stat.Batch.EntityResults[0].Entity.Properties["entity_bytes"]
+	if _, ok := b.GetValueType().(*pb.Value_IntegerValue); !ok {
+		return 0, fmt.Errorf("datastoreio: %s of kind %s has no integer entity_bytes", kindKind, kind)
+	}
+	return b.GetIntegerValue(), nil
+}
+
+func propertyFilter(name string, op pb.PropertyFilter_Operator, v *pb.Value) *pb.Filter {
+	return &pb.Filter{FilterType: &pb.Filter_PropertyFilter{PropertyFilter: &pb.PropertyFilter{
+		Property: &pb.PropertyReference{Name: name}, Op: op, Value: v,
+	}}}
+}
+
+// runRaw runs one RunQuery request through the gRPC client, retrying
+// transient errors.
+func (c *conn) runRaw(ctx context.Context, ns string, readTime time.Time, q *pb.Query) (*pb.RunQueryResponse, error) {
+	req := &pb.RunQueryRequest{
+		ProjectId:   c.project,
+		DatabaseId:  c.database,
+		PartitionId: &pb.PartitionId{ProjectId: c.project, DatabaseId: c.database, NamespaceId: ns},
+		ReadOptions: readOptions(readTime),
+		QueryType:   &pb.RunQueryRequest_Query{Query: q},
+	}
+	return c.runRequest(ctx, req)
+}
+
+func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.RunQueryResponse, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.raw.RunQuery(c.rawContext(ctx), req)
+		if err == nil {
+			return resp, nil
+		}
+		if !isTransient(err) || attempt >= defaultRetry.Attempts {
+			return nil, err
+		}
+		retriesCounter.Inc(ctx, 1)
+		if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// parseGQL has the server parse a literal GQL query: a RunQuery of it
+// answers with the parsed query, which is returned with the answer's read
+// time (zero when the server sent none).
+func parseGQL(ctx context.Context, c *conn, ns, gql string, readTime time.Time) (Query, time.Time, error) {
+	resp, err := c.runRequest(ctx, &pb.RunQueryRequest{
+		ProjectId:   c.project,
+		DatabaseId:  c.database,
+		PartitionId: &pb.PartitionId{ProjectId: c.project, DatabaseId: c.database, NamespaceId: ns},
+		ReadOptions: readOptions(readTime),
+		QueryType:   &pb.RunQueryRequest_GqlQuery{GqlQuery: &pb.GqlQuery{QueryString: gql, AllowLiterals: true}},
+	})
+	if err != nil {
+		return Query{}, time.Time{}, fmt.Errorf("datastoreio: GQL %q in project %s namespace %q: %w", gql, c.project, ns, err)
+	}
+	if resp.Query == nil {
+		return Query{}, time.Time{}, fmt.Errorf("datastoreio: the server did not return the parsed form of GQL %q", gql)
+	}
+	q, err := fromProto(resp.Query)
+	if err != nil {
+		return Query{}, time.Time{}, fmt.Errorf("datastoreio: GQL %q: %w", gql, err)
+	}
+	return q, batchTime(resp), nil
+}
+
+func batchTime(resp *pb.RunQueryResponse) time.Time {
+	if t := resp.GetBatch().GetReadTime(); t != nil {
+		return t.AsTime()
+	}
+	return time.Time{}
+}
+
+// serverTime asks the server for its current time: the read time of a
+// keys-only query for one entity of kind. Zero when the server sends none.
+func serverTime(ctx context.Context, c *conn, ns, kind string) (time.Time, error) {
+	resp, err := c.runRaw(ctx, ns, time.Time{}, &pb.Query{
+		Kind:       []*pb.KindExpression{{Name: kind}},
+		Projection: []*pb.Projection{{Property: &pb.PropertyReference{Name: "__key__"}}},
+		Limit:      wrapperspb.Int32(1),
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return batchTime(resp), nil
+}
+
+// scatterKeys returns up to n keys of kind sampled by the __scatter__
+// property: a keys-only query ordered by __scatter__, as Java's splitter
+// runs it, paged with cursors. The keys come back in scatter order.
+func scatterKeys(ctx context.Context, c *conn, ns, kind string, n int, readTime time.Time) ([]*datastore.Key, error) {
+	var keys []*datastore.Key
+	var cursor []byte
+	for len(keys) < n {
+		resp, err := c.runRaw(ctx, ns, readTime, &pb.Query{
+			Kind:        []*pb.KindExpression{{Name: kind}},
+			Projection:  []*pb.Projection{{Property: &pb.PropertyReference{Name: "__key__"}}},
+			Order:       []*pb.PropertyOrder{{Property: &pb.PropertyReference{Name: "__scatter__"}, Direction: pb.PropertyOrder_ASCENDING}},
+			Limit:       wrapperspb.Int32(int32(min(n-len(keys), math.MaxInt32))),
+			StartCursor: cursor,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("datastoreio: __scatter__ query of kind %s in project %s namespace %q: %w", kind, c.project, ns, err)
+		}
+		for _, r := range resp.Batch.EntityResults {
+			k, err := protoToKey(r.Entity.Key)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+		if resp.Batch.MoreResults != pb.QueryResultBatch_NOT_FINISHED || len(resp.Batch.EntityResults) == 0 {
+			break
+		}
+		cursor = resp.Batch.EndCursor
+	}
+	return keys, nil
+}
+
+// groupBoundaries turns sorted scatter keys into bundles: the keys cut the
+// key space into len(keys)+1 sub-ranges, which are grouped, in order, into at
+// most n bundles of about equal numbers of sub-ranges. Duplicates are
+// dropped. Each bundle is returned as its outer bounds (nil: open) and the
+// keys inside it.
+func groupBoundaries(sorted []*datastore.Key, n int) []bundleBounds {
+	keys := sorted[:0:0]
+	for _, k := range sorted {
+		if len(keys) == 0 || CompareKeys(keys[len(keys)-1], k) < 0 {
+			keys = append(keys, k)
+		}
+	}
+	subRanges := len(keys) + 1
+	n = max(1, min(n, subRanges))
+	out := make([]bundleBounds, 0, n)
+	// Sub-range s spans [keys[s-1], keys[s]), with keys[-1] and keys[len]
+	// open.
+	bound := func(s int) *datastore.Key {
+		if s <= 0 || s > len(keys) {
+			return nil
+		}
+		return keys[s-1]
+	}
+	for j := 0; j < n; j++ {
+		first, last := j*subRanges/n, (j+1)*subRanges/n // sub-ranges [first, last)
+		b := bundleBounds{lo: bound(first), hi: bound(last)}
+		for s := first + 1; s < last; s++ {
+			b.inner = append(b.inner, bound(s))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+type bundleBounds struct {
+	lo, hi *datastore.Key
+	inner  []*datastore.Key
+}
+
+func timestampProto(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
