@@ -66,14 +66,12 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"google.golang.org/api/option"
 )
 
 // WriteNamespace is the namespace of the Beam metrics of Write,
@@ -104,7 +102,7 @@ type writeOptions struct {
 	allocate       bool
 	maxRetries     int
 	initialBackoff time.Duration
-	clientHook     string
+	clientOptions  string
 }
 
 // WriteDatabase names the database to write to (the project's default
@@ -137,16 +135,11 @@ func CommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
 	return func(o *writeOptions) { o.maxRetries, o.initialBackoff = maxRetries, initialBackoff }
 }
 
-// withClientHook makes the writers add the client options registered as
-// name (registerClientHook) to their clients: tests use it to put a gRPC
-// interceptor between the writer and the service.
-func withClientHook(name string) WriteOption { return func(o *writeOptions) { o.clientHook = name } }
-
-var clientHooks sync.Map // name -> func() []option.ClientOption
-
-// registerClientHook registers client options under name for withClientHook.
-func registerClientHook(name string, opts func() []option.ClientOption) {
-	clientHooks.Store(name, opts)
+// WriteClientOptions makes the writers' clients use the client options
+// registered under name with RegisterClientOptions (credentials, an
+// endpoint, gRPC interceptors), as WithClientOptions does for Read.
+func WriteClientOptions(name string) WriteOption {
+	return func(o *writeOptions) { o.clientOptions = name }
 }
 
 // Write upserts the entities of col into project's Datastore (see the
@@ -176,8 +169,6 @@ const (
 	opDeleteKey    = "delete-key"
 )
 
-var keyType = reflect.TypeFor[*datastore.Key]()
-
 func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []WriteOption) {
 	if project == "" {
 		panic(fmt.Sprintf("datastoreio: %s needs a project", op))
@@ -203,7 +194,7 @@ func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Write
 		Project: project, Database: o.database, Op: op,
 		Throttle: !o.noThrottle, HintNumWorkers: workers, StepID: newStepID(),
 		AllocateIDs: o.allocate, MaxRetries: o.maxRetries,
-		InitialBackoffMs: o.initialBackoff.Milliseconds(), ClientHook: o.clientHook,
+		InitialBackoffMs: o.initialBackoff.Milliseconds(), ClientOptions: o.clientOptions,
 	}
 	t := col.Type()
 	switch {
@@ -242,8 +233,6 @@ func newStepID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-var plsType = reflect.TypeFor[datastore.PropertyLoadSaver]()
 
 // checkSavable reports whether the client can save values of t as an
 // entity: a struct, a pointer to one, or a type whose pointer (or itself)
@@ -296,20 +285,16 @@ type mutateFn struct {
 	AllocateIDs       bool
 	MaxRetries        int
 	InitialBackoffMs  int64
-	ClientHook        string
+	ClientOptions     string // registered with RegisterClientOptions
 
 	w         *writer
 	keyFields map[reflect.Type]int
 }
 
 func (fn *mutateFn) Setup(ctx context.Context) error {
-	var opts []option.ClientOption
-	if fn.ClientHook != "" {
-		h, ok := clientHooks.Load(fn.ClientHook)
-		if !ok {
-			return fmt.Errorf("datastoreio: no client hook %q registered in this process", fn.ClientHook)
-		}
-		opts = h.(func() []option.ClientOption)()
+	opts, err := registeredOptions(fn.ClientOptions)
+	if err != nil {
+		return err
 	}
 	client, err := datastore.NewClientWithDatabase(ctx, fn.Project, fn.Database, opts...)
 	if err != nil {

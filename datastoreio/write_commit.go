@@ -20,25 +20,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// transientCodes are the commit errors that are retried; every other code
-// fails the bundle at once.
-var transientCodes = map[codes.Code]bool{
-	codes.Unavailable:       true,
-	codes.DeadlineExceeded:  true,
-	codes.Aborted:           true,
-	codes.ResourceExhausted: true,
-	codes.Internal:          true,
-}
-
-// isTransient reports whether err, returned by a commit while ctx is still
-// live, is worth retrying.
-func isTransient(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	return transientCodes[status.Code(err)]
-}
-
 // Defaults of the commit retries, as in Beam Java's DatastoreV1 writer.
 const (
 	DefaultMaxCommitRetries = 5
@@ -48,7 +29,7 @@ const (
 
 // backoff is an exponential backoff: initial, then x1.5 each retry up to
 // maxBackoff, each wait drawn uniformly within ±50% (Beam's FluentBackoff).
-func backoff(initial time.Duration, retry int) time.Duration {
+func commitBackoff(initial time.Duration, retry int) time.Duration {
 	d := float64(initial)
 	for i := 0; i < retry && d < float64(maxBackoff); i++ {
 		d *= 1.5
@@ -131,7 +112,7 @@ func (s *sizer) size(ctx context.Context, m *datastore.Mutation) (int64, error) 
 // keyString is an unambiguous identity of a complete key, namespace
 // included, for the rule that one commit never holds two mutations of the
 // same key; "" for an incomplete key.
-func keyString(k *datastore.Key) string {
+func dedupKey(k *datastore.Key) string {
 	if k == nil || k.Incomplete() {
 		return ""
 	}
@@ -172,11 +153,11 @@ func describeKey(k *datastore.Key) string {
 	if ns == "" {
 		ns = "(default)"
 	}
-	return fmt.Sprintf("namespace %s, kind %s, key %s", ns, k.Kind, keyPath(k))
+	return fmt.Sprintf("namespace %s, kind %s, key %s", ns, k.Kind, pathString(k))
 }
 
 // keyPath is the key's path, ancestors first: Kind,id or Kind,"name".
-func keyPath(k *datastore.Key) string {
+func pathString(k *datastore.Key) string {
 	var parts []string
 	for ; k != nil; k = k.Parent {
 		var p string

@@ -1,4 +1,4 @@
-package datastoreio
+package datastoreio_test
 
 import (
 	"flag"

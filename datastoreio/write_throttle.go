@@ -122,22 +122,10 @@ func rampupFor(id string, workers int) *rampup {
 	}
 	r := rampups.m[id]
 	if r == nil {
-		r = newRampup(workers, time.Now, sleepCtx)
+		r = newRampup(workers, time.Now, sleep)
 		rampups.m[id] = r
 	}
 	return r
-}
-
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // localRunners run every worker in one process.

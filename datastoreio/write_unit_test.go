@@ -197,7 +197,7 @@ func TestRampupSharedByStep(t *testing.T) {
 
 func TestRampupHonoursContext(t *testing.T) {
 	clk := &fakeClock{t: t0}
-	r := newRampup(500, clk.now, sleepCtx) // budget 1 a second
+	r := newRampup(500, clk.now, sleep) // budget 1 a second
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := r.acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -412,13 +412,13 @@ func TestKeyStringUnambiguous(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for i, k := range keys {
-		s := keyString(k)
+		s := dedupKey(k)
 		if j, dup := seen[s]; dup {
 			t.Fatalf("keys %d and %d share the string %q", j, i, s)
 		}
 		seen[s] = i
 	}
-	if keyString(datastore.IncompleteKey("K", nil)) != "" {
+	if dedupKey(datastore.IncompleteKey("K", nil)) != "" {
 		t.Fatal("an incomplete key must have no identity")
 	}
 }
@@ -551,13 +551,13 @@ func TestWriterAllocatesIDs(t *testing.T) {
 func TestBackoffGrows(t *testing.T) {
 	for retry, base := range []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond} {
 		for i := 0; i < 50; i++ {
-			d := backoff(time.Second, retry)
+			d := commitBackoff(time.Second, retry)
 			if d < base/2 || d > base*3/2 {
 				t.Fatalf("retry %d: %v outside [%v, %v]", retry, d, base/2, base*3/2)
 			}
 		}
 	}
-	if d := backoff(time.Second, 100); d > maxBackoff*3/2 {
+	if d := commitBackoff(time.Second, 100); d > maxBackoff*3/2 {
 		t.Fatalf("backoff %v passes the cap", d)
 	}
 }

@@ -67,7 +67,7 @@ type writer struct {
 
 func newWriter(cfg writerConfig, c committer, sz *sizer, ramp *rampup) *writer {
 	return &writer{cfg: cfg, c: c, sizer: sz, ramp: ramp, sizes: newBatchSizer(),
-		b: newBatch[pending](), now: time.Now, sleep: sleepCtx}
+		b: newBatch[pending](), now: time.Now, sleep: sleep}
 }
 
 func (w *writer) close() error { return w.c.close() }
@@ -110,7 +110,7 @@ func (w *writer) add(ctx context.Context, k *datastore.Key, src any, what string
 			return err
 		}
 	}
-	ks := keyString(k)
+	ks := dedupKey(k)
 	if w.b.mustFlushBefore(ks, size) {
 		if err := w.flush(ctx); err != nil {
 			return err
@@ -187,11 +187,11 @@ func (w *writer) flush(ctx context.Context) error {
 			w.b.reset()
 			return nil
 		}
-		if !isTransient(ctx, err) || attempt >= w.cfg.maxRetries {
+		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
 			return w.commitError(err, attempt+1)
 		}
 		commitRetries.Inc(ctx, 1)
-		if err := w.sleep(ctx, backoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
 			return w.commitError(err, attempt+1)
 		}
 	}
@@ -223,12 +223,12 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 		if err == nil {
 			err = fmt.Errorf("the service allocated %d ids for %d keys", len(got), len(keys))
 		}
-		if !isTransient(ctx, err) || attempt >= w.cfg.maxRetries {
+		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
 			return fmt.Errorf("datastoreio: allocating ids for %d incomplete keys (first: %s) in project %q, database %q, after %d attempts: %w",
 				len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, attempt+1, err)
 		}
 		commitRetries.Inc(ctx, 1)
-		if err := w.sleep(ctx, backoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
 			return err
 		}
 	}
@@ -247,7 +247,7 @@ func (w *writer) commitError(err error, attempts int) error {
 		which = describeKey(items[0].key)
 	} else {
 		which = fmt.Sprintf("%s, ..., %s; kinds %s",
-			describeKey(items[0].key), keyPath(items[len(items)-1].key), batchKinds(items))
+			describeKey(items[0].key), pathString(items[len(items)-1].key), batchKinds(items))
 	}
 	return fmt.Errorf("datastoreio: commit of %d %s mutations to project %q, database %s (%s) failed after %d attempt(s): %w",
 		len(items), w.op(), w.cfg.project, db, which, attempts, err)
