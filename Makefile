@@ -62,12 +62,16 @@ BENCH_PKGS := ./sdf ./offsetsource ./avroio/container
 BENCH_COUNT ?= 5
 AVROBENCH_COUNT ?= 3
 AVROBENCH_FLAGS ?=
+# internal/cmd/dsbench: datastoreio.Read (8 splits) against Beam Go's datastoreio
+# (8 shards) on 20,000 entities in a Cloud Datastore emulator it starts.
+DSBENCH_COUNT ?= 3
 bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; \
 	$(GO) run ./internal/cmd/avrobench -bench_count=$(AVROBENCH_COUNT) $(AVROBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt; st=$$?; \
+	$(GO) run ./internal/cmd/dsbench -bench_count=$(DSBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || st=$$?; \
 	$(GO) run ./internal/cmd/benchreport < /tmp/sdfio-bench.txt > docs/BENCHMARKS.md || exit 1; \
 	echo "wrote docs/BENCHMARKS.md"; \
 	if [ $$st -ne 0 ]; then echo "avrobench failed (status $$st); the report has what it measured"; fi; \
@@ -81,6 +85,8 @@ demo:
 	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
 	@echo "== avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files, three codecs)"
 	$(GO) run ./examples/avrostats
+	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits"
+	$(GO) run ./examples/datastore
 
 clean:
 	$(GO) clean -testcache

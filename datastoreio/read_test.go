@@ -1,0 +1,431 @@
+package datastoreio_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/datastore"
+	"google.golang.org/grpc/codes"
+
+	"github.com/sdfio/sdfio/datastoreio"
+	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/sdf"
+	"github.com/sdfio/sdfio/sdf/sdftest"
+)
+
+// The data sets, loaded once per test binary: 20,000 entities in one
+// namespace (TestReadExact only) and 1,000 in another, of kind Item.
+var large, medium dataSet
+
+type dataSet struct {
+	once  sync.Once
+	ns    string
+	items []item
+	took  time.Duration
+}
+
+func (d *dataSet) load(t *testing.T, suffix string, n int, seed uint64) (project string) {
+	e, c := client(t)
+	d.once.Do(func() {
+		start := time.Now()
+		d.ns = dstest.Namespace(t) + suffix
+		items := mixedItems(d.ns, "Item", n, seed)
+		put(t, c, items)
+		d.items = items
+		d.took = time.Since(start)
+		t.Logf("%d entities loaded in %v", n, d.took)
+	})
+	if d.items == nil {
+		t.Fatal("loading the data set failed in an earlier test")
+	}
+	return e.Project()
+}
+
+func loadLarge(t *testing.T) string  { return large.load(t, ".large", 20000, 1) }
+func loadMedium(t *testing.T) string { return medium.load(t, ".medium", 1000, 2) }
+
+// TestReadExact reads 20,000 entities (numeric ids over the whole positive
+// int64 range, names, children of parents) with 8 and 200 requested splits
+// (and unsplit with SDFIO_DATASTORE_FULL=1), and 1,000 of another namespace
+// unsplit and with 8 splits, planning and reading each range
+// as the pipeline does: the multiset of entities read must be the one
+// written.
+func TestReadExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 20,000 entities take minutes on a loaded emulator")
+	}
+	loadMedium(t)
+	project := loadLarge(t)
+	hook.reset()
+	for _, c := range []struct {
+		ns           string
+		want         []item
+		splits, keys int
+	}{
+		{medium.ns, medium.items, 1, 1}, {medium.ns, medium.items, 8, 4}, {large.ns, large.items, 8, 4}, {large.ns, large.items, 200, 1},
+		{large.ns, large.items, 1, 1}, // last: skipped unless SDFIO_DATASTORE_FULL=1
+	} {
+		if c.splits == 1 && c.ns == large.ns && os.Getenv("SDFIO_DATASTORE_FULL") != "1" {
+			// The emulator re-scans the kind for every page continued
+			// from a cursor: 40 pages of 20,000 take minutes.
+			t.Log("unsplit read of 20,000 entities skipped (set SDFIO_DATASTORE_FULL=1)")
+			continue
+		}
+		start := time.Now()
+		ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(c.ns),
+			datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var subRanges int64
+		for _, r := range ranges {
+			subRanges += r.SubRanges()
+		}
+		t.Logf("namespace %s, %d splits asked: %d ranges, %d sub-ranges, %d entities in %v", c.ns, c.splits, len(ranges), subRanges, len(got), time.Since(start))
+		if c.splits == 1 && len(ranges) != 1 || c.splits > 1 && len(ranges) != c.splits {
+			t.Errorf("%d splits asked: %d ranges", c.splits, len(ranges))
+		}
+		if c.splits > 1 && subRanges != int64((c.splits-1)*c.keys+1) {
+			t.Errorf("%d splits asked: %d sub-ranges, want one per scatter key (%d) plus one", c.splits, subRanges, (c.splits-1)*c.keys)
+		}
+		sameMultiset(t, c.ns, ids(got), ids(c.want))
+		for _, it := range got[:10] {
+			if it.Name == "" || len(it.Tags) != 2 || it.Inner.B != "Item" || it.Inner.A != it.N*2 {
+				t.Fatalf("entity loaded wrongly: %+v", it)
+			}
+		}
+	}
+}
+
+// TestSnapshotFixedAtPlan: every range carries the one read time fixed when
+// the read was planned, and every query of the read sends it.
+func TestSnapshotFixedAtPlan(t *testing.T) {
+	project := loadMedium(t)
+	hook.reset()
+	before := time.Now().Add(-time.Second)
+	ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
+		datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMultiset(t, "snapshot read", ids(got), ids(medium.items))
+	at := ranges[0].ReadTime()
+	if at.Before(before) || at.After(time.Now()) {
+		t.Fatalf("read time %v is not the time of planning", at)
+	}
+	for _, r := range ranges {
+		if !r.ReadTime().Equal(at) {
+			t.Errorf("range %d reads at %v, range 0 at %v", r.Index, r.ReadTime(), at)
+		}
+	}
+	hook.mu.Lock()
+	noTime, readTimes := hook.noTime, hook.readTimes
+	hook.mu.Unlock()
+	// The planner's first query (the clock probe) is the only one without.
+	if noTime != 1 {
+		t.Errorf("%d queries had no read time, want 1 (the planner's probe)", noTime)
+	}
+	for _, rt := range readTimes {
+		if !rt.Equal(at) {
+			t.Fatalf("a query read at %v, want %v", rt, at)
+		}
+	}
+
+	// An explicit ReadTime is used as given; LatestData sends none.
+	hook.reset()
+	when := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
+	ranges, _, err = readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
+		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.ReadTime(when), datastoreio.WithClientOptions("hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ranges[1].ReadTime().Equal(when) {
+		t.Errorf("ReadTime(%v): range reads at %v", when, ranges[1].ReadTime())
+	}
+	ranges, _, err = readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
+		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.LatestData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ranges[0].ReadTime().IsZero() {
+		t.Errorf("LatestData: range reads at %v", ranges[0].ReadTime())
+	}
+}
+
+// TestTransientErrorsRetried: every fourth query fails before reaching the
+// server and every third loses its answer after it (two sub-ranges of
+// about 500 entities, read in several pages); the read still
+// returns every entity once, resuming from the last cursor.
+func TestTransientErrorsRetried(t *testing.T) {
+	project := loadMedium(t)
+	defer datastoreio.FastRetries()()
+	for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted, codes.Internal} {
+		hook.reset()
+		hook.set(func(h *hookState) { h.failEvery, h.failCode, h.cutEvery = 4, code, 3 })
+		_, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
+			datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		if err != nil {
+			t.Fatalf("%v: %v", code, err)
+		}
+		sameMultiset(t, code.String(), ids(got), ids(medium.items))
+		hook.mu.Lock()
+		injected := hook.injected
+		hook.mu.Unlock()
+		if injected < 3 {
+			t.Errorf("%v: only %d faults injected", code, injected)
+		}
+		t.Logf("%v: %d faults injected, exact output", code, injected)
+	}
+}
+
+// TestPermanentErrorFailsAtOnce: a permanent error fails the read at its
+// first occurrence, naming project, namespace, kind and range.
+func TestPermanentErrorFailsAtOnce(t *testing.T) {
+	project := loadMedium(t)
+	for _, code := range []codes.Code{codes.InvalidArgument, codes.FailedPrecondition, codes.PermissionDenied, codes.Unauthenticated} {
+		hook.reset()
+		ctx := context.Background()
+		ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
+			datastoreio.NumQuerySplits(3), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ranges[1]
+		rr, err := datastoreio.NewRangeReader(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook.set(func(h *hookState) { h.calls, h.failEvery, h.failCode = 0, 1, code })
+		rt := sdf.NewTracker(r.Restriction())
+		err = rr.Read(ctx, r, rt, reflect.TypeFor[item](), func(any) {})
+		rr.Close()
+		if err == nil {
+			t.Fatalf("%v: read succeeded", code)
+		}
+		for _, want := range []string{"project " + project, `namespace "` + medium.ns + `"`, "kind Item", "sub-range 0 [", "split 2/3", code.String()} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error %q does not name %q", code, err, want)
+			}
+		}
+		hook.mu.Lock()
+		calls := hook.calls
+		hook.mu.Unlock()
+		if calls != 1 {
+			t.Errorf("%v: %d calls, want 1 (no retry)", code, calls)
+		}
+		if rt.GetError() == nil {
+			t.Errorf("%v: the tracker holds no error", code)
+		}
+	}
+}
+
+// TestStatisticsChooseSplits: with NumQuerySplits <= 0 the number of splits
+// comes from the statistics entities (answered here by the interceptor, as
+// the emulator has none): 20 x 64 MiB gives 20 splits; without statistics,
+// 12.
+func TestStatisticsChooseSplits(t *testing.T) {
+	project := loadMedium(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		ns    string
+		bytes int64
+		want  int
+	}{
+		{medium.ns, 20 * datastoreio.BytesPerSplit, 20},
+		{medium.ns, 3 * datastoreio.BytesPerSplit, 12},
+		{"", 30 * datastoreio.BytesPerSplit, 30}, // the default namespace: __Stat_Kind__
+		{medium.ns, 0, 12},                       // no statistics
+	} {
+		hook.reset()
+		hook.set(func(h *hookState) { h.statBytes = c.bytes })
+		ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(c.ns),
+			datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ns == "" {
+			// The default namespace holds no Item: the scatter query
+			// returns no key, so one range is read, whatever was asked.
+			if len(ranges) != 1 {
+				t.Errorf("empty kind: %d ranges, want 1", len(ranges))
+			}
+			continue
+		}
+		if len(ranges) != c.want {
+			t.Errorf("namespace %q, %d entity bytes: %d ranges, want %d", c.ns, c.bytes, len(ranges), c.want)
+		}
+	}
+}
+
+// TestUnsplitQueries: a limit, a sort order or an inequality filter reads
+// unsplit, in the query's order, with the limit honoured across pages.
+func TestUnsplitQueries(t *testing.T) {
+	project := loadMedium(t)
+	for _, c := range []struct {
+		q    datastoreio.Query
+		want func([]item) []item
+	}{
+		{datastoreio.NewQuery("Item").OrderBy("-N").WithLimit(703), func(all []item) []item {
+			var out []item
+			for n := len(all) - 1; n >= len(all)-703; n-- {
+				out = append(out, all[n])
+			}
+			return out
+		}},
+		{datastoreio.NewQuery("Item").Filter("N", ">=", 100).Filter("N", "<", 700), func(all []item) []item { return all[100:700] }},
+		{datastoreio.GQL("SELECT * FROM Item WHERE N < 600 ORDER BY N"), func(all []item) []item { return all[:600] }},
+	} {
+		ranges, got, err := readPlanned(t, project, c.q, datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ranges) != 1 || ranges[0].SubRanges() != 1 {
+			t.Errorf("%+v: %d ranges, want 1 unsplit", c.q, len(ranges))
+		}
+		want := c.want(medium.items)
+		if len(got) != len(want) {
+			t.Fatalf("%+v: %d entities, want %d", c.q, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].id() != want[i].id() {
+				if len(c.q.Order) > 0 || c.q.GQL != "" {
+					t.Fatalf("%+v: entity %d is %s, want %s (in order)", c.q, i, got[i].id(), want[i].id())
+				}
+				sameMultiset(t, "inequality", ids(got), ids(want))
+				break
+			}
+		}
+	}
+}
+
+// TestGQLSplit: an equality GQL query is parsed by the server and split
+// like a structured one.
+func TestGQLSplit(t *testing.T) {
+	project := loadMedium(t)
+	ranges, got, err := readPlanned(t, project, datastoreio.GQL("SELECT * FROM Item WHERE Inner.B = 'Item'"),
+		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(5), datastoreio.KeysPerSplit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranges) != 5 {
+		t.Errorf("%d ranges, want 5", len(ranges))
+	}
+	if f := ranges[0].Query.Filters; len(f) != 1 || f[0].Property != "Inner.B" || ranges[0].Query.Kind != "Item" {
+		t.Errorf("parsed query: %+v", ranges[0].Query)
+	}
+	sameMultiset(t, "GQL", ids(got), ids(medium.items))
+
+	_, err = datastoreio.Plan(context.Background(), project, datastoreio.GQL("SELEKT nothing"), datastoreio.WithNamespace(medium.ns))
+	if err == nil || !strings.Contains(err.Error(), "SELEKT") {
+		t.Errorf("bad GQL: %v", err)
+	}
+}
+
+// TestAncestorQuery reads the children of one parent, split.
+func TestAncestorQuery(t *testing.T) {
+	project := loadMedium(t)
+	var parent *datastore.Key
+	counts := map[string]int{}
+	for _, it := range medium.items {
+		if it.K.Parent != nil {
+			counts[it.K.Parent.String()]++
+			if parent == nil || counts[it.K.Parent.String()] > counts[parent.String()] {
+				parent = it.K.Parent
+			}
+		}
+	}
+	var want []item
+	for _, it := range medium.items {
+		if it.K.Parent != nil && it.K.Parent.Equal(parent) {
+			want = append(want, it)
+		}
+	}
+	_, got, err := readPlanned(t, project, datastoreio.NewQuery("Item").Ancestor(parent), datastoreio.WithNamespace(medium.ns),
+		datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 3 {
+		t.Fatalf("the largest family has %d children", len(want))
+	}
+	sameMultiset(t, "ancestor", ids(got), ids(want))
+}
+
+// TestSplitContract runs sdftest's exhaustive and concurrent checks on one
+// range of all the sub-ranges (at least 5) holding 16 entities, read from the emulator (each
+// distinct query once: see memo).
+func TestSplitContract(t *testing.T) {
+	e, c := client(t)
+	ns := dstest.Namespace(t)
+	put(t, c, mixedItems(ns, "Small", 16, 7))
+	ctx := context.Background()
+	ranges, err := datastoreio.Plan(ctx, e.Project(), datastoreio.NewQuery("Small"), datastoreio.WithNamespace(ns),
+		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(8), datastoreio.WithClientOptions("memo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One range over all sub-ranges, so that the checks see every boundary.
+	r := ranges[0]
+	for _, o := range ranges[1:] {
+		r.Bounds = append(append(r.Bounds, o.Lo), o.Bounds...)
+		r.Hi = o.Hi
+	}
+	n := r.SubRanges()
+	if n < 5 {
+		t.Fatalf("%d sub-ranges, want at least 5", n)
+	}
+	s := dstest.Subject(t, r, reflect.TypeFor[item]())
+	s.Equal = func(a, b any) bool { return a.(item).id() == b.(item).id() }
+	all := sdftest.AssertReadAll(t, s)
+	if len(all) != 16 {
+		t.Fatalf("read %d entities, want 16", len(all))
+	}
+	start := time.Now()
+	rep, err := sdftest.CheckSplitAtFractionExhaustive(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("exhaustive: %d records, %d non-trivial splits, %d concurrent trials in %v", rep.Records, rep.NonTrivial, rep.Concurrent.Trials, time.Since(start))
+	// A split between sub-ranges is exact: after the first entity (of the
+	// first non-empty sub-range p) was read, the residual starts at
+	// p + ceil(0.5*(n-p)).
+	p := int64(0)
+	for ; p < n; p++ {
+		one := s
+		one.Restriction = sdf.OffsetRange{Start: p, End: p + 1}
+		if recs := sdftest.AssertReadAll(t, one); len(recs) > 0 {
+			break
+		}
+	}
+	res, err := sdftest.CheckSplitAtFraction(ctx, s, 1, 0.5, sdftest.MustSucceedAndBeConsistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sdf.OffsetRange{Start: p + (n-p+1)/2, End: n}
+	if res.Residual.(sdf.OffsetRange) != want {
+		t.Errorf("split at 0.5 after one record: residual %v, want %v", res.Residual, want)
+	}
+}
+
+// TestLoadErrorNamesRange: an entity that does not fit the struct fails
+// the read, naming where.
+func TestLoadErrorNamesRange(t *testing.T) {
+	e, c := client(t)
+	ns := dstest.Namespace(t)
+	k := datastore.IDKey("Odd", 1, nil)
+	k.Namespace = ns
+	if _, err := c.Put(context.Background(), k, &struct{ N string }{"not an int"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := readPlanned(t, e.Project(), datastoreio.NewQuery("Odd"), datastoreio.WithNamespace(ns))
+	var mismatch *datastore.ErrFieldMismatch
+	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "kind Odd") {
+		t.Fatalf("err = %v, want a field mismatch naming the kind", err)
+	}
+}
