@@ -1,0 +1,389 @@
+// # Writing and deleting (section for the package doc)
+//
+// Write upserts entities, DeleteEntity deletes them, DeleteKey deletes the
+// entities of keys, with the semantics of Beam Java's DatastoreV1.Write,
+// DeleteEntity and DeleteKey:
+//
+//	type Task struct {
+//		K    *datastore.Key `datastore:"__key__"`
+//		Desc string
+//		Done bool
+//	}
+//	datastoreio.Write(s, "my-project", tasks)          // PCollection<Task> or <*Task>
+//	datastoreio.Write(s, "my-project", keyed)          // PCollection<KV<*datastore.Key, V>>
+//	datastoreio.DeleteKey(s, "my-project", keys)       // PCollection<*datastore.Key>
+//
+// Elements are Go structs (or pointers to them) that the official client
+// saves, with their key in a `datastore:"__key__"` field of type
+// *datastore.Key, or KVs of a *datastore.Key and a value the client saves
+// (a struct, a pointer to one, or a PropertyLoadSaver such as
+// *datastore.PropertyList); DeleteKey takes *datastore.Key. The key's
+// namespace is the entity's namespace. Keys must be complete: an element
+// with an incomplete or invalid key fails the bundle with an error naming
+// its type, namespace and kind, unless AllocateIDs is given, which has the
+// service allocate ids for incomplete keys before they are written (once,
+// so that a retried commit writes the same entities again rather than new
+// ones).
+//
+// Mutations are committed non-transactionally, in batches that respect the
+// service's limits: at most MaxBatchMutations (500) mutations and less than
+// MaxBatchBytes (9,000,000 bytes) of encoded mutations, measured as the
+// proto size of each mutation the client builds. Two mutations of the same
+// key never share a commit (the batch is committed first), so a later
+// element of a key is applied after an earlier one within a bundle. The
+// target batch size adapts to the service as Java's writer does: it starts
+// at StartBatchMutations and follows the mean commit latency per mutation
+// of the last two minutes, aiming at TargetCommitLatency per commit,
+// within [MinBatchMutations, MaxBatchMutations].
+//
+// Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
+// RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
+// (CommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
+// deletes are idempotent, so a retried commit, or a retried bundle, leaves
+// the same data. Any other error fails the bundle at once, naming the
+// project, database, namespace, kind and key of the batch's mutations.
+//
+// Ramp-up throttling, on by default as in Java (DisableRampupThrottling
+// turns it off): Datastore's 500/50/5 rule, at most 500 operations a second
+// shared by all workers at first, 50% more every 5 minutes after the first
+// 5. Each worker process takes 1/HintNumWorkers of the budget; without the
+// hint the worker count is estimated at construction (1 on a local runner,
+// -max_num_workers or -num_workers on Dataflow, else 500 as in Java). All
+// bundles of a process share its share, and each process starts its ramp-up
+// at its own first write, so the total stays within the budget.
+//
+// Metrics, in namespace WriteNamespace: entities_written, entities_deleted,
+// commits, bytes_written (encoded mutations of successful commits),
+// commit_retries and throttled_msecs (time spent waiting for the ramp-up
+// budget).
+
+package datastoreio
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/datastore"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// WriteNamespace is the namespace of the Beam metrics of Write,
+// DeleteEntity and DeleteKey.
+const WriteNamespace = "sdfio/datastoreio"
+
+var (
+	entitiesWritten = beam.NewCounter(WriteNamespace, "entities_written")
+	entitiesDeleted = beam.NewCounter(WriteNamespace, "entities_deleted")
+	commitsCounter  = beam.NewCounter(WriteNamespace, "commits")
+	bytesWritten    = beam.NewCounter(WriteNamespace, "bytes_written")
+	commitRetries   = beam.NewCounter(WriteNamespace, "commit_retries")
+	throttledMsecs  = beam.NewCounter(WriteNamespace, "throttled_msecs")
+)
+
+func init() {
+	register.DoFn2x1[context.Context, beam.X, error](&mutateFn{})
+	register.DoFn3x1[context.Context, *datastore.Key, beam.Y, error](&mutateKVFn{})
+}
+
+// WriteOption configures Write, DeleteEntity and DeleteKey.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	database       string
+	noThrottle     bool
+	hintWorkers    int
+	allocate       bool
+	maxRetries     int
+	initialBackoff time.Duration
+	clientOptions  string
+}
+
+// WriteDatabase names the database to write to (the project's default
+// database when empty or not given).
+func WriteDatabase(id string) WriteOption { return func(o *writeOptions) { o.database = id } }
+
+// DisableRampupThrottling turns off the ramp-up throttling (Java's
+// withRampupThrottlingDisabled). Without it a new kind or a new key range
+// can take more load than the service spreads at first; use it for small
+// writes, emulators, or databases already warm.
+func DisableRampupThrottling() WriteOption { return func(o *writeOptions) { o.noThrottle = true } }
+
+// HintNumWorkers sets the number of worker processes the ramp-up budget is
+// shared by (Java's withHintNumWorkers). Each process writes at most
+// 1/n of the budget. Ignored when throttling is disabled.
+func HintNumWorkers(n int) WriteOption { return func(o *writeOptions) { o.hintWorkers = n } }
+
+// AllocateIDs makes Write accept incomplete keys: before a batch is
+// committed, ids are allocated for its incomplete keys with one
+// AllocateIds call, so that a retried commit writes the same entities.
+// Without it an incomplete key is an error. Deletes always need complete
+// keys.
+func AllocateIDs() WriteOption { return func(o *writeOptions) { o.allocate = true } }
+
+// CommitRetries sets how many times a commit failing with a transient
+// error is retried (DefaultMaxCommitRetries) and the first backoff
+// (DefaultInitialBackoff); later backoffs grow 1.5 times each, up to two
+// minutes, with ±50% jitter.
+func CommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
+	return func(o *writeOptions) { o.maxRetries, o.initialBackoff = maxRetries, initialBackoff }
+}
+
+// WriteClientOptions makes the writers' clients use the client options
+// registered under name with RegisterClientOptions (credentials, an
+// endpoint, gRPC interceptors), as WithClientOptions does for Read.
+func WriteClientOptions(name string) WriteOption {
+	return func(o *writeOptions) { o.clientOptions = name }
+}
+
+// Write upserts the entities of col into project's Datastore (see the
+// package doc, "Writing and deleting"). col holds structs or pointers to
+// structs with a `datastore:"__key__"` *datastore.Key field, or KVs of a
+// *datastore.Key and a value the client saves. Write panics at
+// construction when col holds anything else or project is empty.
+func Write(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
+}
+
+// DeleteEntity deletes the entities of col, by their keys, from project's
+// Datastore. col holds what Write takes.
+func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+	mutate(s.Scope("datastoreio.DeleteEntity"), opDeleteEntity, project, col, opts)
+}
+
+// DeleteKey deletes the entities of the *datastore.Key elements of col from
+// project's Datastore. A key with no entity is not an error.
+func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+	mutate(s.Scope("datastoreio.DeleteKey"), opDeleteKey, project, col, opts)
+}
+
+const (
+	opUpsert       = "upsert"
+	opDeleteEntity = "delete-entity"
+	opDeleteKey    = "delete-key"
+)
+
+func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []WriteOption) {
+	if project == "" {
+		panic(fmt.Sprintf("datastoreio: %s needs a project", op))
+	}
+	o := writeOptions{maxRetries: DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxRetries < 0 || o.initialBackoff < 0 {
+		panic(fmt.Sprintf("datastoreio: CommitRetries(%d, %v): negative", o.maxRetries, o.initialBackoff))
+	}
+	if o.hintWorkers < 0 {
+		panic(fmt.Sprintf("datastoreio: HintNumWorkers(%d): negative", o.hintWorkers))
+	}
+	if o.allocate && op != opUpsert {
+		panic("datastoreio: AllocateIDs applies to Write only: deletes need complete keys")
+	}
+	workers := o.hintWorkers
+	if workers == 0 {
+		workers = estimateWorkers()
+	}
+	fn := mutateFn{
+		Project: project, Database: o.database, Op: op,
+		Throttle: !o.noThrottle, HintNumWorkers: workers, StepID: newStepID(),
+		AllocateIDs: o.allocate, MaxRetries: o.maxRetries,
+		InitialBackoffMs: o.initialBackoff.Milliseconds(), ClientOptions: o.clientOptions,
+	}
+	t := col.Type()
+	switch {
+	case typex.IsKV(t):
+		if op == opDeleteKey {
+			panic(fmt.Sprintf("datastoreio: DeleteKey takes a PCollection of *datastore.Key, not %v", t))
+		}
+		k, v := t.Components()[0].Type(), t.Components()[1].Type()
+		if k != keyType {
+			panic(fmt.Sprintf("datastoreio: the key of a KV must be *datastore.Key, not %v", k))
+		}
+		if op == opUpsert {
+			if err := checkSavable(v); err != nil {
+				panic(err.Error())
+			}
+		}
+		beam.ParDo0(s, &mutateKVFn{mutateFn: fn}, col)
+	case op == opDeleteKey:
+		if t.Type() != keyType {
+			panic(fmt.Sprintf("datastoreio: DeleteKey takes a PCollection of *datastore.Key, not %v", t))
+		}
+		beam.ParDo0(s, &fn, col)
+	default:
+		if t.Type() == keyType {
+			panic(fmt.Sprintf("datastoreio: %s takes entities; use DeleteKey for a PCollection of *datastore.Key", op))
+		}
+		if _, err := keyFieldIndex(t.Type()); err != nil {
+			panic(err.Error())
+		}
+		beam.ParDo0(s, &fn, col)
+	}
+}
+
+func newStepID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// checkSavable reports whether the client can save values of t as an
+// entity: a struct, a pointer to one, or a type whose pointer (or itself)
+// is a PropertyLoadSaver.
+func checkSavable(t reflect.Type) error {
+	switch {
+	case t.Implements(plsType), reflect.PointerTo(t).Implements(plsType):
+		return nil
+	case t.Kind() == reflect.Struct, t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		return nil
+	}
+	return fmt.Errorf("datastoreio: values of type %v cannot be saved as entities: need a struct, a pointer to one, or a datastore.PropertyLoadSaver", t)
+}
+
+// keyFieldIndex finds the `datastore:"__key__"` field of a struct type (or
+// pointer to one), which must be a *datastore.Key.
+func keyFieldIndex(t reflect.Type) (int, error) {
+	st := t
+	if st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	if st.Kind() != reflect.Struct {
+		return 0, fmt.Errorf("datastoreio: elements of type %v have no key: use a struct with a `datastore:\"__key__\"` *datastore.Key field, or a KV of *datastore.Key and the entity", t)
+	}
+	for i := 0; i < st.NumField(); i++ {
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("datastore"), ",")
+		if name != "__key__" {
+			continue
+		}
+		if f.Type != keyType {
+			return 0, fmt.Errorf("datastoreio: the __key__ field %s of %v is a %v, not a *datastore.Key", f.Name, t, f.Type)
+		}
+		if !f.IsExported() {
+			return 0, fmt.Errorf("datastoreio: the __key__ field %s of %v is not exported", f.Name, t)
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("datastoreio: type %v has no `datastore:\"__key__\"` *datastore.Key field: add one, or write KVs of *datastore.Key and the entity", t)
+}
+
+// mutateFn commits the mutations of its elements: entities (structs with a
+// key field), keys, or, through mutateKVFn, KVs of key and entity.
+type mutateFn struct {
+	Project, Database string
+	Op                string // opUpsert, opDeleteEntity or opDeleteKey
+	Throttle          bool
+	HintNumWorkers    int
+	StepID            string // identifies the step's ramp-up state in a process
+	AllocateIDs       bool
+	MaxRetries        int
+	InitialBackoffMs  int64
+	ClientOptions     string // registered with RegisterClientOptions
+
+	w         *writer
+	keyFields map[reflect.Type]int
+}
+
+func (fn *mutateFn) Setup(ctx context.Context) error {
+	opts, err := registeredOptions(fn.ClientOptions)
+	if err != nil {
+		return err
+	}
+	client, err := datastore.NewClientWithDatabase(ctx, fn.Project, fn.Database, opts...)
+	if err != nil {
+		return fmt.Errorf("datastoreio: client of project %q, database %q: %w", fn.Project, fn.Database, err)
+	}
+	sz, err := processSizer()
+	if err != nil {
+		client.Close()
+		return err
+	}
+	var ramp *rampup
+	if fn.Throttle {
+		ramp = rampupFor(fn.StepID, fn.HintNumWorkers)
+	}
+	fn.w = newWriter(writerConfig{
+		project: fn.Project, database: fn.Database, delete: fn.Op != opUpsert,
+		allocate: fn.AllocateIDs, maxRetries: fn.MaxRetries,
+		initialBackoff: time.Duration(fn.InitialBackoffMs) * time.Millisecond,
+	}, &clientCommitter{client}, sz, ramp)
+	fn.keyFields = make(map[reflect.Type]int)
+	return nil
+}
+
+func (fn *mutateFn) ProcessElement(ctx context.Context, elem beam.X) error {
+	if k, ok := elem.(*datastore.Key); ok && fn.Op == opDeleteKey {
+		return fn.w.add(ctx, k, nil, "a *datastore.Key")
+	}
+	v := reflect.ValueOf(elem)
+	if !v.IsValid() {
+		return fmt.Errorf("datastoreio: %s got a nil element", fn.Op)
+	}
+	t := v.Type()
+	i, ok := fn.keyFields[t]
+	if !ok {
+		var err error
+		if i, err = keyFieldIndex(t); err != nil {
+			return err
+		}
+		fn.keyFields[t] = i
+	}
+	var src any
+	if t.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return fmt.Errorf("datastoreio: %s got a nil %v", fn.Op, t)
+		}
+		src = elem
+		v = v.Elem()
+	} else if fn.Op == opUpsert {
+		p := reflect.New(t) // the client saves through a pointer
+		p.Elem().Set(v)
+		src = p.Interface()
+	}
+	k, _ := v.Field(i).Interface().(*datastore.Key)
+	if fn.Op != opUpsert {
+		src = nil
+	}
+	return fn.w.add(ctx, k, src, t.String())
+}
+
+func (fn *mutateFn) FinishBundle(ctx context.Context) error {
+	return fn.w.flush(ctx)
+}
+
+func (fn *mutateFn) Teardown() error {
+	if fn.w != nil {
+		return fn.w.close()
+	}
+	return nil
+}
+
+// mutateKVFn is mutateFn for KVs of a key and the entity.
+type mutateKVFn struct {
+	mutateFn
+}
+
+func (fn *mutateKVFn) ProcessElement(ctx context.Context, k *datastore.Key, v beam.Y) error {
+	var src any
+	if fn.Op == opUpsert {
+		rv := reflect.ValueOf(v)
+		if !rv.IsValid() || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+			return fmt.Errorf("datastoreio: %s got a nil entity for %s", fn.Op, describeKey(k))
+		}
+		if rv.Kind() == reflect.Pointer {
+			src = v
+		} else {
+			p := reflect.New(rv.Type())
+			p.Elem().Set(rv)
+			src = p.Interface()
+		}
+	}
+	return fn.w.add(ctx, k, src, fmt.Sprintf("KV<*datastore.Key, %T>", v))
+}

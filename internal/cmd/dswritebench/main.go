@@ -1,0 +1,180 @@
+// Command dswritebench measures datastoreio.Write against a plain loop of
+// the official client's PutMulti of 500, on Google's Cloud Datastore
+// emulator, in the same run, for `make bench`.
+//
+// It starts an emulator (dstest; or uses DATASTORE_EMULATOR_HOST), then
+// for each of -count rounds writes -n entities twice, each time into a
+// namespace of its own:
+//
+//   - BenchmarkDatastoreWrite/sdfio: a Prism pipeline, Impulse -> a DoFn
+//     making the entities -> datastoreio.Write with ramp-up throttling off
+//     (the rule's 500 writes a second would measure the rule, not the
+//     writer); the time is the pipeline's run, Prism's start included;
+//   - BenchmarkDatastoreWrite/putmulti_500: the same entities written by one
+//     goroutine with client.PutMulti of 500, one call after another.
+//
+// Each round checks the count written with a keys-only count. Output is Go
+// benchmark lines (ns/op and entities/s), "note:" lines and a "goal:" line
+// that internal/cmd/benchreport turns into docs/BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"reflect"
+	"time"
+
+	"cloud.google.com/go/datastore"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+
+	"github.com/sdfio/sdfio/datastoreio"
+	"github.com/sdfio/sdfio/datastoreio/dstest"
+)
+
+var (
+	n     = flag.Int("n", 5000, "entities written by each measurement")
+	count = flag.Int("count", 3, "rounds")
+)
+
+// entity is the benchmark's entity: a key, two indexed and three unindexed
+// properties (about 200 bytes).
+type entity struct {
+	K     *datastore.Key `datastore:"__key__"`
+	N     int64
+	Group string
+	Text  string   `datastore:",noindex"`
+	Score float64  `datastore:",noindex"`
+	Tags  []string `datastore:",noindex"`
+}
+
+func makeEntity(ns string, i int) entity {
+	k := datastore.IDKey("Bench", int64(i)+1, nil)
+	k.Namespace = ns
+	return entity{K: k, N: int64(i), Group: fmt.Sprintf("g%d", i%16),
+		Text:  fmt.Sprintf("entity %d of the write benchmark, some text to store", i),
+		Score: float64(i) / 3, Tags: []string{"a", "b", fmt.Sprint(i % 7)}}
+}
+
+// genFn emits the N entities of namespace NS.
+type genFn struct {
+	NS string
+	N  int
+}
+
+func (fn *genFn) ProcessElement(_ []byte, emit func(entity)) {
+	for i := 0; i < fn.N; i++ {
+		emit(makeEntity(fn.NS, i))
+	}
+}
+
+func init() {
+	register.DoFn2x0[[]byte, func(entity)](&genFn{})
+	register.Emitter1[entity]()
+	beam.RegisterType(reflect.TypeFor[entity]())
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	os.Exit(run())
+}
+
+func run() int {
+	ctx := context.Background()
+	e, err := dstest.New(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
+		return 1
+	}
+	defer e.Stop()
+	os.Setenv("DATASTORE_EMULATOR_HOST", e.Host())
+	os.Setenv("DATASTORE_PROJECT_ID", e.Project())
+	c, err := e.NewClient(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
+		return 1
+	}
+	defer c.Close()
+
+	// Warm the emulator's JIT up, outside the measurements.
+	if _, err := putLoop(ctx, c, "warmup", 1000); err != nil {
+		fmt.Fprintf(os.Stderr, "dswritebench: warm-up: %v\n", err)
+		return 1
+	}
+	fmt.Println("pkg: github.com/sdfio/sdfio/datastoreio (dswritebench)")
+	fmt.Printf("note: dswritebench: %d entities per measurement (~200 bytes, 2 indexed properties), Cloud Datastore emulator, %d rounds; Write without ramp-up throttling, timed with Prism's start\n", *n, *count)
+	if d, err := pipelineWrite(ctx, e.Project(), "bench-empty", 0); err == nil {
+		fmt.Printf("note: dswritebench: a Write pipeline of no entities takes %.2f s on Prism here (start-up included in the sdfio figures)\n", d.Seconds())
+	}
+	failed := 0
+	for round := 1; round <= *count; round++ {
+		for _, m := range []struct {
+			name string
+			f    func(ns string) (time.Duration, error)
+		}{
+			{"sdfio", func(ns string) (time.Duration, error) { return pipelineWrite(ctx, e.Project(), ns, *n) }},
+			{"putmulti_500", func(ns string) (time.Duration, error) { return putLoop(ctx, c, ns, *n) }},
+		} {
+			ns := fmt.Sprintf("bench-%s-%d-%d", m.name, round, time.Now().UnixNano())
+			d, err := m.f(ns)
+			if err == nil {
+				err = checkCount(ctx, c, ns, *n)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %v\n", round, m.name, err)
+				fmt.Printf("note: dswritebench: round %d %s failed: %v\n", round, m.name, err)
+				failed++
+				continue
+			}
+			rate := float64(*n) / d.Seconds()
+			fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %.2f s, %.0f entities/s\n", round, m.name, d.Seconds(), rate)
+			fmt.Printf("BenchmarkDatastoreWrite/%s 1 %d ns/op %.1f entities/s\n", m.name, d.Nanoseconds(), rate)
+		}
+	}
+	fmt.Println("goal: BenchmarkDatastoreWrite/sdfio entities/s / BenchmarkDatastoreWrite/putmulti_500 # datastoreio.Write on Prism against a plain PutMulti loop of 500 (emulator)")
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func pipelineWrite(ctx context.Context, project, ns string, n int) (time.Duration, error) {
+	p, s := beam.NewPipelineWithRoot()
+	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.DisableRampupThrottling())
+	start := time.Now()
+	_, err := beam.Run(ctx, "prism", p)
+	return time.Since(start), err
+}
+
+func putLoop(ctx context.Context, c *datastore.Client, ns string, n int) (time.Duration, error) {
+	start := time.Now()
+	for i := 0; i < n; i += 500 {
+		end := min(i+500, n)
+		keys := make([]*datastore.Key, 0, end-i)
+		ents := make([]entity, 0, end-i)
+		for j := i; j < end; j++ {
+			e := makeEntity(ns, j)
+			keys = append(keys, e.K)
+			ents = append(ents, e)
+		}
+		if _, err := c.PutMulti(ctx, keys, ents); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+func checkCount(ctx context.Context, c *datastore.Client, ns string, n int) error {
+	got, err := c.Count(ctx, datastore.NewQuery("Bench").Namespace(ns).KeysOnly())
+	if err != nil {
+		return fmt.Errorf("counting: %w", err)
+	}
+	if got != n {
+		return fmt.Errorf("%d entities written, want %d", got, n)
+	}
+	return nil
+}
