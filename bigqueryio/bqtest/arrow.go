@@ -180,4 +180,3 @@ func appendArrow(b array.Builder, f *bigquery.FieldSchema, v bigquery.Value, ite
 		}
 	}
 }
-
