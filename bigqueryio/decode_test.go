@@ -64,7 +64,7 @@ type allTypes struct {
 		A    bigquery.NullString
 		Tags []int64
 	}
-	RS []struct{ X float64 }
+	RS      []struct{ X float64 }
 	Ignored string `bigquery:"-"`
 }
 

@@ -199,7 +199,9 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
 		switch ft {
 		case reflect.TypeOf(bigquery.NullString{}):
-			return nullable(func(x bigquery.Value) bigquery.NullString { return bigquery.NullString{StringVal: x.(string), Valid: true} })
+			return nullable(func(x bigquery.Value) bigquery.NullString {
+				return bigquery.NullString{StringVal: x.(string), Valid: true}
+			})
 		case reflect.TypeOf(bigquery.NullGeography{}):
 			return nullable(func(x bigquery.Value) bigquery.NullGeography {
 				return bigquery.NullGeography{GeographyVal: x.(string), Valid: true}
@@ -258,7 +260,9 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 			})
 		}
 		if ft == reflect.TypeOf(bigquery.NullFloat64{}) {
-			return nullable(func(x bigquery.Value) bigquery.NullFloat64 { return bigquery.NullFloat64{Float64: x.(float64), Valid: true} })
+			return nullable(func(x bigquery.Value) bigquery.NullFloat64 {
+				return bigquery.NullFloat64{Float64: x.(float64), Valid: true}
+			})
 		}
 	case bigquery.BooleanFieldType:
 		if ft.Kind() == reflect.Bool {
