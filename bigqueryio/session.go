@@ -2,6 +2,7 @@ package bigqueryio
 
 import (
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -66,3 +67,5 @@ func payloadOf(r *storagepb.ReadRowsResponse) []byte {
 	}
 	return r.GetArrowRecordBatch().GetSerializedRecordBatch()
 }
+
+func timeOfMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
