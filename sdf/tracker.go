@@ -3,7 +3,6 @@ package sdf
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 )
@@ -28,28 +27,23 @@ type EndEstimator interface {
 // Tracker tracks an OffsetRange under the split contract of this package. It
 // implements Beam Go's sdf.RTracker and sdf.BoundableRTracker and is safe for
 // concurrent use: one goroutine claims while others split and ask for
-// progress. The zero value is not usable; call NewTracker.
+// progress. It is built on Core, which holds the claim state; what is its
+// own is the arithmetic of offset fractions, the block a reader is in, the
+// end estimator and the unit of progress. The zero value is not usable; call
+// NewTracker.
+//
+// Every OffsetRange is supported, including negative and extreme positions
+// ([math.MinInt64, 10), say): no computation overflows.
 type Tracker struct {
-	mu  sync.Mutex
-	rng OffsetRange
+	core Core[OffsetRange]
 
-	started    bool  // a split point was claimed
-	stopped    bool  // a claim was refused, MarkDone was called, or an error occurred
-	first      int64 // position of the first claimed split point
-	lastSplit  int64 // position of the last claimed split point
-	lastRecord int64 // position of the last claimed record
-	err        error
-
-	splitPoints int64 // split points claimed
-
+	// Under core's lock:
 	blockSize     int64 // offsets spanned by the current block, 0 when unknown
 	blockRecords  int64 // records in the current block, 0 when unknown
 	blockConsumed int64 // records of the current block claimed so far
 
-	est EndEstimator
-
-	splitsAccepted int64
-	splitsRefused  int64
+	est   EndEstimator
+	scale float64 // progress units per offset; 0 means 1
 }
 
 var (
@@ -57,9 +51,15 @@ var (
 	_ beamsdf.BoundableRTracker = (*Tracker)(nil)
 )
 
+func cutOffsetRange(r OffsetRange, pos int64) (primary, residual OffsetRange) {
+	return OffsetRange{Start: r.Start, End: pos}, OffsetRange{Start: pos, End: r.End}
+}
+
 // NewTracker returns a tracker of r.
 func NewTracker(r OffsetRange) *Tracker {
-	return &Tracker{rng: r, lastSplit: r.Start - 1, lastRecord: r.Start - 1}
+	t := &Tracker{}
+	t.core.Init("sdf.Tracker", r, r.Start, r.End, cutOffsetRange)
+	return t
 }
 
 // NewUnboundedTracker returns a tracker of r whose end, when Unbounded, is
@@ -70,13 +70,22 @@ func NewUnboundedTracker(r OffsetRange, est EndEstimator) *Tracker {
 	return t
 }
 
-// String describes the tracker's state, for errors and logs.
-func (t *Tracker) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return fmt.Sprintf("sdf.Tracker{%v last split point %d, last record %d, started %v, stopped %v, err %v}",
-		t.rng, t.lastSplit, t.lastRecord, t.started, t.stopped, t.err)
+// SetProgressScale sets the unit of GetProgress: done and remaining work are
+// reported in offsets times perOffset, so that a reader whose
+// RestrictionSize is in bytes and whose offsets are not (records, say)
+// reports progress in bytes too. Values <= 0 or NaN mean 1, the default.
+// Fractions (FractionConsumed, TrySplit) do not depend on it.
+func (t *Tracker) SetProgressScale(perOffset float64) {
+	if !(perOffset > 0) || math.IsInf(perOffset, 0) {
+		perOffset = 0
+	}
+	t.core.Lock()
+	t.scale = perOffset
+	t.core.Unlock()
 }
+
+// String describes the tracker's state, for errors and logs.
+func (t *Tracker) String() string { return t.core.String() }
 
 // TryClaim claims pos, which is an int64 (a split point) or a Claim. It
 // returns false when the reader must stop: the split point lies at or past
@@ -88,9 +97,7 @@ func (t *Tracker) TryClaim(pos any) bool {
 	case Claim:
 		return t.TryClaimRecord(p.Pos, p.SplitPoint)
 	default:
-		t.mu.Lock()
-		t.failLocked(fmt.Errorf("sdf: TryClaim got %T, want int64 or sdf.Claim", pos))
-		t.mu.Unlock()
+		t.core.Fail(fmt.Errorf("sdf: TryClaim got %T, want int64 or sdf.Claim", pos))
 		return false
 	}
 }
@@ -104,130 +111,62 @@ func (t *Tracker) TryClaimSplitPoint(pos int64) bool { return t.TryClaimRecord(p
 // lie strictly after every record claimed before it, so that the positions up
 // to the last claimed record are consumed and splits lie after them.
 func (t *Tracker) TryClaimRecord(pos int64, splitPoint bool) bool {
-	t.mu.Lock()
-	ok := t.claimLocked(pos, splitPoint)
-	t.mu.Unlock()
+	t.core.Lock()
+	ok := t.core.ClaimLocked(pos, splitPoint)
+	if ok {
+		if splitPoint {
+			t.blockSize, t.blockRecords, t.blockConsumed = 0, 0, 1
+		} else {
+			t.blockConsumed++
+		}
+	}
+	t.core.Unlock()
 	return ok
-}
-
-func (t *Tracker) claimLocked(pos int64, splitPoint bool) bool {
-	if t.stopped {
-		if t.err == nil {
-			t.err = fmt.Errorf("sdf: claim of position %d after the tracker of %v had stopped", pos, t.rng)
-		}
-		return false
-	}
-	if !splitPoint {
-		if !t.started {
-			return t.failLocked(fmt.Errorf("sdf: the first record claimed in %v (at %d) is not a split point", t.rng, pos))
-		}
-		if pos < t.lastRecord {
-			return t.failLocked(fmt.Errorf("sdf: record at %d claimed after the record at %d in %v", pos, t.lastRecord, t.rng))
-		}
-		t.lastRecord = pos
-		t.blockConsumed++
-		return true
-	}
-	if pos < t.rng.Start {
-		return t.failLocked(fmt.Errorf("sdf: split point %d claimed before the start of %v", pos, t.rng))
-	}
-	if t.started && pos <= t.lastRecord {
-		return t.failLocked(fmt.Errorf("sdf: split point %d claimed after the record at %d (split point %d) in %v: split points must strictly increase", pos, t.lastRecord, t.lastSplit, t.rng))
-	}
-	if pos >= t.rng.End {
-		t.stopped = true
-		return false
-	}
-	if !t.started {
-		t.started = true
-		t.first = pos
-	}
-	t.lastSplit, t.lastRecord = pos, pos
-	t.splitPoints++
-	t.blockSize, t.blockRecords, t.blockConsumed = 0, 0, 1
-	return true
-}
-
-func (t *Tracker) failLocked(err error) bool {
-	if t.err == nil {
-		t.err = err
-	}
-	t.stopped = true
-	return false
 }
 
 // SetBlock tells the tracker the size in offsets and the number of records of
 // the block whose split point was claimed last, so that progress advances
 // inside the block as its records are claimed. Zero values mean unknown.
 func (t *Tracker) SetBlock(size, records int64) {
-	t.mu.Lock()
+	t.core.Lock()
 	t.blockSize, t.blockRecords = size, records
-	t.mu.Unlock()
+	t.core.Unlock()
 }
 
 // MarkDone records that the reader has no more records in the range (it met
 // the end of its input): the rest of the range is claimed, empty. The runner
 // then sees the restriction done.
-func (t *Tracker) MarkDone() {
-	t.mu.Lock()
-	t.stopped = true
-	t.mu.Unlock()
-}
+func (t *Tracker) MarkDone() { t.core.MarkDone() }
 
 // Fail stops the tracker with err (the first error is kept).
-func (t *Tracker) Fail(err error) {
-	t.mu.Lock()
-	t.failLocked(err)
-	t.mu.Unlock()
-}
+func (t *Tracker) Fail(err error) { t.core.Fail(err) }
 
-// GetError returns the error that stopped the tracker, or nil.
-func (t *Tracker) GetError() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
-}
+// GetError returns the error that stopped the tracker, or nil. Errors of
+// claims that broke the contract wrap ErrClaimOrder or ErrClaimAfterStop.
+func (t *Tracker) GetError() error { return t.core.GetError() }
 
 // IsDone reports whether no split point remains to be claimed and no error
 // occurred.
-func (t *Tracker) IsDone() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err == nil && t.doneLocked()
-}
-
-func (t *Tracker) doneLocked() bool {
-	if t.stopped || t.rng.IsEmpty() {
-		return true
-	}
-	// No split point can be claimed: it would have to lie after the last
-	// claimed record (which is at least the last split point).
-	return t.started && t.lastRecord >= t.rng.End-1
-}
+func (t *Tracker) IsDone() bool { return t.core.IsDone() }
 
 // IsBounded reports whether the range has a known end.
-func (t *Tracker) IsBounded() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.rng.IsBounded()
-}
+func (t *Tracker) IsBounded() bool { return t.Range().IsBounded() }
 
 // GetRestriction returns the current range, an OffsetRange.
 func (t *Tracker) GetRestriction() any { return t.Range() }
 
 // Range returns the current range.
-func (t *Tracker) Range() OffsetRange {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.rng
-}
+func (t *Tracker) Range() OffsetRange { return t.core.Restriction() }
 
-// lastLocked is the position splits must lie after.
-func (t *Tracker) lastLocked() int64 {
-	if !t.started {
-		return t.rng.Start - 1
+// span is b-a for a <= b, exact for every pair of int64.
+func span(a, b int64) uint64 { return uint64(b) - uint64(a) }
+
+// fspan is span as a float64, 0 when b < a.
+func fspan(a, b int64) float64 {
+	if b < a {
+		return 0
 	}
-	return t.lastRecord
+	return float64(span(a, b))
 }
 
 // TrySplit splits off the residual at fraction f of the remaining work, as Beam
@@ -238,72 +177,62 @@ func (t *Tracker) lastLocked() int64 {
 // f is NaN. Fractions below 0 count as 0, above 1 as 1.
 // TrySplit(0) is a checkpoint.
 func (t *Tracker) TrySplit(f float64) (primary, residual any, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	res, ok := t.trySplitLocked(f)
 	if f > 0 {
-		t.countLocked(ok)
+		t.core.CountLocked(ok)
 	}
 	if !ok {
-		return t.rng, nil, nil
+		return t.core.RestrictionLocked(), nil, nil
 	}
-	return t.rng, res, nil
+	return t.core.RestrictionLocked(), res, nil
 }
 
 func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
-	if t.err != nil || t.doneLocked() {
-		return OffsetRange{}, false
-	}
 	if math.IsNaN(f) {
 		return OffsetRange{}, false
 	}
-	if f < 0 {
-		f = 0
-	} else if f > 1 {
-		f = 1
+	if f <= 0 {
+		return t.core.CheckpointLocked()
 	}
-	last := t.lastLocked()
-	end := t.rng.End
-	var pos int64
-	switch {
-	case f == 0:
-		pos = last + 1
-	case t.rng.IsBounded():
-		pos = last + stepOf(f, end-last)
-	case t.est == nil:
+	f = min(f, 1)
+	if t.core.ErrLocked() != nil || t.core.DoneLocked() {
 		return OffsetRange{}, false
-	default:
-		e := t.est.EstimateEnd()
-		if e <= last {
-			e = last + 1
+	}
+	next, ok := t.core.NextLocked()
+	if !ok {
+		return OffsetRange{}, false
+	}
+	_, end := t.core.BoundsLocked()
+	e := end
+	if end == Unbounded {
+		if t.est == nil {
+			return OffsetRange{}, false
 		}
-		pos = last + stepOf(f, e-last)
+		e = max(t.est.EstimateEnd(), next)
 	}
-	if pos >= end {
-		return OffsetRange{}, false
-	}
-	res := OffsetRange{Start: pos, End: end}
-	t.rng.End = pos
-	return res, true
+	return t.core.CutLocked(splitPos(f, next, e))
 }
 
-func stepOf(f float64, span int64) int64 {
-	s := math.Ceil(f * float64(span))
-	if s < 1 {
-		return 1
+// splitPos is Beam Go's split position last + max(ceil(f*(e-last)), 1) for
+// 0 < f <= 1, with last = next-1 the position splits lie after and next <=
+// e, computed without overflow: a step of the whole span or more gives e.
+func splitPos(f float64, next, e int64) int64 {
+	n := span(next, e) // e - last - 1
+	total := float64(n) + 1
+	if n < 1<<53 {
+		total = float64(n + 1)
 	}
-	if s >= float64(span) {
-		return span
+	s := math.Max(math.Ceil(f*total), 1)
+	if s >= total {
+		return e
 	}
-	return int64(s)
-}
-
-func (t *Tracker) countLocked(ok bool) {
-	if ok {
-		t.splitsAccepted++
-	} else {
-		t.splitsRefused++
+	off := uint64(s) - 1
+	if off >= n {
+		return e
 	}
+	return int64(uint64(next) + off)
 }
 
 // SplitAtFraction is Java's BoundedReader.splitAtFraction: it narrows the range
@@ -312,20 +241,32 @@ func (t *Tracker) countLocked(ok bool) {
 // residual. It refuses (false, nothing changed) where TrySplitAtPosition does
 // and when the end is unbounded.
 func (t *Tracker) SplitAtFraction(f float64) (OffsetRange, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.rng.IsBounded() || math.IsNaN(f) {
-		t.countLocked(false)
+	t.core.Lock()
+	defer t.core.Unlock()
+	res, ok := t.splitAtFractionLocked(f)
+	t.core.CountLocked(ok)
+	return res, ok
+}
+
+func (t *Tracker) splitAtFractionLocked(f float64) (OffsetRange, bool) {
+	start, end := t.core.BoundsLocked()
+	// f*(End-s) for f outside [0, 1) lies before s or at or past End,
+	// where no split can be.
+	if end == Unbounded || !(f >= 0 && f < 1) {
 		return OffsetRange{}, false
 	}
-	s := t.rng.Start
-	if t.started {
-		s = t.first
+	s := start
+	if c := t.core.ClaimedLocked(); c.Started {
+		s = c.First
 	}
-	pos := s + int64(math.Floor(f*float64(t.rng.End-s)))
-	res, ok := t.splitAtLocked(pos)
-	t.countLocked(ok)
-	return res, ok
+	if end <= s {
+		return OffsetRange{}, false
+	}
+	d := math.Floor(f * float64(span(s, end)))
+	if d >= float64(span(s, end)) {
+		return OffsetRange{}, false
+	}
+	return t.core.SplitAtLocked(int64(uint64(s) + uint64(d)))
 }
 
 // TrySplitAtPosition is Java's RangeTracker.trySplitAtPosition: the range
@@ -333,53 +274,37 @@ func (t *Tracker) SplitAtFraction(f float64) (OffsetRange, bool) {
 // changed) when the tracker is done or failed, when pos is not strictly after
 // the last claimed record, or when pos lies outside (Start, End).
 func (t *Tracker) TrySplitAtPosition(pos int64) (OffsetRange, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	res, ok := t.splitAtLocked(pos)
-	t.countLocked(ok)
+	t.core.Lock()
+	defer t.core.Unlock()
+	res, ok := t.core.SplitAtLocked(pos)
+	t.core.CountLocked(ok)
 	return res, ok
 }
 
-func (t *Tracker) splitAtLocked(pos int64) (OffsetRange, bool) {
-	if t.err != nil || t.doneLocked() {
-		return OffsetRange{}, false
-	}
-	if pos <= t.lastLocked() || pos <= t.rng.Start || pos >= t.rng.End {
-		return OffsetRange{}, false
-	}
-	res := OffsetRange{Start: pos, End: t.rng.End}
-	t.rng.End = pos
-	return res, true
-}
-
-// positionLocked is the position reached, refined inside the current block.
-func (t *Tracker) positionLocked(end int64) float64 {
-	pos := float64(t.lastSplit)
+// relPositionLocked is how far the reader got past from (at most the last
+// claimed split point), refined inside the current block, capped at end.
+func (t *Tracker) relPositionLocked(from, end int64) float64 {
+	pos := fspan(from, t.core.ClaimedLocked().LastSplit)
 	if t.blockSize > 0 && t.blockRecords > 0 {
-		c := t.blockConsumed
-		if c > t.blockRecords {
-			c = t.blockRecords
-		}
+		c := min(t.blockConsumed, t.blockRecords)
 		pos += float64(t.blockSize) * float64(c) / float64(t.blockRecords)
 	}
-	if pos > float64(end) {
-		pos = float64(end)
-	}
-	return pos
+	return math.Min(pos, fspan(from, end))
 }
 
 // endLocked is the end used for progress: the estimate for an unbounded range
 // (0, false when there is none).
 func (t *Tracker) endLocked() (int64, bool) {
-	if t.rng.IsBounded() {
-		return t.rng.End, true
+	_, end := t.core.BoundsLocked()
+	if end != Unbounded {
+		return end, true
 	}
 	if t.est == nil {
 		return 0, false
 	}
 	e := t.est.EstimateEnd()
-	if t.started && e <= t.lastSplit {
-		e = t.lastSplit + 1
+	if c := t.core.ClaimedLocked(); c.Started && e <= c.LastSplit {
+		e = c.LastSplit + 1 // LastSplit < End, so this does not overflow
 	}
 	return e, true
 }
@@ -389,79 +314,89 @@ func (t *Tracker) endLocked() (int64, bool) {
 // the last claimed position, refined inside the block (SetBlock). It is 0 for
 // an unbounded range without an estimator.
 func (t *Tracker) FractionConsumed() float64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	return t.fractionLocked()
 }
 
 func (t *Tracker) fractionLocked() float64 {
-	if t.err == nil && (t.stopped || (!t.started && t.rng.IsEmpty())) {
+	c := t.core.ClaimedLocked()
+	start, bend := t.core.BoundsLocked()
+	if t.core.ErrLocked() == nil && (t.core.StoppedLocked() || (!c.Started && bend <= start)) {
 		return 1
 	}
-	if !t.started {
+	if !c.Started {
 		return 0
 	}
 	end, ok := t.endLocked()
 	if !ok {
 		return 0
 	}
-	if end <= t.first {
+	if end <= c.First {
 		return 1
 	}
-	f := (t.positionLocked(end) - float64(t.first)) / float64(end-t.first)
+	f := t.relPositionLocked(c.First, end) / fspan(c.First, end)
 	return math.Min(1, math.Max(0, f))
 }
 
-// GetProgress reports work done and remaining in offsets, measured from the
-// first claimed position (rule 6). For an unbounded range without an
-// estimator the remaining work is reported as 1.
+// GetProgress reports work done and remaining, measured from the first
+// claimed position (rule 6), in offsets times the progress scale
+// (SetProgressScale). For an unbounded range without an estimator the
+// remaining work is reported as 1.
 func (t *Tracker) GetProgress() (done, remaining float64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
+	scale := t.scale
+	if scale == 0 {
+		scale = 1
+	}
+	c := t.core.ClaimedLocked()
 	end, ok := t.endLocked()
-	s := t.rng.Start
-	if t.started {
-		s = t.first
+	s, _ := t.core.BoundsLocked()
+	if c.Started {
+		s = c.First
 	}
 	switch {
-	case t.stopped:
+	case t.core.StoppedLocked():
 		if ok && end > s {
-			return float64(end - s), 0
+			return scale * fspan(s, end), 0
 		}
 		return 1, 0
 	case !ok:
-		if t.started {
-			return t.positionLocked(math.MaxInt64) - float64(s), 1
+		if c.Started {
+			return scale * t.relPositionLocked(s, Unbounded), 1
 		}
 		return 0, 1
-	case !t.started:
-		return 0, float64(max(end-s, 0))
+	case !c.Started:
+		return 0, scale * fspan(s, end)
 	}
-	pos := t.positionLocked(end)
-	return pos - float64(s), math.Max(0, float64(end)-pos)
+	pos := t.relPositionLocked(s, end)
+	return scale * pos, scale * math.Max(0, fspan(s, end)-pos)
 }
 
 // SplitPointsConsumed is the number of split points whose records were read
 // entirely: those claimed, less the current one unless the tracker is done.
 func (t *Tracker) SplitPointsConsumed() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped || t.splitPoints == 0 {
-		return t.splitPoints
+	t.core.Lock()
+	defer t.core.Unlock()
+	n := t.core.ClaimedLocked().SplitPoints
+	if t.core.StoppedLocked() || n == 0 {
+		return n
 	}
-	return t.splitPoints - 1
+	return n - 1
 }
 
 // SplitPointsRemaining is the number of split points left to read, counting
 // the current one: 0 when done, 1 when the current block is the last one the
 // range can hold, and -1 when unknown.
 func (t *Tracker) SplitPointsRemaining() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.stopped || t.rng.IsEmpty():
+	t.core.Lock()
+	defer t.core.Unlock()
+	start, end := t.core.BoundsLocked()
+	switch c := t.core.ClaimedLocked(); {
+	case t.core.StoppedLocked() || end <= start:
 		return 0
-	case t.started && t.lastRecord >= t.rng.End-1:
+	case c.Started && !before(c.LastRecord, end):
 		return 1
 	}
 	return -1
@@ -470,8 +405,4 @@ func (t *Tracker) SplitPointsRemaining() int64 {
 // SplitStats returns how many splits (TrySplit with f > 0, SplitAtFraction,
 // TrySplitAtPosition) the tracker accepted and refused. Checkpoints are not
 // counted. Readers add these to their Beam metrics when they finish.
-func (t *Tracker) SplitStats() (accepted, refused int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.splitsAccepted, t.splitsRefused
-}
+func (t *Tracker) SplitStats() (accepted, refused int64) { return t.core.SplitStats() }
