@@ -188,14 +188,14 @@ func newServer(t testing.TB, opts ...bqtest.Option) *bqtest.Server {
 }
 
 // TestPipelineFaults reads while ReadRows fails mid-stream on a share of
-// calls and SplitReadStream is slow or refuses: the output is exact and the
-// retries are counted.
+// calls: the output is exact and the retries are counted. (Slow and refused
+// splits: TestPipelineRunnerSplitFaults and the tracker tests.)
 func TestPipelineFaults(t *testing.T) {
 	srv := newServer(t, bqtest.WithBlockRows(16), bqtest.WithResponseRows(50))
 	rows := eventsTable(t, srv, 3000)
-	srv.SetFaults(bqtest.Faults{UnavailableAfterRows: 120, UnavailableShare: 0.5, SplitRefuseShare: 0.5, SplitDelay: 20 * time.Millisecond})
+	srv.SetFaults(bqtest.Faults{UnavailableAfterRows: 70, UnavailableCalls: 4, UnavailableShare: 0.3})
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(3))...)
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(5))...)
 	passert.Equals(s, fingerprintOf(s, col), expected(rows))
 	m := run(t, p)
 	st := srv.Stats()
@@ -305,5 +305,24 @@ func TestPipelineErrors(t *testing.T) {
 	passert.Empty(s, col)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPipelineRunnerSplitFaults: runner-initiated splits while the service
+// refuses half of them, answers slowly and ReadRows fails mid-stream: the
+// output is still exact.
+func TestPipelineRunnerSplitFaults(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(4))
+	rows := eventsTable(t, srv, 40)
+	srv.SetFaults(bqtest.Faults{SplitRefuseShare: 0.5, SplitDelay: 30 * time.Millisecond, UnavailableAfterRows: 5, UnavailableCalls: 3})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(1), bigqueryio.WithDataFormat(bigqueryio.Arrow))...)
+	slow := beam.ParDo(s, &slowFn{DelayMs: 120}, col)
+	passert.Equals(s, fingerprintOf(s, slow), expected(rows))
+	m := run(t, p)
+	st := srv.Stats()
+	t.Logf("splits accepted %d, refused %d, retries %d; server %+v", counter(t, m, "splits_accepted"), counter(t, m, "splits_refused"), counter(t, m, "retries"), st)
+	if st.SplitCalls < 1 || st.InjectedFailures != 3 {
+		t.Errorf("server %+v: want split calls and 3 injected failures", st)
 	}
 }

@@ -53,7 +53,7 @@
 //		}
 //		p, s := beam.NewPipelineWithRoot()
 //		orders := bigqueryio.Read(s, "my-project.sales.orders", reflect.TypeOf(Order{}),
-//			bigqueryio.WithClientOptions(srv.ClientOptions()...))
+//			bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
 //		// ... the transforms under test, passert on their output ...
 //		ptest.RunAndValidate(t, p)
 //	}
@@ -62,10 +62,10 @@
 //
 //	c, err := bqstorage.NewBigQueryReadClient(ctx, srv.ClientOptions()...)
 //
-// The server runs in the test's process, so a pipeline run on a runner
-// whose workers are other processes on the same machine (Prism with a
-// loopback or process environment) reaches it too: pass the address
-// (Addr) to the workers and build the options there with Endpoint.
+// The server runs in the test's process and listens on 127.0.0.1, so
+// workers that are other processes on the same machine (Prism with a process
+// or external environment) reach it too: the address travels in the read's
+// options. Clients of your own in those workers can use Endpoint(addr).
 //
 // Stats counts what the server did (sessions, rows sent, splits accepted and
 // refused, injected failures), so a test can check that a split happened.

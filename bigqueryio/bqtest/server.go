@@ -32,15 +32,16 @@ type Server struct {
 	lis  net.Listener
 	grpc *grpc.Server
 
-	mu       sync.Mutex
-	tables   map[string]*table   // by resource name projects/p/datasets/d/tables/t
-	sessions map[string]*session // by session name
-	streams  map[string]*stream  // by stream name
-	faults   Faults
-	rnd      *rand.Rand
-	stats    Stats
-	last     *storagepb.CreateReadSessionRequest
-	nextID   int
+	mu         sync.Mutex
+	tables     map[string]*table   // by resource name projects/p/datasets/d/tables/t
+	sessions   map[string]*session // by session name
+	streams    map[string]*stream  // by stream name
+	faults     Faults
+	faultCalls int // ReadRows calls since SetFaults
+	rnd        *rand.Rand
+	stats      Stats
+	last       *storagepb.CreateReadSessionRequest
+	nextID     int
 }
 
 // Table is a table a test defines: its schema and rows. Row values are what
@@ -86,9 +87,13 @@ type stream struct {
 type Faults struct {
 	// UnavailableAfterRows makes a ReadRows call fail with UNAVAILABLE once
 	// it has sent this many rows (0: never). UnavailableShare is the share
-	// of ReadRows calls that fail so (0 counts as 1: every call).
+	// of ReadRows calls that fail so (0 with UnavailableCalls 0 counts as
+	// 1: every call).
 	UnavailableAfterRows int
 	UnavailableShare     float64
+	// UnavailableCalls makes the first this many ReadRows calls after
+	// SetFaults fail so for certain, before UnavailableShare applies.
+	UnavailableCalls int
 	// ResponseDelay is slept before each ReadRows response.
 	ResponseDelay time.Duration
 	// SplitDelay is slept in each SplitReadStream call before it answers
@@ -178,7 +183,7 @@ func (s *Server) Close() {
 // SetFaults replaces the faults the server injects from now on.
 func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
-	s.faults = f
+	s.faults, s.faultCalls = f, 0
 	s.mu.Unlock()
 }
 
@@ -389,8 +394,12 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 	s.stats.ReadRowsCalls++
 	f := s.faults
 	failAfter := -1
-	if f.UnavailableAfterRows > 0 && (f.UnavailableShare <= 0 || s.rnd.Float64() < f.UnavailableShare) {
-		failAfter = f.UnavailableAfterRows
+	if f.UnavailableAfterRows > 0 {
+		switch {
+		case s.faultCalls < f.UnavailableCalls, f.UnavailableShare <= 0 && f.UnavailableCalls == 0, s.rnd.Float64() < f.UnavailableShare:
+			failAfter = f.UnavailableAfterRows
+		}
+		s.faultCalls++
 	}
 	s.mu.Unlock()
 	if st == nil {
@@ -503,7 +512,8 @@ func (s *Server) SplitReadStream(ctx context.Context, req *storagepb.SplitReadSt
 		}
 	}
 	b := s.cfg.blockRows
-	pos := st.lo + int(math.Floor(frac*float64(st.hi-st.lo)))
+	// Floor, forgiving the rounding of fractions a client computed.
+	pos := st.lo + int(math.Floor(frac*float64(st.hi-st.lo)+1e-9))
 	pos = int(math.Round(float64(pos)/float64(b))) * b
 	s.mu.Lock()
 	defer s.mu.Unlock()
