@@ -80,6 +80,10 @@ demo:
 	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
 	@echo "== avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files, three codecs)"
 	$(GO) run ./examples/avrostats
+	@echo "== bigquery: a 200,000-row table on an in-process bqtest Storage Read server, 4 streams"
+	$(GO) run ./examples/bigquery
+	@echo "== bigquery again as one stream with slow rows (120 ms each): Prism splits it through SplitReadStream"
+	$(GO) run ./examples/bigquery --streams=1 --rows=60 --row_delay=120ms
 
 clean:
 	$(GO) clean -testcache
