@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type Server struct {
 	cfg  config
 	lis  net.Listener
 	grpc *grpc.Server
+	rest *httptest.Server // RESTEndpoint, started on demand
 
 	mu         sync.Mutex
 	tables     map[string]*table   // by resource name projects/p/datasets/d/tables/t
@@ -178,6 +180,12 @@ func (s *Server) ClientOptions() []option.ClientOption { return Endpoint(s.Addr(
 // Close stops the server, ending the calls in flight.
 func (s *Server) Close() {
 	s.grpc.Stop()
+	s.mu.Lock()
+	rest := s.rest
+	s.mu.Unlock()
+	if rest != nil {
+		rest.Close()
+	}
 }
 
 // SetFaults replaces the faults the server injects from now on.

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/hamba/avro/v2"
+	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -383,5 +384,40 @@ func TestAllTypes(t *testing.T) {
 			}
 			ar.Release()
 		}
+	}
+}
+
+// TestOfficialClientReader reads a table with the official client's own
+// Storage API reader (bigquery.Client with EnableStorageReadClient), which
+// gets the table's schema through REST first.
+func TestOfficialClientReader(t *testing.T) {
+	srv, _ := newServer(t, 3000, bqtest.WithBlockRows(100))
+	ctx := context.Background()
+	c, err := bigquery.NewClient(ctx, "billing", srv.RESTClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.EnableStorageReadClient(ctx, srv.ClientOptions()...); err != nil {
+		t.Fatal(err)
+	}
+	it := c.DatasetInProject("proj", "ds").Table("nums").Read(ctx)
+	seen := map[int64]bool{}
+	for {
+		var row []bigquery.Value
+		err := it.Next(&row)
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[row[0].(int64)] = true
+	}
+	if len(seen) != 3000 || it.TotalRows != 3000 {
+		t.Fatalf("%d distinct ids, TotalRows %d", len(seen), it.TotalRows)
+	}
+	if srv.Stats().Sessions != 1 {
+		t.Fatalf("stats %+v: the client did not read through the Storage API", srv.Stats())
 	}
 }
