@@ -62,9 +62,14 @@ BENCH_PKGS := ./sdf ./offsetsource ./avroio/container
 BENCH_COUNT ?= 5
 AVROBENCH_COUNT ?= 3
 AVROBENCH_FLAGS ?=
+# internal/cmd/bqbench: bigqueryio.Read on Prism against the official client's
+# Storage API reader and a raw one-core ReadRows loop, on a 1M-row bqtest table
+# served by a child process (about a minute).
+BQBENCH_COUNT ?= 3
 bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
+	@$(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
 	@set -o pipefail; \
 	$(GO) run ./internal/cmd/avrobench -bench_count=$(AVROBENCH_COUNT) $(AVROBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt; st=$$?; \
 	$(GO) run ./internal/cmd/benchreport < /tmp/sdfio-bench.txt > docs/BENCHMARKS.md || exit 1; \

@@ -28,7 +28,7 @@ func (s *Server) RESTEndpoint() string {
 // RESTClientOptions are the options that point bigquery.NewClient at
 // RESTEndpoint, without credentials.
 func (s *Server) RESTClientOptions() []option.ClientOption {
-	return []option.ClientOption{option.WithEndpoint(s.RESTEndpoint()), option.WithoutAuthentication()}
+	return RESTOptions(s.RESTEndpoint())
 }
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
@@ -81,4 +81,10 @@ func restError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+}
+
+// RESTOptions are the options that point bigquery.NewClient at the REST
+// endpoint url of a bqtest server (its RESTEndpoint), from any process.
+func RESTOptions(url string) []option.ClientOption {
+	return []option.ClientOption{option.WithEndpoint(url), option.WithoutAuthentication()}
 }
