@@ -26,6 +26,7 @@ import (
 // or a pointer to one; a repeated field a slice. NULL into a type that
 // cannot hold it is an error naming the field.
 type loader struct {
+	typ reflect.Type
 	ops []loadOp
 }
 
@@ -49,7 +50,7 @@ func newLoader(t reflect.Type, schema bigquery.Schema) (*loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loader{ops: ops}, nil
+	return &loader{typ: t, ops: ops}, nil
 }
 
 // structFields lists the exported fields of t by lower-cased BigQuery name.
