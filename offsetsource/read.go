@@ -163,13 +163,28 @@ func (fn *readFn[T, S]) SplitRestriction(ctx context.Context, src S, rest sdf.Of
 	return sdf.SplitIntoBundles(rest, desired, src.MinBundleSize(), src.BytesPerOffset()), nil
 }
 
-// RestrictionSize is the size of the range in bytes.
+// RestrictionSize is the size of the range in bytes: offsets times the
+// source's BytesPerOffset. The tracker's progress is in the same unit
+// (scaleProgress).
 func (fn *readFn[T, S]) RestrictionSize(src S, rest sdf.OffsetRange) float64 {
-	bpo := src.BytesPerOffset()
-	if bpo <= 0 {
-		bpo = 1
+	return float64(rest.Size()) * float64(bytesPerOffset[T](src))
+}
+
+// bytesPerOffset is src.BytesPerOffset, 1 when not positive.
+func bytesPerOffset[T any](src Source[T]) int64 {
+	if bpo := src.BytesPerOffset(); bpo > 0 {
+		return bpo
 	}
-	return float64(rest.Size()) * float64(bpo)
+	return 1
+}
+
+// scaleProgress makes rt report progress in bytes, the unit of
+// RestrictionSize. CreateTracker sees only the range, not the source, so the
+// read sets it before its first claim; until then (between CreateTracker and
+// ProcessElement) progress is in offsets, which changes no fraction, and
+// fractions are all Beam Go's runtime takes from progress.
+func scaleProgress[T any](src Source[T], rt *sdf.Tracker) {
+	rt.SetProgressScale(float64(bytesPerOffset(src)))
 }
 
 // CreateTracker tracks the range under the split contract of package sdf.
@@ -179,6 +194,7 @@ func (fn *readFn[T, S]) CreateTracker(rest sdf.OffsetRange) *sdf.Tracker {
 
 // ProcessElement reads the records of src in the tracker's range.
 func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src S, emit func(T)) error {
+	scaleProgress[T](src, rt)
 	st, err := readRestriction[T](ctx, src, rt, emit)
 	records, bytes, accepted, refused := recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
 	if ns := fn.Namespace; ns != "" {

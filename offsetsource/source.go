@@ -86,8 +86,11 @@ type ByteCounter interface {
 // It opens src.Subrange(start, end) on the tracker's current range, claims
 // each record with rt.TryClaimRecord and stops when a claim is refused; at
 // io.EOF it marks the tracker done. Errors name the source and the offset and
-// also fail the tracker. The reader is closed in every case.
+// also fail the tracker. The reader is closed in every case. Like the DoFn,
+// it makes rt report progress in bytes (src.BytesPerOffset per offset), the
+// unit of the DoFn's RestrictionSize.
 func ReadRestriction[T any](ctx context.Context, src Source[T], rt *sdf.Tracker, emit func(T)) error {
+	scaleProgress(src, rt)
 	_, err := readRestriction(ctx, src, rt, emit)
 	return err
 }

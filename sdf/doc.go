@@ -30,11 +30,44 @@
 //     reader said how many records the block holds (SetBlock).
 //  7. Split points consumed and remaining are reported where known.
 //  8. Every method may be called from any goroutine: the runner calls TrySplit
-//     and GetProgress while ProcessElement claims. No method waits on I/O.
+//     and GetProgress while ProcessElement claims. No method waits on I/O
+//     (Core.SplitWithIO waits on its own I/O, outside the lock).
 //
 // An End of math.MaxInt64 is unbounded: TrySplit needs an EndEstimator to split
 // such a range (except for the checkpoint TrySplit(0)), and IsBounded reports
-// false.
+// false. Every other range of int64 positions is supported, negative and
+// extreme ones included ([math.MinInt64, 10), say): no position arithmetic
+// overflows, and fractions of spans wider than 2^53 are as exact as float64
+// allows.
+//
+// # The tracker core
+//
+// Tracker is built on Core, which every tracker in sdfio shares whatever its
+// restriction type: the claim state (started, stopped, failed, done), the
+// claim rules 2 and 3, the checkpoint, splits at a position, split
+// statistics, String and the errors (ErrClaimOrder, ErrClaimAfterStop). A
+// tracker of another restriction (bigqueryio's stream and row offset) holds a
+// Core[R] and adds only what is its own.
+//
+// # Splits that need I/O
+//
+// Rule 8 says no method waits on I/O. A split that must ask a service
+// (BigQuery's SplitReadStream) cannot be decided from memory, so
+// Core.SplitWithIO runs it in two phases: it decides the split under the lock
+// from a Snapshot, runs the I/O outside the lock with a deadline, and commits
+// under the lock only if the reader has not passed the split position and
+// nothing else changed the restriction meanwhile; otherwise it refuses with
+// nothing changed. GetProgress never waits on that I/O; claims either go on
+// (the commit's re-check keeps them safe) or, with IOSplitOptions.HoldClaims,
+// wait for the commit, at most the deadline.
+//
+// # Progress units
+//
+// GetProgress reports offsets unless the reader set another unit with
+// SetProgressScale: a reader whose RestrictionSize is in bytes and whose
+// offsets are not sets its bytes per offset, so that both agree. Beam Go's
+// runtime only uses the fraction done/(done+remaining), which the scale does
+// not change.
 //
 // SplitIntoBundles cuts a range into initial bundles with OffsetBasedSource's
 // rule.

@@ -3,12 +3,15 @@ package sdf
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"testing"
 )
 
 // trackerModel is the split contract restated as plainly as possible, for
-// FuzzTrackerModel to compare the Tracker against.
+// FuzzTrackerModel to compare the Tracker against. Its arithmetic is exact
+// (math/big), so that ranges at the ends of int64 ([math.MinInt64, 10), say)
+// are checked too.
 type trackerModel struct {
 	start, end int64 // current range
 	started    bool  // a split point was claimed
@@ -22,19 +25,35 @@ type trackerModel struct {
 	claimed    []int64
 }
 
+func bi(v int64) *big.Int { return big.NewInt(v) }
+
+func add(a *big.Int, d int64) *big.Int { return new(big.Int).Add(a, bi(d)) }
+
+// bigFloat64 is x rounded to the nearest float64, as Go converts integers.
+func bigFloat64(x *big.Int) float64 {
+	f, _ := new(big.Float).SetInt(x).Float64()
+	return f
+}
+
+// floatInt is the integer value of the integral float f.
+func floatInt(f float64) *big.Int {
+	i, _ := new(big.Float).SetFloat64(f).Int(nil)
+	return i
+}
+
 func (m *trackerModel) bounded() bool { return m.end != Unbounded }
 
 func (m *trackerModel) done() bool {
 	// A split point must lie after the last claimed record.
-	return m.stopped || m.start >= m.end || (m.started && m.lastRecord+1 >= m.end)
+	return m.stopped || m.start >= m.end || (m.started && add(bi(m.lastRecord), 1).Cmp(bi(m.end)) >= 0)
 }
 
-// last is the position a split must lie after.
-func (m *trackerModel) last() int64 {
+// last is the position a split must lie after: Start-1 before any claim.
+func (m *trackerModel) last() *big.Int {
 	if !m.started {
-		return m.start - 1
+		return add(bi(m.start), -1)
 	}
-	return m.lastRecord
+	return bi(m.lastRecord)
 }
 
 func (m *trackerModel) claim(pos int64, splitPoint bool) bool {
@@ -64,15 +83,17 @@ func (m *trackerModel) claim(pos int64, splitPoint bool) bool {
 	return true
 }
 
-// splitAt moves the end to pos when the contract allows it.
-func (m *trackerModel) splitAt(pos int64) (OffsetRange, bool) {
-	if m.failed || m.done() || pos <= m.last() || pos <= m.start || pos >= m.end {
+// splitAtBig moves the end to pos when the contract allows it.
+func (m *trackerModel) splitAtBig(pos *big.Int) (OffsetRange, bool) {
+	if m.failed || m.done() || pos.Cmp(m.last()) <= 0 || pos.Cmp(bi(m.start)) <= 0 || pos.Cmp(bi(m.end)) >= 0 {
 		return OffsetRange{}, false
 	}
-	res := OffsetRange{pos, m.end}
-	m.end = pos
+	res := OffsetRange{pos.Int64(), m.end}
+	m.end = pos.Int64()
 	return res, true
 }
+
+func (m *trackerModel) splitAt(pos int64) (OffsetRange, bool) { return m.splitAtBig(bi(pos)) }
 
 // trySplit is Beam Go's fraction of the remainder.
 func (m *trackerModel) trySplit(f float64) (OffsetRange, bool) {
@@ -82,30 +103,35 @@ func (m *trackerModel) trySplit(f float64) (OffsetRange, bool) {
 	last := m.last()
 	if f == 0 {
 		// A record that is not a split point may lie past the end.
-		if last+1 >= m.end {
+		p := new(big.Int).Add(last, bi(1))
+		if p.Cmp(bi(m.end)) >= 0 {
 			return OffsetRange{}, false
 		}
-		res := OffsetRange{last + 1, m.end}
-		m.end = last + 1
+		res := OffsetRange{p.Int64(), m.end}
+		m.end = p.Int64()
 		return res, true
 	}
-	end := m.end
+	end := bi(m.end)
 	if !m.bounded() {
 		if !m.hasEst {
 			return OffsetRange{}, false
 		}
-		end = max(m.est, last+1)
+		end = bi(m.est)
+		if p := new(big.Int).Add(last, bi(1)); end.Cmp(p) < 0 {
+			end = p
+		}
 	}
-	step := math.Max(math.Ceil(f*float64(end-last)), 1)
+	total := bigFloat64(new(big.Int).Sub(end, last))
+	step := math.Max(math.Ceil(f*total), 1)
 	pos := end // a step of the whole span or more splits at the end
-	if step < float64(end-last) {
-		pos = last + int64(step)
+	if step < total {
+		pos = new(big.Int).Add(last, floatInt(step))
 	}
-	if pos >= m.end {
+	if pos.Cmp(bi(m.end)) >= 0 {
 		return OffsetRange{}, false
 	}
-	res := OffsetRange{pos, m.end}
-	m.end = pos
+	res := OffsetRange{pos.Int64(), m.end}
+	m.end = pos.Int64()
 	return res, true
 }
 
@@ -117,7 +143,11 @@ func (m *trackerModel) splitAtFraction(f float64) (OffsetRange, bool) {
 	if m.started {
 		s = m.first
 	}
-	return m.splitAt(s + int64(math.Floor(f*float64(m.end-s))))
+	if m.end <= s {
+		return OffsetRange{}, false
+	}
+	d := math.Floor(f * bigFloat64(new(big.Int).Sub(bi(m.end), bi(s))))
+	return m.splitAtBig(new(big.Int).Add(bi(s), floatInt(d)))
 }
 
 // FuzzTrackerModel drives a Tracker and the model with the same random
@@ -138,12 +168,36 @@ func FuzzTrackerModel(f *testing.F) {
 	f.Add(int64(1<<62-1), uint16(150), uint8(0), []byte{0, 0, 3, 50, 0, 1, 1, 4, 3, 250, 7, 0})
 	f.Add(int64(3), uint16(7), uint8(0), []byte{2, 2, 2, 1, 0, 0})
 	f.Add(int64(0), uint16(9), uint8(0), []byte{7, 0, 0, 0, 3, 9})
+	// Issue 7 defect 9: [MinInt64, ...), negative and top-of-int64 ranges.
+	f.Add(int64(0), uint16(10), uint8(4), []byte{3, 128, 0, 0, 3, 128, 6, 0})
+	f.Add(int64(0), uint16(1<<15), uint8(4|16), []byte{3, 128, 4, 128, 8, 200, 3, 128, 5, 200, 1, 3, 6, 0})
+	f.Add(int64(0), uint16(0), uint8(4|1), []byte{3, 128, 0, 0, 6, 0})
+	f.Add(int64(0), uint16(0), uint8(4|3), []byte{9, 255, 3, 128, 0, 0, 9, 0, 3, 200, 6, 0})
+	f.Add(int64(77), uint16(500), uint8(8|16), []byte{8, 10, 3, 128, 4, 64, 5, 130, 0, 3, 1, 7, 3, 250, 6, 0})
+	f.Add(int64(3), uint16(100), uint8(12), []byte{8, 255, 0, 0, 3, 255, 5, 255, 1, 255, 3, 1, 7, 0})
+	f.Add(int64(3), uint16(100), uint8(12|16), []byte{8, 255, 0, 7, 1, 3, 3, 128, 4, 255, 6, 0})
 
 	f.Fuzz(func(t *testing.T, start int64, size uint16, mode uint8, ops []byte) {
-		// Offsets are non-negative and far enough below Unbounded that the
-		// positions the ops compute cannot overflow.
-		start &= 1<<62 - 1
-		orig := OffsetRange{start, start + int64(size)}
+		// Bits 2-3 of mode place the range: ordinary non-negative offsets,
+		// at the bottom of int64, negative, or at the top just below
+		// Unbounded. Bit 4 makes it span size<<46 (up to 2^62) instead
+		// of size. Positions the ops compute wrap around; the model is
+		// exact whatever they are.
+		width := int64(size)
+		if mode&16 != 0 {
+			width = int64(size) << 46
+		}
+		switch mode >> 2 & 3 {
+		case 0:
+			start &= 1<<62 - 1
+		case 1:
+			start = math.MinInt64 + start&0xffff
+		case 2:
+			start = -(start & (1<<62 - 1)) - width
+		case 3:
+			start = math.MaxInt64 - 1 - width - start&0xff
+		}
+		orig := OffsetRange{start, start + width}
 		m := &trackerModel{start: start, end: orig.End}
 		var tr *Tracker
 		var est *estimate
@@ -152,13 +206,14 @@ func FuzzTrackerModel(f *testing.F) {
 			m.end = Unbounded
 		}
 		if mode&2 != 0 {
-			m.hasEst, m.est = true, start+int64(size)
+			m.hasEst, m.est = true, start+width
 			est = newEstimate(m.est)
 			tr = NewUnboundedTracker(orig, est)
 		} else {
 			tr = NewTracker(orig)
 		}
-		m.lastSplit, m.lastRecord = start-1, start-1
+		// lastPos is the position splits lie after, wrapped for the ops.
+		lastPos := func() int64 { return m.last().Int64() }
 		if len(ops) > 512 {
 			ops = ops[:512]
 		}
@@ -185,9 +240,9 @@ func FuzzTrackerModel(f *testing.F) {
 			frac := float64(arg) / 255
 			switch code {
 			case 0, 8: // the reader's next split point
-				pos := m.last() + 1 + int64(arg%8)
+				pos := lastPos() + 1 + int64(arg%8)
 				if code == 8 {
-					pos = m.last() + 1 + int64(arg)*int64(max(size, 1))/64
+					pos = lastPos() + 1 + int64(arg)*max(width, 1)/64
 				}
 				log = append(log, fmt.Sprintf("TryClaimSplitPoint(%d)", pos))
 				if got, want := tr.TryClaimSplitPoint(pos), m.claim(pos, true); got != want {
@@ -226,9 +281,13 @@ func FuzzTrackerModel(f *testing.F) {
 				wr, wok := m.splitAtFraction(frac)
 				checkSplit(fmt.Sprintf("SplitAtFraction(%v)", frac), r, ok, wr, wok)
 			case 5: // a position near the last claim or anywhere in the range
-				pos := m.last() + int64(arg%16) - 4
+				pos := lastPos() + int64(arg%16) - 4
 				if arg >= 128 && m.bounded() {
-					pos = m.start - 2 + int64(arg-128)*(m.end-m.start+4)/127
+					// start-2 + (arg-128)*(end-start+4)/127, kept in int64.
+					p := new(big.Int).Sub(bi(m.end), bi(m.start))
+					p.Mul(add(p, 4), bi(int64(arg-128)))
+					p.Quo(p, bi(127))
+					pos = clampInt64(p.Add(p, add(bi(m.start), -2)))
 				}
 				log = append(log, fmt.Sprintf("TrySplitAtPosition(%d)", pos))
 				r, ok := tr.TrySplitAtPosition(pos)
@@ -254,7 +313,7 @@ func FuzzTrackerModel(f *testing.F) {
 				}
 			case 9: // the end estimate moves
 				if est != nil {
-					m.est = max(1, m.lastRecord+int64(arg)*4-200)
+					m.est = clampInt64(add(bi(m.lastRecord), int64(arg)*4-200))
 					est.v.Store(m.est)
 					log = append(log, fmt.Sprintf("estimate %d", m.est))
 				}
@@ -333,6 +392,16 @@ func FuzzTrackerModel(f *testing.F) {
 			}
 		}
 	})
+}
+
+func clampInt64(x *big.Int) int64 {
+	switch {
+	case x.Cmp(bi(math.MinInt64)) < 0:
+		return math.MinInt64
+	case x.Cmp(bi(math.MaxInt64)) > 0:
+		return math.MaxInt64
+	}
+	return x.Int64()
 }
 
 func compareInt64(a, b int64) int {

@@ -41,6 +41,7 @@ type Tracker struct {
 	blockSize     int64 // offsets spanned by the current block, 0 when unknown
 	blockRecords  int64 // records in the current block, 0 when unknown
 	blockConsumed int64 // records of the current block claimed so far
+	blockRangeEnd int64 // the range's End when the current block was claimed
 
 	est   EndEstimator
 	scale float64 // progress units per offset; 0 means 1
@@ -116,6 +117,7 @@ func (t *Tracker) TryClaimRecord(pos int64, splitPoint bool) bool {
 	if ok {
 		if splitPoint {
 			t.blockSize, t.blockRecords, t.blockConsumed = 0, 0, 1
+			_, t.blockRangeEnd = t.core.BoundsLocked()
 		} else {
 			t.blockConsumed++
 		}
@@ -220,9 +222,9 @@ func (t *Tracker) trySplitLocked(f float64) (OffsetRange, bool) {
 // e, computed without overflow: a step of the whole span or more gives e.
 func splitPos(f float64, next, e int64) int64 {
 	n := span(next, e) // e - last - 1
-	total := float64(n) + 1
-	if n < 1<<53 {
-		total = float64(n + 1)
+	total := math.Ldexp(1, 64)
+	if n != math.MaxUint64 {
+		total = float64(n + 1) // rounded to nearest, as Beam's float64(e-last)
 	}
 	s := math.Max(math.Ceil(f*total), 1)
 	if s >= total {
@@ -262,9 +264,10 @@ func (t *Tracker) splitAtFractionLocked(f float64) (OffsetRange, bool) {
 	if end <= s {
 		return OffsetRange{}, false
 	}
-	d := math.Floor(f * float64(span(s, end)))
-	if d >= float64(span(s, end)) {
-		return OffsetRange{}, false
+	n := span(s, end)
+	d := math.Floor(f * float64(n))
+	if d >= float64(n) || uint64(d) >= n {
+		return OffsetRange{}, false // at or past End
 	}
 	return t.core.SplitAtLocked(int64(uint64(s) + uint64(d)))
 }
@@ -293,20 +296,31 @@ func (t *Tracker) relPositionLocked(from, end int64) float64 {
 }
 
 // endLocked is the end used for progress: the estimate for an unbounded range
-// (0, false when there is none).
+// (0, false when there is none). When a split moved the end into the
+// current block (SetBlock) after the block was claimed, the block's records
+// all stay in the primary: the end is then the block's end, so that the work
+// done never goes back.
 func (t *Tracker) endLocked() (int64, bool) {
-	_, end := t.core.BoundsLocked()
-	if end != Unbounded {
-		return end, true
+	_, rangeEnd := t.core.BoundsLocked()
+	c := t.core.ClaimedLocked()
+	end := rangeEnd
+	if end == Unbounded {
+		if t.est == nil {
+			return 0, false
+		}
+		end = t.est.EstimateEnd()
+		if c.Started && end <= c.LastSplit {
+			end = c.LastSplit + 1 // LastSplit < End, so this does not overflow
+		}
 	}
-	if t.est == nil {
-		return 0, false
+	if c.Started && rangeEnd != t.blockRangeEnd && t.blockSize > 0 && t.blockRecords > 0 {
+		blockEnd := t.blockRangeEnd
+		if uint64(t.blockSize) < span(c.LastSplit, blockEnd) {
+			blockEnd = c.LastSplit + t.blockSize
+		}
+		end = max(end, blockEnd)
 	}
-	e := t.est.EstimateEnd()
-	if c := t.core.ClaimedLocked(); c.Started && e <= c.LastSplit {
-		e = c.LastSplit + 1 // LastSplit < End, so this does not overflow
-	}
-	return e, true
+	return end, true
 }
 
 // FractionConsumed is Java's RangeTracker.getFractionConsumed: 0 before the
@@ -357,7 +371,9 @@ func (t *Tracker) GetProgress() (done, remaining float64) {
 		s = c.First
 	}
 	switch {
-	case t.core.StoppedLocked():
+	case t.core.StoppedLocked() || (c.Started && t.core.DoneLocked()):
+		// Done: by a refused claim, MarkDone, or with the last position
+		// claimed (a checkpoint, say).
 		if ok && end > s {
 			return scale * fspan(s, end), 0
 		}

@@ -171,8 +171,21 @@ func (t *racyTracker) MarkDone() {
 	t.mu.Unlock()
 }
 
-func (t *racyTracker) GetError() error                 { return nil }
-func (t *racyTracker) GetProgress() (float64, float64) { return 0, 1 }
+func (t *racyTracker) GetError() error { return nil }
+
+func (t *racyTracker) GetProgress() (float64, float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.stopped:
+		return float64(max(t.rng.End-t.rng.Start, 1)), 0
+	case t.rng.End <= t.rng.Start:
+		return 0, 0
+	case t.last+1 >= t.rng.End:
+		return float64(t.rng.End - t.rng.Start), 0
+	}
+	return float64(t.last + 1 - t.rng.Start), float64(t.rng.End - t.last - 1)
+}
 func (t *racyTracker) IsDone() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -514,4 +527,101 @@ func intToString(s sdftest.Subject[int64]) sdftest.Subject[string] {
 		},
 		Split: s.Split,
 	}
+}
+
+// The trackers below break the progress rules (6-7); the progress checks
+// must report each of them.
+
+// holdingTracker's GetProgress takes a lock that its reader holds while it
+// hands a record on (inside emit): GetProgress blocks while Read waits.
+type holdingTracker struct {
+	*sdf.Tracker
+	mu sync.Mutex
+}
+
+func (t *holdingTracker) GetProgress() (float64, float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Tracker.GetProgress()
+}
+
+// skewedTracker reports what progress returns instead of its tracker's.
+type skewedTracker struct {
+	*sdf.Tracker
+	progress func(tr *sdf.Tracker, done, remaining float64) (float64, float64)
+}
+
+func (t skewedTracker) GetProgress() (float64, float64) {
+	d, r := t.Tracker.GetProgress()
+	return t.progress(t.Tracker, d, r)
+}
+
+func skewed(d blockData, f func(tr *sdf.Tracker, done, remaining float64) (float64, float64)) sdftest.Subject[string] {
+	return d.subject(0, d.end, func(t *sdf.Tracker) beamsdf.RTracker { return skewedTracker{t, f} })
+}
+
+func TestReportsProgressBlockingWhileReadWaits(t *testing.T) {
+	t.Parallel()
+	d := gappy(0, 10)
+	s := d.subject(0, d.end, func(t *sdf.Tracker) beamsdf.RTracker { return &holdingTracker{Tracker: t} })
+	s.Read = func(ctx context.Context, rt beamsdf.RTracker, emit func(string)) error {
+		h := rt.(*holdingTracker)
+		return d.read(ctx, rt, func(v string) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			emit(v)
+		})
+	}
+	s.ProgressTimeout = 50 * time.Millisecond
+	wantReported(t, s, -1, 0, "GetProgress did not return within 50ms while Read waits in emit after 1 records")
+}
+
+func TestReportsProgressNotZeroAtStart(t *testing.T) {
+	t.Parallel()
+	s := skewed(gappy(0, 10), func(_ *sdf.Tracker, d, r float64) (float64, float64) { return d + 1, r })
+	wantReported(t, s, 3, 0.5, "before the first claim, want done 0")
+}
+
+func TestReportsProgressGoingBack(t *testing.T) {
+	t.Parallel()
+	// Done drops by half once the fifth split point was claimed.
+	s := skewed(gappy(0, 10), func(tr *sdf.Tracker, d, r float64) (float64, float64) {
+		if tr.SplitPointsConsumed() >= 4 {
+			return d / 2, r
+		}
+		return d, r
+	})
+	wantReported(t, s, 3, 0.5, "went down")
+}
+
+func TestReportsProgressNotOneAtEnd(t *testing.T) {
+	t.Parallel()
+	s := skewed(gappy(0, 10), func(_ *sdf.Tracker, d, r float64) (float64, float64) { return d, r + 1 })
+	wantReported(t, s, 3, 0.5, "once the tracker is done, want remaining 0")
+}
+
+func TestReportsProgressNotFinite(t *testing.T) {
+	t.Parallel()
+	nan := skewed(gappy(0, 10), func(_ *sdf.Tracker, d, r float64) (float64, float64) { return d / (r - r), r })
+	wantReported(t, nan, 3, 0.5, "not finite")
+	neg := skewed(gappy(0, 10), func(_ *sdf.Tracker, d, r float64) (float64, float64) { return d, r - 10 })
+	wantReported(t, neg, 3, 0.5, "negative work")
+}
+
+// A tracker reporting offsets for a restriction whose size is in bytes (4
+// per offset) is reported; SetProgressScale makes them agree.
+func TestReportsProgressInAnotherUnit(t *testing.T) {
+	t.Parallel()
+	d := blocky(0, 10)
+	size := func(r any) float64 { return 4 * float64(r.(sdf.OffsetRange).Size()) }
+	s := d.subject(0, d.end, nil)
+	s.Size = size
+	wantReported(t, s, 3, 0.5, "progress and size must be in the same unit")
+
+	s.NewTracker = func(r any) beamsdf.RTracker {
+		tr := sdf.NewTracker(r.(sdf.OffsetRange))
+		tr.SetProgressScale(4)
+		return tr
+	}
+	checkReport(t, sdftest.AssertSplitAtFractionExhaustive(t, s), len(d.records()))
 }

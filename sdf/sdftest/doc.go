@@ -71,6 +71,32 @@
 // opening it: the delay adapts, growing after races the reader won and
 // shrinking after races the splitter won, so that both happen.
 //
+// # Progress
+//
+// Every read the checks do (the whole restriction, the interrupted reader,
+// fresh reads of primaries and residuals, the races) also checks the
+// tracker's progress, rules 6 and 7 of the split contract: GetProgress is
+// called before Read starts, after every record while Read waits inside
+// emit, and once Read returned, each time on another goroutine and bounded
+// by Subject.ProgressTimeout, so that a GetProgress that waits for the reader
+// or for I/O is reported, not a deadlock. It requires
+//
+//   - done 0 before the first claim, and, when Subject.Size (the SDF's
+//     RestrictionSize) is given, done+remaining equal to the restriction's
+//     size there: progress in the same unit as the size;
+//   - done and the fraction done/(done+remaining) never to decrease as
+//     records are claimed (splits only move the fraction up);
+//   - remaining 0 and done above 0 (a fraction of 1) once Read returned and
+//     the tracker is done;
+//   - finite values, never negative; where the tracker counts split points
+//     (SplitPointsConsumed, SplitPointsRemaining, as sdf.Tracker does), a
+//     consumed count that starts at 0 and never decreases, and a remaining
+//     count of -1 (unknown) or more.
+//
+// Subject.SkipProgress turns these checks off for a tracker that reports no
+// progress; Beam's own offsetrange.Tracker, for one, reports remaining work
+// of -1 once it is done.
+//
 // # Cost
 //
 // The exhaustive check does, for each of the n+1 indices, up to about

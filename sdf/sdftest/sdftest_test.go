@@ -228,10 +228,28 @@ func TestExhaustiveWholeRangeFractions(t *testing.T) {
 
 // TestExhaustiveBeamOffsetRange runs Beam's own offsetrange.Tracker (behind
 // its LockRTracker) through the harness: the harness knows nothing of sdf.
+// Its progress is off: once the claim of the end was refused, Beam's tracker
+// reports done End+1-Start and remaining -1 (TestReportsBeamOffsetRangeProgress).
 func TestExhaustiveBeamOffsetRange(t *testing.T) {
 	t.Parallel()
+	s := beamOffsetRangeSubject()
+	s.SkipProgress = true
+	rep := sdftest.AssertSplitAtFractionExhaustive(t, s)
+	checkReport(t, rep, 20)
+}
+
+// TestReportsBeamOffsetRangeProgress: the progress checks see Beam's
+// offsetrange.Tracker report negative remaining work at its end.
+func TestReportsBeamOffsetRangeProgress(t *testing.T) {
+	_, err := sdftest.ReadAll(context.Background(), beamOffsetRangeSubject())
+	if err == nil || !strings.Contains(err.Error(), "negative work") {
+		t.Errorf("ReadAll: err = %v, want negative work reported", err)
+	}
+}
+
+func beamOffsetRangeSubject() sdftest.Subject[string] {
 	d := gappy(0, 20)
-	s := sdftest.Subject[string]{
+	return sdftest.Subject[string]{
 		Restriction: offsetrange.Restriction{Start: 0, End: d.end + 2},
 		NewTracker: func(r any) beamsdf.RTracker {
 			return beamsdf.NewLockRTracker(offsetrange.NewTracker(r.(offsetrange.Restriction)))
@@ -251,8 +269,6 @@ func TestExhaustiveBeamOffsetRange(t *testing.T) {
 			return nil
 		},
 	}
-	rep := sdftest.AssertSplitAtFractionExhaustive(t, s)
-	checkReport(t, rep, 20)
 }
 
 // checkReport checks that an exhaustive run did real work: every index was

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 )
@@ -31,6 +32,19 @@ type Subject[T any] struct {
 	// Equal reports whether two records are the same. Optional;
 	// reflect.DeepEqual when nil.
 	Equal func(a, b T) bool
+	// Size is the SDF's RestrictionSize of a restriction. Optional; when
+	// set, the progress checks require every new tracker (of the whole
+	// restriction, of primaries and residuals) to report done 0 and
+	// remaining Size(rest) before its first claim, as Beam Java defines a
+	// restriction's default size: progress and size in the same unit.
+	Size func(rest any) float64
+	// ProgressTimeout bounds each GetProgress call of the progress checks;
+	// DefaultProgressTimeout when 0.
+	ProgressTimeout time.Duration
+	// SkipProgress turns the progress checks off, for a tracker that does
+	// not report progress (Beam's own offsetrange.Tracker reports remaining
+	// work of -1 once done). Every other check still runs.
+	SkipProgress bool
 }
 
 // ReadAll reads s.Restriction with a new tracker and returns its records. It
@@ -124,7 +138,7 @@ func (s *Subject[T]) readRestriction(ctx context.Context, rest any, what string)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
-	r := &reading[T]{done: make(chan struct{})}
+	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, rest)}
 	r.run(ctx, s, rt, nil, nil)
 	return r.recs, r.check(what, rest, rt)
 }
@@ -137,24 +151,30 @@ type reading[T any] struct {
 	late     int   // records emitted after Read returned
 	err      error // what Read returned (or its panic)
 	done     chan struct{}
+	// progress checks the tracker's progress as the read goes; nil when
+	// the checks are off.
+	progress *progressCheck[T]
 }
 
 // goRead runs s.Read on rt on a new goroutine; see run.
 func goRead[T any](ctx context.Context, s *Subject[T], rt beamsdf.RTracker, gate <-chan struct{}, hook func(k int)) *reading[T] {
-	r := &reading[T]{done: make(chan struct{})}
+	r := &reading[T]{done: make(chan struct{}), progress: s.newProgressCheck(rt, s.Restriction)}
 	go r.run(ctx, s, rt, gate, hook)
 	return r
 }
 
 // run waits for gate (if not nil), then reads. hook (if not nil) runs on the
 // reading goroutine with k = 0 before Read is called, and with the number of
-// records emitted so far after each record, inside emit. done is closed when
-// Read returned.
+// records emitted so far after each record, inside emit. The progress checks
+// run just before hook does, and once more when Read returned. done is
+// closed when Read returned.
 func (r *reading[T]) run(ctx context.Context, s *Subject[T], rt beamsdf.RTracker, gate <-chan struct{}, hook func(k int)) {
 	defer close(r.done)
+	defer r.progress.close()
 	if gate != nil {
 		<-gate
 	}
+	r.progress.before()
 	if hook != nil {
 		hook(0)
 	}
@@ -168,10 +188,14 @@ func (r *reading[T]) run(ctx context.Context, s *Subject[T], rt beamsdf.RTracker
 		r.recs = append(r.recs, v)
 		k := len(r.recs)
 		r.mu.Unlock()
+		r.progress.record(k)
 		if hook != nil {
 			hook(k)
 		}
 	})
+	if err == nil && rt.GetError() == nil && rt.IsDone() {
+		r.progress.after()
+	}
 	r.mu.Lock()
 	r.returned, r.err = true, err
 	r.mu.Unlock()
@@ -201,6 +225,9 @@ func (r *reading[T]) check(what string, rest any, rt beamsdf.RTracker) error {
 	}
 	if !rt.IsDone() {
 		return fmt.Errorf("reading %s %v: Read returned nil after %d records but the tracker is not done (IsDone false, restriction now %v; Beam's runtime fails such a bundle) (tracker %v)", what, rest, len(r.recs), rt.GetRestriction(), rt)
+	}
+	if r.progress != nil && r.progress.err != nil {
+		return fmt.Errorf("reading %s %v: %w", what, rest, r.progress.err)
 	}
 	return nil
 }
