@@ -49,6 +49,7 @@ func StreamSubject(ctx context.Context, table string, opts ...ReadOption) (s sdf
 		NewTracker: func(r any) beamsdf.RTracker {
 			return NewStreamTracker(r.(StreamRestriction), c, cfg.SplitTimeout)
 		},
+		Size: func(r any) float64 { return r.(StreamRestriction).size() },
 		Read: func(ctx context.Context, rt beamsdf.RTracker, emit func([]bigquery.Value)) error {
 			_, dec, err := info.decoder()
 			if err != nil {

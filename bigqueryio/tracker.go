@@ -89,9 +89,10 @@ type StreamTracker struct {
 	timeout time.Duration
 
 	// Under core's lock.
-	noSplit bool     // the service said the stream cannot be split
-	resp    respInfo // the response the reader is claiming rows of
-	refusal map[string]int64
+	noSplit  bool     // the service said the stream cannot be split
+	resp     respInfo // the response the reader is claiming rows of
+	refusal  map[string]int64
+	lastFrac float64 // the last fraction done GetProgress reported
 
 	emptyHalves atomic.Int64 // splits the service answered with an empty half
 }
@@ -196,22 +197,43 @@ func (t *StreamTracker) fractionLocked() (float64, bool) {
 
 // GetProgress reports rows done and remaining: done is the rows claimed,
 // remaining is extrapolated from the fraction of the stream the server
-// reports consumed, or from the restriction's estimate before that.
+// reports consumed, or from the restriction's estimate before that. Before
+// the first claim done+remaining is the restriction's size (RestrictionSize);
+// the fraction done never goes down.
 func (t *StreamTracker) GetProgress() (done, remaining float64) {
 	t.core.Lock()
 	defer t.core.Unlock()
+	done, remaining = t.progressLocked()
+	if tot := done + remaining; tot > 0 && remaining > 0 {
+		if f := done / tot; f < t.lastFrac {
+			remaining = done * (1 - t.lastFrac) / t.lastFrac
+		} else {
+			t.lastFrac = f
+		}
+	}
+	return done, remaining
+}
+
+func (t *StreamTracker) progressLocked() (done, remaining float64) {
 	c := t.core.ClaimedLocked()
 	rest := t.core.RestrictionLocked()
 	if c.Started {
 		done = float64(c.LastRecord - c.First + 1)
 	}
-	if t.core.StoppedLocked() || t.core.DoneLocked() {
+	if t.core.StoppedLocked() {
 		return max(done, 1), 0
 	}
 	if rest.End != sdf.Unbounded {
-		return done, math.Max(float64(rest.End)-float64(c.LastRecord+1), 0)
+		next := rest.Start
+		if c.Started {
+			next = c.LastRecord + 1
+		}
+		return done, math.Max(float64(rest.End-next), 0)
 	}
-	if f, ok := t.fractionLocked(); ok && f > 0 && c.Started {
+	if !c.Started {
+		return 0, rest.size()
+	}
+	if f, ok := t.fractionLocked(); ok && f > 0 {
 		read := float64(c.LastRecord + 1) // rows of the stream up to here
 		return done, math.Max(read/f-read, 1)
 	}
