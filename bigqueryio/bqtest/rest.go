@@ -1,0 +1,90 @@
+package bqtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/option"
+)
+
+// RESTEndpoint starts (once) and returns the base URL of a small BigQuery
+// REST API for the server's tables: tables.get, which the official client
+// (cloud.google.com/go/bigquery) calls before reading a table through the
+// Storage Read API. Pass it with RESTClientOptions to bigquery.NewClient, and
+// the server's ClientOptions to Client.EnableStorageReadClient.
+func (s *Server) RESTEndpoint() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rest == nil {
+		s.rest = httptest.NewServer(http.HandlerFunc(s.serveREST))
+	}
+	return s.rest.URL + "/bigquery/v2/"
+}
+
+// RESTClientOptions are the options that point bigquery.NewClient at
+// RESTEndpoint, without credentials.
+func (s *Server) RESTClientOptions() []option.ClientOption {
+	return RESTOptions(s.RESTEndpoint())
+}
+
+func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
+	p := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/bigquery/v2"), "/"), "/")
+	if r.Method != http.MethodGet || len(p) != 6 || p[0] != "projects" || p[2] != "datasets" || p[4] != "tables" {
+		restError(w, http.StatusNotImplemented, "bqtest serves only tables.get, not "+r.Method+" "+r.URL.Path)
+		return
+	}
+	res := strings.Join(p, "/")
+	s.mu.Lock()
+	t := s.tables[res]
+	s.mu.Unlock()
+	if t == nil {
+		restError(w, http.StatusNotFound, "Not found: Table "+p[1]+":"+p[3]+"."+p[5])
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"kind":           "bigquery#table",
+		"id":             p[1] + ":" + p[3] + "." + p[5],
+		"tableReference": map[string]string{"projectId": p[1], "datasetId": p[3], "tableId": p[5]},
+		"schema":         map[string]any{"fields": restFields(t.Schema)},
+		"numRows":        strconv.Itoa(len(t.Rows)),
+		"numBytes":       strconv.FormatInt(int64(len(t.Rows))*t.rowBytes, 10),
+		"type":           "TABLE",
+		"location":       "US",
+	})
+}
+
+func restFields(schema bigquery.Schema) []map[string]any {
+	out := make([]map[string]any, 0, len(schema))
+	for _, f := range schema {
+		mode := "NULLABLE"
+		switch {
+		case f.Repeated:
+			mode = "REPEATED"
+		case f.Required:
+			mode = "REQUIRED"
+		}
+		m := map[string]any{"name": f.Name, "type": string(f.Type), "mode": mode}
+		if len(f.Schema) > 0 {
+			m["fields"] = restFields(f.Schema)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func restError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+}
+
+// RESTOptions are the options that point bigquery.NewClient at the REST
+// endpoint url of a bqtest server (its RESTEndpoint), from any process.
+func RESTOptions(url string) []option.ClientOption {
+	return []option.ClientOption{option.WithEndpoint(url), option.WithoutAuthentication()}
+}

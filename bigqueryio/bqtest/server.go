@@ -1,0 +1,560 @@
+package bqtest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Server is an in-process BigQuery Storage Read API server on a loopback gRPC
+// listener. It is safe for concurrent use. Create one with NewServer and
+// Close it when done.
+type Server struct {
+	storagepb.UnimplementedBigQueryReadServer
+
+	cfg  config
+	lis  net.Listener
+	grpc *grpc.Server
+	rest *httptest.Server // RESTEndpoint, started on demand
+
+	mu         sync.Mutex
+	tables     map[string]*table   // by resource name projects/p/datasets/d/tables/t
+	sessions   map[string]*session // by session name
+	streams    map[string]*stream  // by stream name
+	faults     Faults
+	faultCalls int // ReadRows calls since SetFaults
+	rnd        *rand.Rand
+	stats      Stats
+	last       *storagepb.CreateReadSessionRequest
+	nextID     int
+}
+
+// Table is a table a test defines: its schema and rows. Row values are what
+// the official client's RowIterator yields as []bigquery.Value: int64,
+// float64, bool, string, []byte, *big.Rat (NUMERIC, BIGNUMERIC),
+// civil.Date, civil.Time, civil.DateTime, time.Time (TIMESTAMP), string
+// (GEOGRAPHY as WKT, JSON as text), []bigquery.Value for a RECORD (its fields
+// in schema order) and for a repeated column (its items); nil is NULL.
+type Table struct {
+	Schema bigquery.Schema
+	Rows   [][]bigquery.Value
+	// Denied makes every CreateReadSession on the table fail with
+	// PERMISSION_DENIED, as when the caller lacks bigquery.tables.getData.
+	Denied bool
+}
+
+type table struct {
+	name string
+	Table
+	rowBytes int64 // estimated bytes per row, for estimated_total_bytes_scanned
+}
+
+type session struct {
+	name     string
+	table    *table
+	format   storagepb.DataFormat
+	schema   bigquery.Schema // projected
+	cols     []int           // table column of each projected column
+	pred     predicate       // nil: all rows
+	avroJSON string
+	arrow    *arrow.Schema
+	arrowHdr []byte
+}
+
+type stream struct {
+	name   string
+	sess   *session
+	lo, hi int   // the table rows [lo, hi) the stream was assigned, before filtering
+	rows   []int // table rows of the stream that pass the restriction: row i is offset i
+}
+
+// Faults are failures the server injects. The zero value injects none.
+type Faults struct {
+	// UnavailableAfterRows makes a ReadRows call fail with UNAVAILABLE once
+	// it has sent this many rows (0: never). UnavailableShare is the share
+	// of ReadRows calls that fail so (0 with UnavailableCalls 0 counts as
+	// 1: every call).
+	UnavailableAfterRows int
+	UnavailableShare     float64
+	// UnavailableCalls makes the first this many ReadRows calls after
+	// SetFaults fail so for certain, before UnavailableShare applies.
+	UnavailableCalls int
+	// ResponseDelay is slept before each ReadRows response.
+	ResponseDelay time.Duration
+	// SplitDelay is slept in each SplitReadStream call before it answers
+	// (or until the caller's deadline).
+	SplitDelay time.Duration
+	// SplitRefuseShare is the share of SplitReadStream calls refused at
+	// random, with the empty response of a stream that cannot be split.
+	SplitRefuseShare float64
+}
+
+// Stats counts what the server did.
+type Stats struct {
+	Sessions         int   // read sessions created
+	Streams          int   // streams handed out in sessions
+	ReadRowsCalls    int   // ReadRows calls
+	RowsSent         int64 // rows sent by ReadRows
+	InjectedFailures int   // ReadRows calls failed by Faults
+	SplitCalls       int   // SplitReadStream calls
+	SplitsAccepted   int   // splits that returned a primary and a remainder
+	SplitsRefused    int   // splits that returned the empty response
+}
+
+type config struct {
+	blockRows      int
+	responseRows   int
+	defaultStreams int
+	seed           int64
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithBlockRows sets the server's storage unit: streams are assigned and
+// split at multiples of n table rows (default 64). A stream of fewer than
+// two blocks cannot be split, as with the real service.
+func WithBlockRows(n int) Option { return func(c *config) { c.blockRows = max(n, 1) } }
+
+// WithResponseRows sets the most rows in one ReadRows response (default 256).
+func WithResponseRows(n int) Option { return func(c *config) { c.responseRows = max(n, 1) } }
+
+// WithDefaultStreams sets the number of streams of a session when the
+// request leaves max_stream_count at 0 (default 4). A session never has
+// more streams than blocks, and an empty table gives a session without
+// streams.
+func WithDefaultStreams(n int) Option { return func(c *config) { c.defaultStreams = max(n, 1) } }
+
+// WithSeed seeds the random choices of fault injection (default 1).
+func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
+
+// NewServer starts a server on 127.0.0.1 on a free port.
+func NewServer(opts ...Option) (*Server, error) {
+	cfg := config{blockRows: 64, responseRows: 256, defaultStreams: 4, seed: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bqtest: listen: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		lis:      lis,
+		grpc:     grpc.NewServer(),
+		tables:   map[string]*table{},
+		sessions: map[string]*session{},
+		streams:  map[string]*stream{},
+		rnd:      rand.New(rand.NewSource(cfg.seed)),
+	}
+	storagepb.RegisterBigQueryReadServer(s.grpc, s)
+	go s.grpc.Serve(lis)
+	return s, nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// ClientOptions are the options that point Google's clients (the Storage
+// Read client of cloud.google.com/go/bigquery/storage/apiv1, and sdfio's
+// bigqueryio) at this server: its endpoint, no TLS, no credentials.
+func (s *Server) ClientOptions() []option.ClientOption { return Endpoint(s.Addr()) }
+
+// Close stops the server, ending the calls in flight.
+func (s *Server) Close() {
+	s.grpc.Stop()
+	s.mu.Lock()
+	rest := s.rest
+	s.mu.Unlock()
+	if rest != nil {
+		rest.Close()
+	}
+}
+
+// SetFaults replaces the faults the server injects from now on.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	s.faults, s.faultCalls = f, 0
+	s.mu.Unlock()
+}
+
+// Stats returns what the server did so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// LastSessionRequest returns the last CreateReadSession request the server
+// received (nil if none), so tests can check what a reader asked for.
+func (s *Server) LastSessionRequest() *storagepb.CreateReadSessionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// TableResource turns project.dataset.table, project:dataset.table or
+// projects/p/datasets/d/tables/t into the resource name the API uses.
+func TableResource(name string) (string, error) {
+	if strings.HasPrefix(name, "projects/") {
+		p := strings.Split(name, "/")
+		if len(p) == 6 && p[2] == "datasets" && p[4] == "tables" && p[1] != "" && p[3] != "" && p[5] != "" {
+			return name, nil
+		}
+		return "", fmt.Errorf("bqtest: table %q: want projects/P/datasets/D/tables/T", name)
+	}
+	proj, rest, ok := strings.Cut(name, ":")
+	if !ok {
+		proj, rest, ok = strings.Cut(name, ".")
+	}
+	ds, tbl, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || proj == "" || ds == "" || tbl == "" || strings.ContainsAny(tbl, ".:") {
+		return "", fmt.Errorf("bqtest: table %q: want project.dataset.table or project:dataset.table", name)
+	}
+	return fmt.Sprintf("projects/%s/datasets/%s/tables/%s", proj, ds, tbl), nil
+}
+
+// AddTable defines (or replaces) a table. name is project.dataset.table,
+// project:dataset.table or projects/p/datasets/d/tables/t. The rows are
+// checked against the schema.
+func (s *Server) AddTable(name string, t Table) error {
+	res, err := TableResource(name)
+	if err != nil {
+		return err
+	}
+	if len(t.Schema) == 0 {
+		return fmt.Errorf("bqtest: table %s has no columns", name)
+	}
+	if _, err := avroSchemaJSON(t.Schema); err != nil {
+		return err
+	}
+	var enc avroEncoder
+	for i, row := range t.Rows {
+		if err := checkRow(t.Schema, row, nil); err != nil {
+			return fmt.Errorf("bqtest: table %s row %d: %w", name, i, err)
+		}
+		if i < 100 {
+			enc.row(t.Schema, row)
+		}
+	}
+	rowBytes := int64(0)
+	if n := min(len(t.Rows), 100); n > 0 {
+		rowBytes = int64(len(enc.buf)/n) + 1
+	}
+	s.mu.Lock()
+	s.tables[res] = &table{name: res, Table: t, rowBytes: rowBytes}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) newID(prefix string) string {
+	s.nextID++
+	return fmt.Sprintf("%s%d", prefix, s.nextID)
+}
+
+// CreateReadSession implements storagepb.BigQueryReadServer.
+func (s *Server) CreateReadSession(ctx context.Context, req *storagepb.CreateReadSessionRequest) (*storagepb.ReadSession, error) {
+	rs := req.GetReadSession()
+	parent := req.GetParent()
+	if !strings.HasPrefix(parent, "projects/") || strings.Count(parent, "/") != 1 || len(parent) == len("projects/") {
+		return nil, status.Errorf(codes.InvalidArgument, "Invalid parent %q: want projects/{project_id}", parent)
+	}
+	if rs == nil {
+		return nil, status.Error(codes.InvalidArgument, "read_session is required")
+	}
+	if req.GetMaxStreamCount() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "max_stream_count %d is negative", req.GetMaxStreamCount())
+	}
+	format := rs.GetDataFormat()
+	if format != storagepb.DataFormat_AVRO && format != storagepb.DataFormat_ARROW {
+		return nil, status.Errorf(codes.InvalidArgument, "data_format %v is not supported: use AVRO or ARROW", format)
+	}
+	s.mu.Lock()
+	s.last = req
+	t := s.tables[rs.GetTable()]
+	s.mu.Unlock()
+	if t == nil {
+		return nil, status.Errorf(codes.NotFound, "Not found: Table %s", rs.GetTable())
+	}
+	if t.Denied {
+		return nil, status.Errorf(codes.PermissionDenied, "Access Denied: Table %s: Permission bigquery.tables.getData denied on table %s (or it may not exist).", rs.GetTable(), rs.GetTable())
+	}
+	if st := rs.GetTableModifiers().GetSnapshotTime(); st != nil && st.AsTime().After(time.Now().Add(time.Minute)) {
+		return nil, status.Errorf(codes.InvalidArgument, "snapshot_time %v is in the future", st.AsTime())
+	}
+
+	sess := &session{table: t, format: format}
+	opts := rs.GetReadOptions()
+	if sel := opts.GetSelectedFields(); len(sel) > 0 {
+		want := map[string]bool{}
+		for _, f := range sel {
+			found := false
+			for _, c := range t.Schema {
+				if strings.EqualFold(c.Name, f) {
+					want[strings.ToLower(c.Name)], found = true, true
+				}
+			}
+			if !found {
+				return nil, status.Errorf(codes.InvalidArgument, "request failed: the following selected fields do not exist in the table schema: %s", f)
+			}
+		}
+		for i, c := range t.Schema {
+			if want[strings.ToLower(c.Name)] {
+				sess.schema = append(sess.schema, c)
+				sess.cols = append(sess.cols, i)
+			}
+		}
+	} else {
+		sess.schema = t.Schema
+		for i := range t.Schema {
+			sess.cols = append(sess.cols, i)
+		}
+	}
+	if r := strings.TrimSpace(opts.GetRowRestriction()); r != "" {
+		pred, err := compileRestriction(r, t.Schema)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "request failed: row restriction %q: %v", r, err)
+		}
+		sess.pred = pred
+	}
+	out := &storagepb.ReadSession{
+		Table:          rs.GetTable(),
+		DataFormat:     format,
+		ReadOptions:    opts,
+		TableModifiers: rs.GetTableModifiers(),
+		ExpireTime:     timestamppb.New(time.Now().Add(6 * time.Hour)),
+	}
+	var err error
+	if format == storagepb.DataFormat_AVRO {
+		if sess.avroJSON, err = avroSchemaJSON(sess.schema); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		out.Schema = &storagepb.ReadSession_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: sess.avroJSON}}
+	} else {
+		if sess.arrow, err = arrowSchema(sess.schema); err == nil {
+			sess.arrowHdr, err = arrowSchemaBytes(sess.arrow)
+		}
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		out.Schema = &storagepb.ReadSession_ArrowSchema{ArrowSchema: &storagepb.ArrowSchema{SerializedSchema: sess.arrowHdr}}
+	}
+
+	n := len(t.Rows)
+	blocks := (n + s.cfg.blockRows - 1) / s.cfg.blockRows
+	count := int(req.GetMaxStreamCount())
+	if count == 0 {
+		count = s.cfg.defaultStreams
+	}
+	count = min(count, blocks)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.name = fmt.Sprintf("%s/locations/us/sessions/%s", parent, s.newID("s"))
+	out.Name = sess.name
+	s.sessions[sess.name] = sess
+	for i := 0; i < count; i++ {
+		lo := (blocks * i / count) * s.cfg.blockRows
+		hi := min((blocks*(i+1)/count)*s.cfg.blockRows, n)
+		st := s.newStreamLocked(sess, lo, hi)
+		out.Streams = append(out.Streams, &storagepb.ReadStream{Name: st.name})
+	}
+	out.EstimatedRowCount = int64(n)
+	out.EstimatedTotalBytesScanned = int64(n) * t.rowBytes
+	s.stats.Sessions++
+	s.stats.Streams += count
+	return out, nil
+}
+
+func (s *Server) newStreamLocked(sess *session, lo, hi int) *stream {
+	st := &stream{name: sess.name + "/streams/" + s.newID("r"), sess: sess, lo: lo, hi: hi}
+	for i := lo; i < hi; i++ {
+		if sess.pred == nil || sess.pred(sess.table.Rows[i]) == trueT {
+			st.rows = append(st.rows, i)
+		}
+	}
+	s.streams[st.name] = st
+	return st
+}
+
+// ReadRows implements storagepb.BigQueryReadServer.
+func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQueryRead_ReadRowsServer) error {
+	ctx := srv.Context()
+	s.mu.Lock()
+	st := s.streams[req.GetReadStream()]
+	s.stats.ReadRowsCalls++
+	f := s.faults
+	failAfter := -1
+	if f.UnavailableAfterRows > 0 {
+		switch {
+		case s.faultCalls < f.UnavailableCalls, f.UnavailableShare <= 0 && f.UnavailableCalls == 0, s.rnd.Float64() < f.UnavailableShare:
+			failAfter = f.UnavailableAfterRows
+		}
+		s.faultCalls++
+	}
+	s.mu.Unlock()
+	if st == nil {
+		return status.Errorf(codes.NotFound, "Not found: stream %s", req.GetReadStream())
+	}
+	off := req.GetOffset()
+	if off < 0 {
+		return status.Errorf(codes.InvalidArgument, "offset %d is negative", off)
+	}
+	if off > int64(len(st.rows)) {
+		return status.Errorf(codes.FailedPrecondition, "offset %d is beyond the end of stream %s, which has %d rows", off, st.name, len(st.rows))
+	}
+	sess := st.sess
+	span := float64(st.hi - st.lo)
+	sent := 0
+	first := true
+	for i := int(off); i < len(st.rows); {
+		n := min(s.cfg.responseRows, len(st.rows)-i)
+		if failAfter >= 0 {
+			if sent >= failAfter {
+				s.mu.Lock()
+				s.stats.InjectedFailures++
+				s.mu.Unlock()
+				return status.Errorf(codes.Unavailable, "bqtest: injected failure after %d rows of stream %s (offset %d)", sent, st.name, i)
+			}
+			n = min(n, failAfter-sent)
+		}
+		if f.ResponseDelay > 0 {
+			select {
+			case <-time.After(f.ResponseDelay):
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		rows := make([][]bigquery.Value, n)
+		for k := range rows {
+			full := sess.table.Rows[st.rows[i+k]]
+			row := make([]bigquery.Value, len(sess.cols))
+			for c, col := range sess.cols {
+				row[c] = full[col]
+			}
+			rows[k] = row
+		}
+		resp := &storagepb.ReadRowsResponse{
+			RowCount: int64(n),
+			Stats: &storagepb.StreamStats{Progress: &storagepb.StreamStats_Progress{
+				AtResponseStart: float64(st.rows[i]-st.lo) / span,
+				AtResponseEnd:   float64(st.rows[i+n-1]+1-st.lo) / span,
+			}},
+		}
+		if sess.format == storagepb.DataFormat_AVRO {
+			var enc avroEncoder
+			for _, r := range rows {
+				enc.row(sess.schema, r)
+			}
+			resp.Rows = &storagepb.ReadRowsResponse_AvroRows{AvroRows: &storagepb.AvroRows{SerializedBinaryRows: enc.buf}}
+			resp.UncompressedByteSize = proto.Int64(int64(len(enc.buf)))
+			if first {
+				resp.Schema = &storagepb.ReadRowsResponse_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: sess.avroJSON}}
+			}
+		} else {
+			b, err := arrowBatch(sess.arrow, sess.schema, sess.arrowHdr, rows)
+			if err != nil {
+				return status.Errorf(codes.Internal, "bqtest: encoding Arrow: %v", err)
+			}
+			resp.Rows = &storagepb.ReadRowsResponse_ArrowRecordBatch{ArrowRecordBatch: &storagepb.ArrowRecordBatch{SerializedRecordBatch: b}}
+			resp.UncompressedByteSize = proto.Int64(int64(len(b)))
+			if first {
+				resp.Schema = &storagepb.ReadRowsResponse_ArrowSchema{ArrowSchema: &storagepb.ArrowSchema{SerializedSchema: sess.arrowHdr}}
+			}
+		}
+		first = false
+		if err := srv.Send(resp); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.stats.RowsSent += int64(n)
+		s.mu.Unlock()
+		i += n
+		sent += n
+	}
+	return nil
+}
+
+// SplitReadStream implements storagepb.BigQueryReadServer with the service's
+// semantics: the split point is the block boundary nearest to fraction of
+// the original stream's rows before filtering; primary[0, j) is
+// original[0, j) and remainder[0, m) is original[j, n); the original stays
+// readable in full. A split that would leave either side empty (a stream of
+// fewer than two blocks, a fraction near 0 or 1) returns the empty response.
+func (s *Server) SplitReadStream(ctx context.Context, req *storagepb.SplitReadStreamRequest) (*storagepb.SplitReadStreamResponse, error) {
+	s.mu.Lock()
+	st := s.streams[req.GetName()]
+	s.stats.SplitCalls++
+	f := s.faults
+	refuse := f.SplitRefuseShare > 0 && s.rnd.Float64() < f.SplitRefuseShare
+	s.mu.Unlock()
+	if st == nil {
+		return nil, status.Errorf(codes.NotFound, "Not found: stream %s", req.GetName())
+	}
+	frac := req.GetFraction()
+	if math.IsNaN(frac) || frac <= 0 || frac >= 1 {
+		return nil, status.Errorf(codes.InvalidArgument, "fraction %v is not in (0, 1)", frac)
+	}
+	if f.SplitDelay > 0 {
+		select {
+		case <-time.After(f.SplitDelay):
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	b := s.cfg.blockRows
+	// Floor, forgiving the rounding of fractions a client computed.
+	pos := st.lo + int(math.Floor(frac*float64(st.hi-st.lo)+1e-9))
+	pos = int(math.Round(float64(pos)/float64(b))) * b
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if refuse || pos <= st.lo || pos >= st.hi {
+		s.stats.SplitsRefused++
+		return &storagepb.SplitReadStreamResponse{}, nil
+	}
+	p := s.newStreamLocked(st.sess, st.lo, pos)
+	r := s.newStreamLocked(st.sess, pos, st.hi)
+	s.stats.SplitsAccepted++
+	return &storagepb.SplitReadStreamResponse{
+		PrimaryStream:   &storagepb.ReadStream{Name: p.name},
+		RemainderStream: &storagepb.ReadStream{Name: r.name},
+	}, nil
+}
+
+// StreamRows returns the number of rows a stream holds after filtering, or
+// -1 for an unknown stream.
+func (s *Server) StreamRows(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.streams[name]; st != nil {
+		return len(st.rows)
+	}
+	return -1
+}
+
+// Endpoint returns the client options that reach a bqtest server at addr
+// (its Addr) from any process on the machine.
+func Endpoint(addr string) []option.ClientOption {
+	return []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+}

@@ -1,0 +1,271 @@
+package bigqueryio
+
+import (
+	"bytes"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/hamba/avro/v2"
+)
+
+// rowDecoder turns the rows of one ReadRows response into values, as the
+// official client's RowIterator yields them ([]bigquery.Value per row).
+type rowDecoder interface {
+	// decode decodes the n rows of a response's payload, calling fn for
+	// each in order; fn's row is valid only during the call.
+	decode(payload []byte, n int64, fn func(row []bigquery.Value) error) error
+}
+
+// avroDecoder decodes the concatenated Avro datums of AvroRows with hamba's
+// reader, by a plan compiled from the session's schema.
+type avroDecoder struct {
+	schema bigquery.Schema
+	r      *avro.Reader
+	row    []bigquery.Value
+}
+
+func newAvroDecoder(schema bigquery.Schema) *avroDecoder {
+	return &avroDecoder{schema: schema, r: avro.NewReader(bytes.NewReader(nil), 0), row: make([]bigquery.Value, len(schema))}
+}
+
+func (d *avroDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
+	r := d.r.Reset(payload)
+	for i := int64(0); i < n; i++ {
+		for c, f := range d.schema {
+			d.row[c] = readAvroField(r, f)
+		}
+		if r.Error != nil {
+			return fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
+		}
+		if err := fn(d.row); err != nil {
+			return err
+		}
+	}
+	return r.Error
+}
+
+func readAvroField(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
+	switch {
+	case f.Repeated:
+		var items []bigquery.Value
+		for {
+			l, _ := r.ReadBlockHeader()
+			if l == 0 || r.Error != nil {
+				break
+			}
+			if l < 0 {
+				r.ReportError("array", fmt.Sprintf("block of %d items for column %s", l, f.Name))
+				break
+			}
+			// Every item takes at least a byte: a hostile count ends at the
+			// end of the payload, with an error, not in a huge allocation.
+			for k := int64(0); k < l && r.Error == nil; k++ {
+				items = append(items, readAvroValue(r, f))
+			}
+		}
+		if items == nil {
+			items = []bigquery.Value{}
+		}
+		return items
+	case f.Required:
+		return readAvroValue(r, f)
+	}
+	switch idx := r.ReadLong(); idx {
+	case 0:
+		return nil
+	case 1:
+		return readAvroValue(r, f)
+	default:
+		r.ReportError("union", fmt.Sprintf("branch %d of nullable column %s", idx, f.Name))
+		return nil
+	}
+}
+
+func readAvroValue(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
+	switch f.Type {
+	case bigquery.IntegerFieldType:
+		return r.ReadLong()
+	case bigquery.FloatFieldType:
+		return r.ReadDouble()
+	case bigquery.BooleanFieldType:
+		return r.ReadBool()
+	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
+		return r.ReadString()
+	case bigquery.BytesFieldType:
+		return append([]byte{}, r.ReadBytes()...)
+	case bigquery.NumericFieldType, bigquery.BigNumericFieldType:
+		return ratOf(twosComplement(r.ReadBytes()), int(f.Scale))
+	case bigquery.DateFieldType:
+		return dateOf(int64(r.ReadInt()))
+	case bigquery.TimeFieldType:
+		return timeOf(r.ReadLong())
+	case bigquery.TimestampFieldType:
+		return time.UnixMicro(r.ReadLong()).UTC()
+	case bigquery.DateTimeFieldType:
+		s := r.ReadString()
+		dt, err := civil.ParseDateTime(strings.Replace(s, " ", "T", 1))
+		if err != nil {
+			r.ReportError("datetime", fmt.Sprintf("column %s: %v", f.Name, err))
+		}
+		return dt
+	case bigquery.RecordFieldType:
+		vals := make([]bigquery.Value, len(f.Schema))
+		for i, sf := range f.Schema {
+			vals[i] = readAvroField(r, sf)
+		}
+		return vals
+	}
+	r.ReportError("decode", fmt.Sprintf("column %s of type %s", f.Name, f.Type))
+	return nil
+}
+
+func twosComplement(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
+}
+
+var pow10 = func() []*big.Int {
+	p := make([]*big.Int, 78)
+	p[0] = big.NewInt(1)
+	for i := 1; i < len(p); i++ {
+		p[i] = new(big.Int).Mul(p[i-1], big.NewInt(10))
+	}
+	return p
+}()
+
+func ratOf(unscaled *big.Int, scale int) *big.Rat {
+	if scale < 0 || scale >= len(pow10) {
+		scale = 0
+	}
+	return new(big.Rat).SetFrac(unscaled, pow10[scale])
+}
+
+var epoch = civil.Date{Year: 1970, Month: time.January, Day: 1}
+
+func dateOf(days int64) civil.Date { return epoch.AddDays(int(days)) }
+
+func timeOf(micros int64) civil.Time {
+	return civil.TimeOf(time.UnixMicro(micros).UTC())
+}
+
+// arrowDecoder decodes the IPC record batches of ArrowRecordBatch with
+// Arrow's Go module, framing each batch after the session's schema message.
+type arrowDecoder struct {
+	schema bigquery.Schema
+	header []byte // the session's IPC schema message
+	buf    []byte
+	row    []bigquery.Value
+}
+
+func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
+	return &arrowDecoder{schema: schema, header: header, row: make([]bigquery.Value, len(schema))}
+}
+
+func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
+	d.buf = append(append(d.buf[:0], d.header...), payload...)
+	r, err := ipc.NewReader(bytes.NewReader(d.buf))
+	if err != nil {
+		return fmt.Errorf("Arrow record batch: %w", err)
+	}
+	defer r.Release()
+	var got int64
+	for r.Next() {
+		rec := r.RecordBatch()
+		if int(rec.NumCols()) != len(d.schema) {
+			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
+		}
+		cols := rec.Columns()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			for c, f := range d.schema {
+				v, err := arrowValue(cols[c], i, f, false)
+				if err != nil {
+					return fmt.Errorf("Arrow row %d column %s: %w", got+int64(i), f.Name, err)
+				}
+				d.row[c] = v
+			}
+			if err := fn(d.row); err != nil {
+				return err
+			}
+		}
+		got += rec.NumRows()
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("Arrow record batch: %w", err)
+	}
+	if got != n {
+		return fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
+	}
+	return nil
+}
+
+func arrowValue(a arrow.Array, i int, f *bigquery.FieldSchema, item bool) (bigquery.Value, error) {
+	if f.Repeated && !item {
+		l, ok := a.(*array.List)
+		if !ok {
+			return nil, fmt.Errorf("repeated column is a %s, want a list", a.DataType())
+		}
+		items := []bigquery.Value{}
+		if l.IsNull(i) {
+			return items, nil
+		}
+		start, end := l.ValueOffsets(i)
+		for k := start; k < end; k++ {
+			v, err := arrowValue(l.ListValues(), int(k), f, true)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, v)
+		}
+		return items, nil
+	}
+	if a.IsNull(i) {
+		return nil, nil
+	}
+	switch x := a.(type) {
+	case *array.Int64:
+		return x.Value(i), nil
+	case *array.Float64:
+		return x.Value(i), nil
+	case *array.Boolean:
+		return x.Value(i), nil
+	case *array.String:
+		return strings.Clone(x.Value(i)), nil
+	case *array.Binary:
+		return append([]byte{}, x.Value(i)...), nil
+	case *array.Decimal128:
+		return ratOf(x.Value(i).BigInt(), int(x.DataType().(*arrow.Decimal128Type).Scale)), nil
+	case *array.Decimal256:
+		return ratOf(x.Value(i).BigInt(), int(x.DataType().(*arrow.Decimal256Type).Scale)), nil
+	case *array.Date32:
+		return dateOf(int64(x.Value(i))), nil
+	case *array.Time64:
+		return timeOf(int64(x.Value(i))), nil
+	case *array.Timestamp:
+		t := time.UnixMicro(int64(x.Value(i))).UTC()
+		if f.Type == bigquery.DateTimeFieldType {
+			return civil.DateTimeOf(t), nil
+		}
+		return t, nil
+	case *array.Struct:
+		vals := make([]bigquery.Value, len(f.Schema))
+		for k, sf := range f.Schema {
+			v, err := arrowValue(x.Field(k), i, sf, false)
+			if err != nil {
+				return nil, err
+			}
+			vals[k] = v
+		}
+		return vals, nil
+	}
+	return nil, fmt.Errorf("unexpected Arrow array %s", a.DataType())
+}

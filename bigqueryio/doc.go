@@ -1,0 +1,108 @@
+// Package bigqueryio reads BigQuery tables through the BigQuery Storage Read
+// API, with one splittable restriction per read stream and dynamic splits
+// through SplitReadStream.
+//
+//	type Order struct {
+//		ID     int64              `bigquery:"id"`
+//		Amount bigquery.NullFloat64 `bigquery:"amount"`
+//		Placed time.Time          `bigquery:"placed"`
+//	}
+//	orders := bigqueryio.Read(s, "my-project.sales.orders", reflect.TypeOf(Order{}),
+//		bigqueryio.WithSelectedFields("id", "amount", "placed"),
+//		bigqueryio.WithRowRestriction("amount > 100"))
+//
+// # How a read runs
+//
+// Nothing is called when the pipeline is built. When it runs, a DoFn after an
+// Impulse creates the read session (CreateReadSession, billed to the
+// table's project or WithBillingProject), with the selected fields, the row
+// restriction, the data format (Avro by default, or Arrow), the snapshot
+// time and the stream count: WithMaxStreams(n), or WithDesiredBundleSize
+// (the service's estimate of the bytes the session scans / the bundle size,
+// between MinStreams and MaxStreams, as Beam Java sizes it), or 0 to let the
+// service choose. Its streams become elements, spread over the workers by a
+// Reshuffle of the stream names (rows are never shuffled). An empty session
+// (an empty table) gives an empty PCollection. The wire is Google's own
+// client, cloud.google.com/go/bigquery/storage/apiv1.
+//
+// Each stream is read by a splittable DoFn whose restriction
+// (StreamRestriction) is the stream and a row offset; every row is claimed
+// by its offset. A ReadRows that fails with a transient error (UNAVAILABLE,
+// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN) is
+// retried with backoff (WithRetries), resuming at the next unread offset, so
+// no row is lost or read twice; PERMISSION_DENIED, NOT_FOUND,
+// INVALID_ARGUMENT (a bad row restriction, say) and every other error fail at
+// once with the server's message. Errors name the table, the session, the
+// stream and the offset.
+//
+// # Dynamic splits
+//
+// The service splits a stream with SplitReadStream(original, fraction): the
+// original stays readable in full, primary[0, j) = original[0, j) and
+// remainder[0, m) = original[j, n), the fraction being of the whole
+// original. StreamTracker keeps rule 9 of sdfio's split contract on
+// sdf.Core's two-phase split:
+//
+//   - Beam Go's TrySplit(f) is a fraction of the remaining work: it becomes
+//     p + f*(1-p) of the whole stream, p being the progress the server
+//     reports (StreamStats.Progress at_response_start and at_response_end),
+//     interpolated by the rows claimed in the current response;
+//   - SplitReadStream runs outside the tracker's lock with a deadline
+//     (WithSplitTimeout); GetProgress never waits for it, claims wait at most
+//     the deadline;
+//   - an empty primary or remainder means the stream cannot be split: the
+//     split is refused, and so is every later one on that stream;
+//   - otherwise the reader's next row is read from the primary (one response,
+//     as Beam Java does) to confirm the primary still holds it; only then
+//     does the split commit: the reader switches to the primary at its next
+//     offset and the residual restriction is the remainder from offset 0.
+//     FAILED_PRECONDITION or OUT_OF_RANGE there means the reader is already
+//     past j: the split is refused, the remainder is never read, the reader
+//     goes on with the original.
+//
+// TrySplit(0) (a checkpoint) bounds the restriction at the next offset of
+// the same stream; such a bounded restriction is not split again through the
+// service. Beam Go's data source holds its own lock while it asks for a
+// split, so its progress reports wait for the split's RPCs too: keep the
+// split timeout short.
+//
+// # Output
+//
+// Rows fill values of the struct type given to Read as the official client's
+// RowIterator.Next fills structs: a column goes into the exported field whose
+// `bigquery` tag, or name, matches it ignoring case; `bigquery:"-"` skips a
+// field; INTEGER into int and int8-64, uint8-32 or bigquery.NullInt64, FLOAT
+// into float32/64 or NullFloat64, BOOLEAN, STRING, BYTES into bool, string,
+// []byte (and the Null types), NUMERIC and BIGNUMERIC into *big.Rat, DATE,
+// TIME, DATETIME into civil.Date, civil.Time, civil.DateTime (or NullDate,
+// NullTime, NullDateTime), TIMESTAMP into time.Time or NullTimestamp,
+// GEOGRAPHY (WKT) and JSON into string or NullGeography, NullJSON, a RECORD
+// into a struct or *struct, a repeated column into a slice. A NULL in a field
+// that cannot hold it fails the read, naming the field. The struct must also
+// be encodable by Beam (register it with beam.RegisterType); types such as
+// *big.Rat need a coder of your own.
+//
+// Avro rows are decoded with hamba/avro's reader (the decoder avroio uses)
+// by a plan compiled from the session's schema; Arrow record batches with
+// github.com/apache/arrow-go/v18, the maintained Arrow line
+// (cloud.google.com/go/bigquery still pulls in the frozen
+// github.com/apache/arrow/go/v15, which this package does not use).
+//
+// # Metrics
+//
+// In namespace "sdfio/bigqueryio": rows, bytes (serialized rows received),
+// streams (of sessions created), splits_accepted, splits_refused, retries.
+//
+// # Testing
+//
+// Package bqtest serves the Storage Read API in the test process; point Read
+// at it with WithEndpoint(srv.Addr()) and WithInsecure(). StreamSubject gives
+// an sdftest.Subject of one stream, to check the split contract against it
+// (or against the service).
+//
+// # IAM
+//
+// The account that runs the pipeline (Dataflow's worker service account)
+// needs roles/bigquery.readSessionUser on the billing project (to create
+// read sessions) and roles/bigquery.dataViewer on the table or its dataset.
+package bigqueryio

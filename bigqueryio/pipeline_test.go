@@ -1,0 +1,328 @@
+package bigqueryio_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
+)
+
+func init() {
+	register.Combiner3[sum, Event, sum](&sumFn{})
+	register.DoFn3x0[context.Context, Event, func(Event)](&slowFn{})
+	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*sum)(nil)).Elem())
+}
+
+func TestMain(m *testing.M) {
+	ptest.MainWithDefault(m, "prism")
+}
+
+// Event is the output type of the pipeline tests: the selected fields of
+// the events table.
+type Event struct {
+	ID    int64   `bigquery:"id"`
+	Score float64 `bigquery:"score"`
+	Kind  string  `bigquery:"KIND"`
+}
+
+// eventsTable defines p.d.events: id INTEGER 0..n-1, name STRING (NULL
+// every 5th row), score FLOAT, kind STRING.
+func eventsTable(t testing.TB, srv *bqtest.Server, n int) [][]bigquery.Value {
+	t.Helper()
+	rows := make([][]bigquery.Value, n)
+	kinds := []string{"click", "view", "buy"}
+	for i := range rows {
+		var name bigquery.Value = fmt.Sprintf("user-%d", i%1000)
+		if i%5 == 0 {
+			name = nil
+		}
+		rows[i] = []bigquery.Value{int64(i), name, float64(i%100) / 4, kinds[i%3]}
+	}
+	err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// The restriction the pipeline tests read with, and the same in Go.
+const restriction = "name IS NOT NULL AND (score < 20 OR kind IN ('buy'))"
+
+func passes(row []bigquery.Value) bool {
+	return row[1] != nil && (row[2].(float64) < 20 || row[3] == "buy")
+}
+
+// sum is an exact fingerprint of a multiset of events: a row lost or read
+// twice changes it.
+type sum struct {
+	N, IDs, Hash int64
+	Score        float64
+}
+
+func fingerprint(e Event) sum {
+	return sum{N: 1, IDs: e.ID, Hash: int64(mix(uint64(e.ID) ^ uint64(len(e.Kind))<<56)), Score: e.Score}
+}
+
+func mix(x uint64) uint64 { // splitmix64
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func (a sum) add(b sum) sum {
+	return sum{N: a.N + b.N, IDs: a.IDs + b.IDs, Hash: a.Hash + b.Hash, Score: a.Score + b.Score}
+}
+
+type sumFn struct{}
+
+func (sumFn) CreateAccumulator() sum         { return sum{} }
+func (sumFn) AddInput(a sum, e Event) sum    { return a.add(fingerprint(e)) }
+func (sumFn) MergeAccumulators(a, b sum) sum { return a.add(b) }
+
+func expected(rows [][]bigquery.Value) sum {
+	var s sum
+	for _, r := range rows {
+		if passes(r) {
+			s = s.add(fingerprint(Event{ID: r[0].(int64), Score: r[2].(float64), Kind: r[3].(string)}))
+		}
+	}
+	return s
+}
+
+func fingerprintOf(s beam.Scope, col beam.PCollection) beam.PCollection {
+	return beam.Combine(s.Scope("fingerprint"), &sumFn{}, col)
+}
+
+func readOpts(srv *bqtest.Server, more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
+	return append([]bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
+		bigqueryio.WithRetries(8, 5*time.Millisecond), bigqueryio.WithSelectedFields("id", "score", "kind"),
+		bigqueryio.WithRowRestriction(restriction)}, more...)
+}
+
+// counter sums a bigqueryio counter over all steps.
+func counter(t *testing.T, res metrics.Results, name string) int64 {
+	t.Helper()
+	var n int64
+	found := false
+	for _, c := range res.AllMetrics().Counters() {
+		if c.Namespace() == "sdfio/bigqueryio" && c.Name() == name {
+			n += c.Result()
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no counter sdfio/bigqueryio/%s", name)
+	}
+	return n
+}
+
+func run(t *testing.T, p *beam.Pipeline) metrics.Results {
+	t.Helper()
+	res, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Metrics()
+}
+
+// TestPipelineExact reads a table of 100,000 rows (20,000 under -race) over
+// 1, 4 and 16 streams in Avro and Arrow, with selected fields and a row
+// restriction, in one pipeline: every read's output is exact.
+func TestPipelineExact(t *testing.T) {
+	n := 100_000
+	if raceEnabled {
+		n = 20_000
+	}
+	srv := newServer(t, bqtest.WithBlockRows(256), bqtest.WithResponseRows(1024))
+	rows := eventsTable(t, srv, n)
+	want := expected(rows)
+	p, s := beam.NewPipelineWithRoot()
+	for _, format := range []bigqueryio.DataFormat{bigqueryio.Avro, bigqueryio.Arrow} {
+		for _, streams := range []int{1, 4, 16} {
+			s := s.Scope(fmt.Sprintf("f%d-s%d", format, streams))
+			col := bigqueryio.Read(s, "p:d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithDataFormat(format), bigqueryio.WithMaxStreams(streams))...)
+			passert.Equals(s, fingerprintOf(s, col), want)
+		}
+	}
+	start := time.Now()
+	m := run(t, p)
+	if got := counter(t, m, "streams"); got != 2*(1+4+16) {
+		t.Errorf("streams metric %d, want %d", got, 2*(1+4+16))
+	}
+	if got := counter(t, m, "rows"); got != 6*want.N {
+		t.Errorf("rows metric %d, want %d", got, 6*want.N)
+	}
+	t.Logf("6 reads of %d rows (%d pass the restriction) in %v; server %+v", n, want.N, time.Since(start), srv.Stats())
+}
+
+func newServer(t testing.TB, opts ...bqtest.Option) *bqtest.Server {
+	t.Helper()
+	srv, err := bqtest.NewServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestPipelineFaults reads while ReadRows fails mid-stream on a share of
+// calls: the output is exact and the retries are counted. (Slow and refused
+// splits: TestPipelineRunnerSplitFaults and the tracker tests.)
+func TestPipelineFaults(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(16), bqtest.WithResponseRows(50))
+	rows := eventsTable(t, srv, 3000)
+	srv.SetFaults(bqtest.Faults{UnavailableAfterRows: 70, UnavailableCalls: 4, UnavailableShare: 0.3})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(5))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(rows))
+	m := run(t, p)
+	st := srv.Stats()
+	if st.InjectedFailures == 0 || counter(t, m, "retries") != int64(st.InjectedFailures) {
+		t.Errorf("server injected %d failures, retries metric %d", st.InjectedFailures, counter(t, m, "retries"))
+	}
+	t.Logf("server %+v", st)
+}
+
+// slowFn passes events on after sleeping DelayMs each: per-row work slower
+// than Prism's progress poll, fused after the read, so that Prism splits the
+// running stream read.
+type slowFn struct{ DelayMs int64 }
+
+func (fn *slowFn) ProcessElement(ctx context.Context, e Event, emit func(Event)) {
+	time.Sleep(time.Duration(fn.DelayMs) * time.Millisecond)
+	emit(e)
+}
+
+// TestPipelineRunnerSplit: Prism splits a slow one-stream read; at least
+// one SplitReadStream must be accepted, and the output must be exact.
+func TestPipelineRunnerSplit(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(4))
+	rows := eventsTable(t, srv, 40)
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(1))...)
+	slow := beam.ParDo(s, &slowFn{DelayMs: 150}, col)
+	passert.Equals(s, fingerprintOf(s, slow), expected(rows))
+	start := time.Now()
+	m := run(t, p)
+	acc, ref := counter(t, m, "splits_accepted"), counter(t, m, "splits_refused")
+	st := srv.Stats()
+	t.Logf("%v: splits accepted %d, refused %d; server %+v", time.Since(start), acc, ref, st)
+	if acc < 1 || st.SplitsAccepted < 1 {
+		t.Errorf("no runner-initiated split was accepted (tracker accepted %d refused %d, server accepted %d)", acc, ref, st.SplitsAccepted)
+	}
+}
+
+// TestPipelineSeparateWorker reads through Prism with SDK workers in
+// separate processes: the session DoFn, the stream SDF, its restriction and
+// tracker travel through the pipeline proto; the server is reached by its
+// address.
+func TestPipelineSeparateWorker(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(32))
+	rows := eventsTable(t, srv, 2000)
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(4), bigqueryio.WithDataFormat(bigqueryio.Arrow))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(rows))
+	res, err := workertest.Run(t, p)
+	if err != nil {
+		t.Fatalf("pipeline with separate worker processes failed: %v", err)
+	}
+	for _, w := range res.Workers {
+		if w.PID == 0 || w.PID == os.Getpid() {
+			t.Errorf("worker %s ran as pid %d, want a separate process", w.ID, w.PID)
+		}
+	}
+	if len(res.Workers) == 0 {
+		t.Fatal("no worker process was started")
+	}
+	if n := counter(t, res.Metrics(), "rows"); n != expected(rows).N {
+		t.Errorf("rows metric %d, want %d", n, expected(rows).N)
+	}
+}
+
+// TestPipelineErrors: PERMISSION_DENIED, NOT_FOUND and INVALID_ARGUMENT fail
+// the pipeline at once with the server's message; an empty table reads as
+// an empty PCollection.
+func TestPipelineErrors(t *testing.T) {
+	srv := newServer(t)
+	eventsTable(t, srv, 10)
+	if err := srv.AddTable("p.d.secret", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}, Denied: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddTable("p.d.empty", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}}); err != nil {
+		t.Fatal(err)
+	}
+	base := []bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure()}
+	for _, tc := range []struct {
+		table string
+		opts  []bigqueryio.ReadOption
+		want  []string
+	}{
+		{"p.d.secret", nil, []string{"PermissionDenied", "Access Denied", "projects/p/datasets/d/tables/secret"}},
+		{"p.d.missing", nil, []string{"NotFound", "projects/p/datasets/d/tables/missing"}},
+		{"p.d.events", []bigqueryio.ReadOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
+	} {
+		p, s := beam.NewPipelineWithRoot()
+		bigqueryio.Read(s, tc.table, reflect.TypeOf(Event{}), append(base, tc.opts...)...)
+		start := time.Now()
+		err := ptest.Run(p)
+		if err == nil {
+			t.Errorf("%s: the pipeline succeeded", tc.table)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the error does not say %q: %v", tc.table, w, err)
+			}
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s: failing took %v; it must not be retried", tc.table, d)
+		}
+	}
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.empty", reflect.TypeOf(Event{}), base...)
+	passert.Empty(s, col)
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelineRunnerSplitFaults: runner-initiated splits while the service
+// refuses half of them, answers slowly and ReadRows fails mid-stream: the
+// output is still exact.
+func TestPipelineRunnerSplitFaults(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(4))
+	rows := eventsTable(t, srv, 40)
+	srv.SetFaults(bqtest.Faults{SplitRefuseShare: 0.5, SplitDelay: 30 * time.Millisecond, UnavailableAfterRows: 5, UnavailableCalls: 3})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(1), bigqueryio.WithDataFormat(bigqueryio.Arrow))...)
+	slow := beam.ParDo(s, &slowFn{DelayMs: 120}, col)
+	passert.Equals(s, fingerprintOf(s, slow), expected(rows))
+	m := run(t, p)
+	st := srv.Stats()
+	t.Logf("splits accepted %d, refused %d, retries %d; server %+v", counter(t, m, "splits_accepted"), counter(t, m, "splits_refused"), counter(t, m, "retries"), st)
+	if st.SplitCalls < 1 || st.InjectedFailures != 3 {
+		t.Errorf("server %+v: want split calls and 3 injected failures", st)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package bigqueryio_test
+
+const raceEnabled = true

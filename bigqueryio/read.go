@@ -1,0 +1,269 @@
+package bigqueryio
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"cloud.google.com/go/bigquery"
+	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sdfio/sdfio/sdf"
+)
+
+const namespace = "sdfio/bigqueryio"
+
+var (
+	rowsCounter     = beam.NewCounter(namespace, "rows")
+	bytesCounter    = beam.NewCounter(namespace, "bytes")
+	streamsCounter  = beam.NewCounter(namespace, "streams")
+	acceptedCounter = beam.NewCounter(namespace, "splits_accepted")
+	refusedCounter  = beam.NewCounter(namespace, "splits_refused")
+	retriesCounter  = beam.NewCounter(namespace, "retries")
+)
+
+func init() {
+	register.DoFn3x1[context.Context, []byte, func(StreamElement), error](&sessionFn{})
+	register.Emitter1[StreamElement]()
+	register.DoFn4x1[context.Context, *StreamTracker, StreamElement, func(beam.X), error](&readStreamFn{})
+	register.Emitter1[beam.X]()
+	beam.RegisterType(reflect.TypeOf((*StreamElement)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*StreamRestriction)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*StreamTracker)(nil)))
+	beam.RegisterType(reflect.TypeOf((*sessionInfo)(nil)).Elem())
+}
+
+// StreamElement is one read stream of a session, the element the stream
+// reader gets.
+type StreamElement struct {
+	Info    sessionInfo
+	Stream  string
+	EstRows int64
+}
+
+// Read reads a BigQuery table through the Storage Read API into a
+// PCollection of t, a struct type filled as the official client's
+// RowIterator fills structs (see the package doc). table is
+// project.dataset.table or project:dataset.table. It panics on a bad
+// table name or type; TryRead returns the error instead.
+func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.PCollection {
+	col, err := TryRead(s, table, t, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return col
+}
+
+// TryRead is Read returning construction errors.
+func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
+	cfg, err := newConfig(table, opts)
+	if err != nil {
+		return beam.PCollection{}, err
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: Read of %s needs a struct type, got %v", table, t)
+	}
+	s = s.Scope("bigqueryio.Read")
+	imp := beam.Impulse(s)
+	streams := beam.ParDo(s, &sessionFn{Cfg: cfg}, imp)
+	// Streams are few and small: spread them over workers, rows never go
+	// through a shuffle.
+	streams = beam.Reshuffle(s, streams)
+	return beam.ParDo(s, &readStreamFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, streams, beam.TypeDefinition{Var: beam.XType, T: t}), nil
+}
+
+func newConfig(table string, opts []ReadOption) (readConfig, error) {
+	res, err := tableResource(table)
+	if err != nil {
+		return readConfig{}, err
+	}
+	cfg := readConfig{Table: res, Format: int32(Avro)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.Format != int32(Avro) && cfg.Format != int32(Arrow) {
+		return cfg, fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", cfg.Format)
+	}
+	if cfg.MaxStreams < 0 || cfg.BundleSize < 0 {
+		return cfg, fmt.Errorf("bigqueryio: negative stream count or bundle size")
+	}
+	return cfg, nil
+}
+
+func newClient(ctx context.Context, cfg readConfig) (*bqstorage.BigQueryReadClient, error) {
+	c, err := bqstorage.NewBigQueryReadClient(ctx, cfg.clientOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: creating the Storage Read client: %w", err)
+	}
+	return c, nil
+}
+
+// createSession creates the read session of cfg.
+func createSession(ctx context.Context, c *bqstorage.BigQueryReadClient, cfg readConfig) (*storagepb.ReadSession, error) {
+	req := func(streams int32) *storagepb.CreateReadSessionRequest {
+		rs := &storagepb.ReadSession{
+			Table:      cfg.Table,
+			DataFormat: storagepb.DataFormat(cfg.Format),
+			ReadOptions: &storagepb.ReadSession_TableReadOptions{
+				SelectedFields: cfg.SelectedFields,
+				RowRestriction: cfg.RowRestriction,
+			},
+		}
+		if cfg.SnapshotMicros != 0 {
+			rs.TableModifiers = &storagepb.ReadSession_TableModifiers{SnapshotTime: timestamppb.New(timeOfMicros(cfg.SnapshotMicros))}
+		}
+		return &storagepb.CreateReadSessionRequest{Parent: cfg.parent(), ReadSession: rs, MaxStreamCount: streams}
+	}
+	streams := cfg.MaxStreams
+	if cfg.BundleSize > 0 {
+		// Java sizes streams by the table's bytes; the service's estimate of
+		// the bytes a session scans is that, for the columns read. A
+		// session of one stream that is never read tells it.
+		probe, err := c.CreateReadSession(ctx, req(1))
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio: creating a read session of %s: %w", cfg.Table, err)
+		}
+		n := probe.GetEstimatedTotalBytesScanned() / cfg.BundleSize
+		streams = int32(min(max(n, MinStreams), MaxStreams))
+	}
+	s, err := c.CreateReadSession(ctx, req(streams))
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: creating a read session of %s: %w", cfg.Table, err)
+	}
+	return s, nil
+}
+
+// sessionFn creates the read session when the pipeline runs and emits its
+// streams.
+type sessionFn struct {
+	Cfg readConfig
+}
+
+func (fn *sessionFn) ProcessElement(ctx context.Context, _ []byte, emit func(StreamElement)) error {
+	c, err := newClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := createSession(ctx, c, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	info, err := sessionInfoOf(s)
+	if err != nil {
+		return fmt.Errorf("bigqueryio: table %s: %w", fn.Cfg.Table, err)
+	}
+	n := int64(len(s.GetStreams()))
+	streamsCounter.Inc(ctx, n)
+	est := int64(0)
+	if n > 0 {
+		est = (s.GetEstimatedRowCount() + n - 1) / n
+	}
+	for _, st := range s.GetStreams() {
+		emit(StreamElement{Info: info, Stream: st.GetName(), EstRows: est})
+	}
+	return nil
+}
+
+// readStreamFn reads one stream: a splittable DoFn whose restriction is the
+// stream and a row offset.
+type readStreamFn struct {
+	Cfg  readConfig
+	Type beam.EncodedType
+
+	client *bqstorage.BigQueryReadClient
+	mu     sync.Mutex
+	plans  map[string]*plan // by session
+}
+
+// plan is how rows of one session become values of the output type.
+type plan struct {
+	info   sessionInfo
+	schema bigquery.Schema
+	load   *loader
+}
+
+func (fn *readStreamFn) Setup(ctx context.Context) error {
+	c, err := newClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	fn.client = c
+	fn.plans = map[string]*plan{}
+	return nil
+}
+
+func (fn *readStreamFn) Teardown() error {
+	if fn.client != nil {
+		return fn.client.Close()
+	}
+	return nil
+}
+
+func (fn *readStreamFn) CreateInitialRestriction(e StreamElement) StreamRestriction {
+	return StreamRestriction{Stream: e.Stream, Start: 0, End: sdf.Unbounded, EstRows: e.EstRows}
+}
+
+func (fn *readStreamFn) SplitRestriction(_ StreamElement, r StreamRestriction) []StreamRestriction {
+	return []StreamRestriction{r}
+}
+
+func (fn *readStreamFn) RestrictionSize(_ StreamElement, r StreamRestriction) float64 {
+	return r.size()
+}
+
+func (fn *readStreamFn) CreateTracker(r StreamRestriction) *StreamTracker {
+	return NewStreamTracker(r, fn.client, fn.Cfg.SplitTimeout)
+}
+
+func (fn *readStreamFn) planFor(info sessionInfo) (*plan, error) {
+	fn.mu.Lock()
+	defer fn.mu.Unlock()
+	if p := fn.plans[info.Session]; p != nil {
+		return p, nil
+	}
+	schema, _, err := info.decoder()
+	if err != nil {
+		return nil, err
+	}
+	l, err := newLoader(fn.Type.T, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w (table %s)", err, info.Table)
+	}
+	p := &plan{info: info, schema: schema, load: l}
+	fn.plans[info.Session] = p
+	return p, nil
+}
+
+func (fn *readStreamFn) ProcessElement(ctx context.Context, rt *StreamTracker, e StreamElement, emit func(beam.X)) error {
+	p, err := fn.planFor(e.Info)
+	if err != nil {
+		return err
+	}
+	_, dec, err := e.Info.decoder()
+	if err != nil {
+		return err
+	}
+	var st readStats
+	t := fn.Type.T
+	err = readStream(ctx, fn.client, fn.Cfg, e.Info, rt, dec, func(row []bigquery.Value) error {
+		v := reflect.New(t).Elem()
+		if err := p.load.load(v, row); err != nil {
+			return err
+		}
+		emit(v.Interface())
+		return nil
+	}, &st)
+	rowsCounter.Inc(ctx, st.rows)
+	bytesCounter.Inc(ctx, st.bytes)
+	retriesCounter.Inc(ctx, st.retries)
+	acc, ref := rt.SplitStats()
+	acceptedCounter.Inc(ctx, acc)
+	refusedCounter.Inc(ctx, ref)
+	return err
+}

@@ -1,0 +1,201 @@
+package bigqueryio
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/hamba/avro/v2"
+)
+
+// schemaFromAvro derives the BigQuery schema of a read session from its Avro
+// schema, as the Storage Read API maps types (see bqtest's package doc).
+func schemaFromAvro(s avro.Schema) (bigquery.Schema, error) {
+	rec, ok := s.(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("the session's Avro schema is a %s, want a record", s.Type())
+	}
+	return avroRecordFields(rec, nil)
+}
+
+func avroRecordFields(rec *avro.RecordSchema, path []string) (bigquery.Schema, error) {
+	out := make(bigquery.Schema, 0, len(rec.Fields()))
+	for _, f := range rec.Fields() {
+		fs, err := avroField(f.Name(), f.Type(), append(path, f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs)
+	}
+	return out, nil
+}
+
+func avroField(name string, t avro.Schema, path []string) (*bigquery.FieldSchema, error) {
+	fs := &bigquery.FieldSchema{Name: name, Required: true}
+	if u, ok := t.(*avro.UnionSchema); ok {
+		types := u.Types()
+		if len(types) != 2 || (types[0].Type() != avro.Null && types[1].Type() != avro.Null) {
+			return nil, fmt.Errorf("column %s: union %s is not a nullable type", strings.Join(path, "."), u)
+		}
+		fs.Required = false
+		t = types[1]
+		if types[1].Type() == avro.Null {
+			t = types[0]
+		}
+	}
+	if a, ok := t.(*avro.ArraySchema); ok {
+		fs.Repeated, fs.Required = true, false
+		t = a.Items()
+	}
+	if r, ok := t.(*avro.RefSchema); ok {
+		t = r.Schema()
+	}
+	logical := ""
+	if l, ok := t.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		logical = string(l.Logical().Type())
+	}
+	if p, ok := t.(interface{ Prop(string) any }); ok {
+		if lt, ok := p.Prop("logicalType").(string); ok && logical == "" {
+			logical = lt
+		}
+		if st, ok := p.Prop("sqlType").(string); ok {
+			logical = "sql:" + st
+		}
+	}
+	switch t.Type() {
+	case avro.Long:
+		switch logical {
+		case "time-micros":
+			fs.Type = bigquery.TimeFieldType
+		case "timestamp-micros":
+			fs.Type = bigquery.TimestampFieldType
+		default:
+			fs.Type = bigquery.IntegerFieldType
+		}
+	case avro.Int:
+		fs.Type = bigquery.IntegerFieldType
+		if logical == "date" {
+			fs.Type = bigquery.DateFieldType
+		}
+	case avro.Double, avro.Float:
+		fs.Type = bigquery.FloatFieldType
+	case avro.Boolean:
+		fs.Type = bigquery.BooleanFieldType
+	case avro.String:
+		switch logical {
+		case "datetime":
+			fs.Type = bigquery.DateTimeFieldType
+		case "sql:GEOGRAPHY":
+			fs.Type = bigquery.GeographyFieldType
+		case "sql:JSON":
+			fs.Type = bigquery.JSONFieldType
+		default:
+			fs.Type = bigquery.StringFieldType
+		}
+	case avro.Bytes:
+		fs.Type = bigquery.BytesFieldType
+		if logical == "decimal" {
+			d := t.(avro.LogicalTypeSchema).Logical().(*avro.DecimalLogicalSchema)
+			fs.Type, fs.Precision, fs.Scale = bigquery.NumericFieldType, int64(d.Precision()), int64(d.Scale())
+			if d.Precision() > 38 || d.Scale() > 9 {
+				fs.Type = bigquery.BigNumericFieldType
+			}
+		}
+	case avro.Record:
+		sub, err := avroRecordFields(t.(*avro.RecordSchema), path)
+		if err != nil {
+			return nil, err
+		}
+		fs.Type, fs.Schema = bigquery.RecordFieldType, sub
+	default:
+		return nil, fmt.Errorf("column %s: Avro type %s is not one the Storage Read API sends", strings.Join(path, "."), t.Type())
+	}
+	return fs, nil
+}
+
+// parseArrowSchema decodes the IPC schema message of a read session.
+func parseArrowSchema(b []byte) (*arrow.Schema, error) {
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("the session's Arrow schema: %w", err)
+	}
+	defer r.Release()
+	return r.Schema(), nil
+}
+
+// schemaFromArrow derives the BigQuery schema of a read session from its
+// Arrow schema.
+func schemaFromArrow(s *arrow.Schema) (bigquery.Schema, error) {
+	return arrowFields(s.Fields(), nil)
+}
+
+func arrowFields(fields []arrow.Field, path []string) (bigquery.Schema, error) {
+	out := make(bigquery.Schema, 0, len(fields))
+	for _, f := range fields {
+		fs, err := arrowField(f, append(path, f.Name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs)
+	}
+	return out, nil
+}
+
+func arrowField(f arrow.Field, path []string) (*bigquery.FieldSchema, error) {
+	fs := &bigquery.FieldSchema{Name: f.Name, Required: !f.Nullable}
+	t := f.Type
+	md := f.Metadata
+	if l, ok := t.(*arrow.ListType); ok {
+		fs.Repeated, fs.Required = true, false
+		t = l.Elem()
+		md = l.ElemField().Metadata
+	}
+	ext := ""
+	if i := md.FindKey("ARROW:extension:name"); i >= 0 {
+		ext = md.Values()[i]
+	}
+	switch tt := t.(type) {
+	case *arrow.Int64Type:
+		fs.Type = bigquery.IntegerFieldType
+	case *arrow.Float64Type:
+		fs.Type = bigquery.FloatFieldType
+	case *arrow.BooleanType:
+		fs.Type = bigquery.BooleanFieldType
+	case *arrow.StringType:
+		switch ext {
+		case "google:sqlType:geography":
+			fs.Type = bigquery.GeographyFieldType
+		case "google:sqlType:json":
+			fs.Type = bigquery.JSONFieldType
+		default:
+			fs.Type = bigquery.StringFieldType
+		}
+	case *arrow.BinaryType:
+		fs.Type = bigquery.BytesFieldType
+	case *arrow.Decimal128Type:
+		fs.Type, fs.Precision, fs.Scale = bigquery.NumericFieldType, int64(tt.Precision), int64(tt.Scale)
+	case *arrow.Decimal256Type:
+		fs.Type, fs.Precision, fs.Scale = bigquery.BigNumericFieldType, int64(tt.Precision), int64(tt.Scale)
+	case *arrow.Date32Type:
+		fs.Type = bigquery.DateFieldType
+	case *arrow.Time64Type:
+		fs.Type = bigquery.TimeFieldType
+	case *arrow.TimestampType:
+		fs.Type = bigquery.TimestampFieldType
+		if tt.TimeZone == "" {
+			fs.Type = bigquery.DateTimeFieldType
+		}
+	case *arrow.StructType:
+		sub, err := arrowFields(tt.Fields(), path)
+		if err != nil {
+			return nil, err
+		}
+		fs.Type, fs.Schema = bigquery.RecordFieldType, sub
+	default:
+		return nil, fmt.Errorf("column %s: Arrow type %s is not one the Storage Read API sends", strings.Join(path, "."), t)
+	}
+	return fs, nil
+}

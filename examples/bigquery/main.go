@@ -1,0 +1,184 @@
+// Command bigquery reads a BigQuery table through the Storage Read API with
+// bigqueryio and prints, per corpus, the number of distinct words and their
+// total count, then the read's metrics (rows, streams, splits).
+//
+// The table has the schema of bigquery-public-data.samples.shakespeare
+// (word STRING, word_count INTEGER, corpus STRING, corpus_date INTEGER). By
+// default the command starts an in-process bqtest server with a generated
+// table of --rows rows and reads that; with --table it reads a real table,
+// billed to --project (Beam's flag; default: the table's project).
+//
+//	go run ./examples/bigquery                                    # bqtest, Prism in-process
+//	go run ./examples/bigquery --streams=1 --rows=60 --row_delay=120ms   # slow rows: watch Prism split the stream
+//	go run ./examples/bigquery --table=bigquery-public-data:samples.shakespeare --project=my-project
+//
+// Reading a real table needs Application Default Credentials with
+// roles/bigquery.readSessionUser on --project and roles/bigquery.dataViewer on
+// the table.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+)
+
+var (
+	table       = flag.String("table", "", "table to read (project.dataset.table or project:dataset.table); empty: a generated table on an in-process bqtest server")
+	streams     = flag.Int("streams", 4, "maximum number of streams (0: the service chooses)")
+	format      = flag.String("format", "avro", "wire format: avro or arrow")
+	restriction = flag.String("restriction", "", "row restriction, e.g. \"word_count > 10\"")
+	rows        = flag.Int("rows", 200000, "rows of the generated table")
+	rowDelay    = flag.Duration("row_delay", 0, "sleep after each row, so that the runner splits the running stream read")
+)
+
+// Word is a row of the shakespeare table.
+type Word struct {
+	Word       string `bigquery:"word"`
+	WordCount  int64  `bigquery:"word_count"`
+	Corpus     string `bigquery:"corpus"`
+	CorpusDate int64  `bigquery:"corpus_date"`
+}
+
+// Agg is the statistics of one corpus.
+type Agg struct{ Words, Count int64 }
+
+// slowFn passes rows on after sleeping Delay: per-row work the runner sees
+// as a stalled bundle.
+type slowFn struct{ Delay time.Duration }
+
+func (fn *slowFn) ProcessElement(w Word, emit func(Word)) {
+	time.Sleep(fn.Delay)
+	emit(w)
+}
+
+func toKV(w Word) (string, Agg) { return w.Corpus, Agg{Words: 1, Count: w.WordCount} }
+
+func mergeAgg(a, b Agg) Agg { return Agg{Words: a.Words + b.Words, Count: a.Count + b.Count} }
+
+func formatCorpus(corpus string, a Agg) string {
+	return fmt.Sprintf("%-22s %7d words %9d occurrences", corpus, a.Words, a.Count)
+}
+
+// sortFn gathers all lines into one sorted slice.
+type sortFn struct{}
+
+func (sortFn) CreateAccumulator() []string              { return nil }
+func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
+func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
+func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
+
+func printLines(lines []string) { fmt.Println(strings.Join(lines, "\n")) }
+
+func init() {
+	register.DoFn2x0[Word, func(Word)](&slowFn{})
+	register.Emitter1[Word]()
+	register.Function1x2(toKV)
+	register.Function2x1(mergeAgg)
+	register.Function2x1(formatCorpus)
+	register.Function1x0(printLines)
+	register.Combiner3[[]string, string, []string](&sortFn{})
+	beam.RegisterType(reflect.TypeFor[Word]())
+	beam.RegisterType(reflect.TypeFor[Agg]())
+}
+
+var corpora = []string{"hamlet", "kinglear", "macbeth", "othello", "tempest", "twelfthnight", "sonnets", "juliuscaesar"}
+
+// serveGenerated starts a bqtest server with a generated shakespeare table.
+func serveGenerated(n int) (*bqtest.Server, string, error) {
+	srv, err := bqtest.NewServer(bqtest.WithBlockRows(1), bqtest.WithResponseRows(1000))
+	if err != nil {
+		return nil, "", err
+	}
+	rows := make([][]bigquery.Value, n)
+	for i := range rows {
+		c := i % len(corpora)
+		rows[i] = []bigquery.Value{fmt.Sprintf("w%d", i/len(corpora)), int64(1 + (i*7919)%97), corpora[c], int64(1590 + c)}
+	}
+	const name = "demo-project.samples.shakespeare"
+	err = srv.AddTable(name, bqtest.Table{Schema: bigquery.Schema{
+		{Name: "word", Type: bigquery.StringFieldType, Required: true},
+		{Name: "word_count", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "corpus", Type: bigquery.StringFieldType, Required: true},
+		{Name: "corpus_date", Type: bigquery.IntegerFieldType, Required: true},
+	}, Rows: rows})
+	if err != nil {
+		srv.Close()
+		return nil, "", err
+	}
+	return srv, name, nil
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	ctx := context.Background()
+
+	name := *table
+	var opts []bigqueryio.ReadOption
+	if name == "" {
+		srv, n, err := serveGenerated(*rows)
+		if err != nil {
+			log.Exitf(ctx, "starting bqtest: %v", err)
+		}
+		defer srv.Close()
+		name = n
+		opts = append(opts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
+		fmt.Printf("reading %s: %d generated rows on an in-process bqtest server at %s\n", name, *rows, srv.Addr())
+	}
+	if *gcpopts.Project != "" { // Beam's --project: the billing project
+		opts = append(opts, bigqueryio.WithBillingProject(*gcpopts.Project))
+	}
+	if *restriction != "" {
+		opts = append(opts, bigqueryio.WithRowRestriction(*restriction))
+	}
+	switch *format {
+	case "avro":
+	case "arrow":
+		opts = append(opts, bigqueryio.WithDataFormat(bigqueryio.Arrow))
+	default:
+		log.Exitf(ctx, "--format=%s: want avro or arrow", *format)
+	}
+	opts = append(opts, bigqueryio.WithMaxStreams(*streams), bigqueryio.WithSplitTimeout(2*time.Second))
+
+	p, s := beam.NewPipelineWithRoot()
+	words := bigqueryio.Read(s, name, reflect.TypeFor[Word](), opts...)
+	if *rowDelay > 0 {
+		words = beam.ParDo(s, &slowFn{Delay: *rowDelay}, words)
+	}
+	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, words))
+	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatCorpus, stats))
+	beam.ParDo0(s, printLines, lines)
+
+	start := time.Now()
+	res, err := beamx.RunWithMetrics(ctx, p)
+	if err != nil {
+		log.Exitf(ctx, "pipeline failed: %v", err)
+	}
+	fmt.Printf("\nread %s in %v\n", name, time.Since(start).Round(time.Millisecond))
+	if res != nil {
+		totals := map[string]int64{}
+		for _, c := range res.Metrics().AllMetrics().Counters() {
+			if c.Namespace() == "sdfio/bigqueryio" {
+				totals[c.Name()] += c.Result()
+			}
+		}
+		for _, m := range []string{"rows", "bytes", "streams", "splits_accepted", "splits_refused", "retries"} {
+			fmt.Printf("  %-16s %d\n", m, totals[m])
+		}
+	}
+}

@@ -1,0 +1,300 @@
+// Command bqbench measures bigqueryio.Read on Prism against two anchors on
+// the same bqtest table, in benchmark format for internal/cmd/benchreport
+// (make bench):
+//
+//   - BenchmarkBQRead/sdfio: bigqueryio.Read of the table over --streams
+//     streams (Avro) on Prism in-process, counting rows with a combine;
+//   - BenchmarkBQRead/official_client: the official client's own Storage API
+//     reader (bigquery.Client with EnableStorageReadClient, Table.Read),
+//     iterating the rows into the same struct;
+//   - BenchmarkBQRead/raw_1core: a raw loop on one core (GOMAXPROCS 1): one
+//     stream, ReadRows, each response's Avro rows decoded into a struct with
+//     hamba/avro.
+//
+// The server runs in a child process (this binary with --serve), so that its
+// CPU is measured apart: server-cpu-share is the server's share of all the
+// CPU the run used (server and reader), cpu-cores the reader's CPU seconds
+// per second of wall time. Rates are rows per second of wall time.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/hamba/avro/v2"
+	"google.golang.org/api/iterator"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+)
+
+var (
+	rows    = flag.Int("rows", 1_000_000, "rows of the table")
+	count   = flag.Int("count", 3, "runs per benchmark")
+	streams = flag.Int("streams", 4, "streams of bigqueryio.Read and of the official client's session")
+	serve   = flag.Bool("serve", false, "internal: serve the table and print its addresses")
+)
+
+const table = "bench.ds.events"
+
+// Event is a row of the table.
+type Event struct {
+	ID    int64               `bigquery:"id" avro:"id"`
+	Name  bigquery.NullString `bigquery:"name" avro:"-"`
+	Score float64             `bigquery:"score" avro:"score"`
+	Kind  string              `bigquery:"kind" avro:"kind"`
+}
+
+// rawEvent is the struct hamba decodes into in the raw loop.
+type rawEvent struct {
+	ID    int64    `avro:"id"`
+	Name  *string  `avro:"name"`
+	Score *float64 `avro:"score"`
+	Kind  string   `avro:"kind"`
+}
+
+type countFn struct{}
+
+func (countFn) CreateAccumulator() int64           { return 0 }
+func (countFn) AddInput(n int64, _ Event) int64    { return n + 1 }
+func (countFn) MergeAccumulators(a, b int64) int64 { return a + b }
+
+type checkFn struct{ Want int64 }
+
+func (fn *checkFn) ProcessElement(n int64) error {
+	if n != fn.Want {
+		return fmt.Errorf("read %d rows, want %d", n, fn.Want)
+	}
+	return nil
+}
+
+func init() {
+	register.Combiner2[int64, Event](&countFn{})
+	register.DoFn1x1[int64, error](&checkFn{})
+	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	if *serve {
+		if err := serveTable(*rows); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bqbench:", err)
+		os.Exit(1)
+	}
+}
+
+func serveTable(n int) error {
+	srv, err := bqtest.NewServer(bqtest.WithBlockRows(1024), bqtest.WithResponseRows(1024))
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	data := make([][]bigquery.Value, n)
+	kinds := []string{"click", "view", "buy"}
+	for i := range data {
+		var name bigquery.Value = "user-" + strconv.Itoa(i%5000)
+		if i%10 == 0 {
+			name = nil
+		}
+		data[i] = []bigquery.Value{int64(i), name, float64(i%1000) / 8, kinds[i%3]}
+	}
+	err = srv.AddTable(table, bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: data})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ADDR %s %s\n", srv.Addr(), srv.RESTEndpoint())
+	io.Copy(io.Discard, os.Stdin) // until the parent closes it
+	return nil
+}
+
+// cpuOf is the user+system CPU seconds of a process, from /proc.
+func cpuOf(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100 // USER_HZ
+}
+
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+func run() error {
+	child := exec.Command(os.Args[0], "--serve", "--rows="+strconv.Itoa(*rows))
+	child.Stderr = os.Stderr
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); child.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "ADDR" {
+		return fmt.Errorf("server said %q", line)
+	}
+	grpcAddr, restURL := f[1], f[2]
+
+	fmt.Printf("goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/bqbench\n", runtime.GOOS, runtime.GOARCH)
+	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; %d runs each, medians\n", *rows, runtime.NumCPU(), *count)
+	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1x BenchmarkBQRead/official_client # at least the official client's own Storage API reader")
+	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1.8x BenchmarkBQRead/raw_1core # close to 2x the raw single-core ReadRows loop")
+	cases := []struct {
+		name string
+		fn   func(ctx context.Context) (int64, error)
+	}{
+		{"sdfio", func(ctx context.Context) (int64, error) { return readSdfio(ctx, grpcAddr) }},
+		{"official_client", func(ctx context.Context) (int64, error) { return readOfficial(ctx, grpcAddr, restURL) }},
+		{"raw_1core", func(ctx context.Context) (int64, error) { return readRaw(ctx, grpcAddr) }},
+	}
+	ctx := context.Background()
+	for i := 0; i < *count; i++ {
+		for _, c := range cases {
+			runtime.GC()
+			s0, c0, t0 := cpuOf(child.Process.Pid), selfCPU(), time.Now()
+			n, err := c.fn(ctx)
+			wall := time.Since(t0)
+			s1, c1 := cpuOf(child.Process.Pid), selfCPU()
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			if n != int64(*rows) {
+				return fmt.Errorf("%s read %d rows, want %d", c.name, n, *rows)
+			}
+			srvCPU, ownCPU := s1-s0, c1-c0
+			share := 0.0
+			if srvCPU+ownCPU > 0 {
+				share = srvCPU / (srvCPU + ownCPU)
+			}
+			fmt.Printf("BenchmarkBQRead/%s\t1\t%d ns/op\t%.0f rows/s\t%.3f server-cpu-share\t%.2f cpu-cores\n",
+				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), share, ownCPU/wall.Seconds())
+		}
+	}
+	return nil
+}
+
+func readSdfio(ctx context.Context, addr string) (int64, error) {
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, table, reflect.TypeOf(Event{}), bigqueryio.WithEndpoint(addr), bigqueryio.WithInsecure(), bigqueryio.WithMaxStreams(*streams))
+	beam.ParDo0(s, &checkFn{Want: int64(*rows)}, beam.Combine(s, &countFn{}, col))
+	if _, err := prism.Execute(ctx, p); err != nil {
+		return 0, err
+	}
+	return int64(*rows), nil // checkFn failed the pipeline otherwise
+}
+
+func readOfficial(ctx context.Context, addr, restURL string) (int64, error) {
+	c, err := bigquery.NewClient(ctx, "bench", bqtest.RESTOptions(restURL)...)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if err := c.EnableStorageReadClient(ctx, bqtest.Endpoint(addr)...); err != nil {
+		return 0, err
+	}
+	it := c.DatasetInProject("bench", "ds").Table("events").Read(ctx)
+	var n int64
+	for {
+		var e Event
+		err := it.Next(&e)
+		if errors.Is(err, iterator.Done) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+}
+
+func readRaw(ctx context.Context, addr string) (int64, error) {
+	old := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(old)
+	c, err := bqstorage.NewBigQueryReadClient(ctx, bqtest.Endpoint(addr)...)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	s, err := c.CreateReadSession(ctx, &storagepb.CreateReadSessionRequest{Parent: "projects/bench", MaxStreamCount: 1,
+		ReadSession: &storagepb.ReadSession{Table: "projects/bench/datasets/ds/tables/events", DataFormat: storagepb.DataFormat_AVRO}})
+	if err != nil {
+		return 0, err
+	}
+	schema, err := avro.Parse(s.GetAvroSchema().GetSchema())
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, st := range s.GetStreams() {
+		rc, err := c.ReadRows(ctx, &storagepb.ReadRowsRequest{ReadStream: st.GetName()})
+		if err != nil {
+			return n, err
+		}
+		r := avro.NewReader(nil, 0)
+		for {
+			resp, err := rc.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return n, err
+			}
+			r.Reset(resp.GetAvroRows().GetSerializedBinaryRows())
+			for i := int64(0); i < resp.GetRowCount(); i++ {
+				var e rawEvent
+				r.ReadVal(schema, &e)
+				if r.Error != nil {
+					return n, r.Error
+				}
+				n++
+			}
+		}
+	}
+	return n, nil
+}
