@@ -6,7 +6,7 @@ PKGS := ./...
 FUZZTIME_SHORT ?= 10s
 FUZZTIME ?= 5m
 # Fuzz targets as package:Target.
-FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader
+FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio:FuzzRecordCoder
 
 .PHONY: all deps test vet fmt-check unit fuzz-short fuzz bench demo clean
 
