@@ -10,7 +10,7 @@ FUZZTIME ?= 5m
 FUZZMINIMIZE_SHORT ?= 1x
 FUZZMINIMIZE ?= 10s
 # Fuzz targets as package:Target.
-FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio/container:FuzzHeader
+FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio/container:FuzzHeader ./avroio:FuzzRecordCoder
 
 .PHONY: all deps test vet fmt-check unit fuzz-short fuzz bench demo clean
 

@@ -50,8 +50,8 @@ func checkStruct(top, t reflect.Type, s avro.Schema, path string, seen map[refle
 			if _, ok := f.Tag.Lookup("avro"); !ok {
 				how = "its Go name, as it has no `avro` tag"
 			}
-			return fmt.Errorf("field %s of Go type %v is Avro field %q by %s, but Avro record %s has no such field (its fields: %s); tag it `avro:\"name\"`, or `avro:\"-\"` to leave it out",
-				fpath, top, name, how, rs.FullName(), fieldNames(rs))
+			return fmt.Errorf("field %s of Go type %v is Avro field %q by %s, but Avro record %s has no such field (its fields: %s); tag the Go field with the Avro field it holds, as in `avro:%q`, or with `avro:\"-\"` to leave it out",
+				fpath, top, name, how, rs.FullName(), fieldNames(rs), suggestField(rs, name))
 		}
 		if err := checkStruct(top, f.Type, fs, fpath+".", seen); err != nil {
 			return err
@@ -113,4 +113,19 @@ func fieldNames(rs *avro.RecordSchema) string {
 		names = append(names, f.Name())
 	}
 	return strings.Join(names, ", ")
+}
+
+// suggestField is the field of rs whose name is closest to name: the one
+// equal but for case, else the first.
+func suggestField(rs *avro.RecordSchema, name string) string {
+	fs := rs.Fields()
+	for _, f := range fs {
+		if strings.EqualFold(f.Name(), name) || strings.EqualFold(strings.ReplaceAll(f.Name(), "_", ""), name) {
+			return f.Name()
+		}
+	}
+	if len(fs) > 0 {
+		return fs[0].Name()
+	}
+	return name
 }
