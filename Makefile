@@ -28,6 +28,12 @@ deps:
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+	@avsc="$${SDFIO_AVSC_DIR:-$$HOME/.cache/sdfio/avsc}"; \
+	if [ ! -f "$$avsc/node_modules/avsc/package.json" ]; then \
+		command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }; \
+		echo "installing avsc (npm) into $$avsc"; \
+		mkdir -p "$$avsc" && npm install --prefix "$$avsc" --no-audit --no-fund --silent avsc@5.7.9; \
+	fi
 	@$(GO) mod download
 
 fmt-check:
