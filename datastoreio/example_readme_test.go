@@ -1,0 +1,36 @@
+package datastoreio_test
+
+// The README's datastoreio snippets, compiled (they need a real project or
+// an emulator to run; the emulator tests of this package run the same
+// calls). internal/readme checks that README.md quotes this file verbatim.
+
+import (
+	"reflect"
+
+	"cloud.google.com/go/datastore"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/sdfio/sdfio/datastoreio"
+)
+
+type Task struct {
+	K    *datastore.Key `datastore:"__key__"` // the entity's full key
+	Done bool
+	Note string `datastore:",noindex"`
+}
+
+func init() { beam.RegisterType(reflect.TypeOf((*Task)(nil)).Elem()) }
+
+// Read the open tasks of namespace "prod", split as the statistics say, and
+// write them back; then delete a set of keys.
+func Example_readme() {
+	p, s := beam.NewPipelineWithRoot()
+	q := datastoreio.NewQuery("Task").Filter("Done", "=", false) // or datastoreio.GQL("SELECT * FROM Task")
+	tasks := datastoreio.Read(s, "my-project", q, reflect.TypeOf(Task{}),
+		datastoreio.WithNamespace("prod"), datastoreio.NumQuerySplits(0)) // 0: from the statistics
+
+	datastoreio.Write(s, "my-project", tasks, datastoreio.HintNumWorkers(10))
+	keys := beam.Create(s, datastore.NameKey("Task", "stale", nil))
+	datastoreio.DeleteKey(s, "my-project", keys) // PCollection<*datastore.Key>
+	_ = p
+}
