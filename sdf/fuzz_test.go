@@ -136,7 +136,9 @@ func (m *trackerModel) trySplit(f float64) (OffsetRange, bool) {
 }
 
 func (m *trackerModel) splitAtFraction(f float64) (OffsetRange, bool) {
-	if !m.bounded() {
+	// A fraction of 1 or more splits at or past End: refused, also where
+	// f*(End-s) rounds below End-s in float64 (ranges wider than 2^53).
+	if !m.bounded() || !(f >= 0 && f < 1) {
 		return OffsetRange{}, false
 	}
 	s := m.start
