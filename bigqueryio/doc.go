@@ -78,15 +78,34 @@
 // NullTime, NullDateTime), TIMESTAMP into time.Time or NullTimestamp,
 // GEOGRAPHY (WKT) and JSON into string or NullGeography, NullJSON, a RECORD
 // into a struct or *struct, a repeated column into a slice. A NULL in a field
-// that cannot hold it fails the read, naming the field. The struct must also
-// be encodable by Beam (register it with beam.RegisterType); types such as
-// *big.Rat need a coder of your own.
+// that cannot hold it fails the read, naming the field.
+//
+// Or Read(s, table, reflect.TypeOf(bigqueryio.Row{})) gives generic rows:
+// Row is a map[string]bigquery.Value of the selected columns, filled as the
+// client fills a map (NUMERIC as *big.Rat, DATE, TIME, DATETIME as civil
+// types, TIMESTAMP as time.Time, a RECORD as a nested map, a repeated column
+// as a []bigquery.Value), with a Beam coder of its own that keeps every value
+// exactly.
+//
+// The struct is carried between stages by Beam's schema coder (register it
+// with beam.RegisterType). Every field type above survives it: this package
+// registers schema logical types for big.Rat (kept as its exact text) and
+// civil.Date (which the schema coder would refuse for its time.Month field);
+// time.Time has Beam's own. Read refuses, when the pipeline is built, a type
+// that Beam's schema coder cannot encode, naming the field.
 //
 // Avro rows are decoded with hamba/avro's reader (the decoder avroio uses)
-// by a plan compiled from the session's schema; Arrow record batches with
-// github.com/apache/arrow-go/v18, the maintained Arrow line
-// (cloud.google.com/go/bigquery still pulls in the frozen
-// github.com/apache/arrow/go/v15, which this package does not use).
+// and Arrow record batches with github.com/apache/arrow-go/v18, the
+// maintained Arrow line (cloud.google.com/go/bigquery still pulls in the
+// frozen github.com/apache/arrow/go/v15, which this package does not use),
+// straight into the fields: each column is compiled, once per session and
+// type, to an operation that writes its field (an Arrow column is written
+// for a whole batch at once), and the rows of a response fill one new []T,
+// so that a row costs no allocation of its own beyond its strings (and
+// RECORD, repeated, NUMERIC, BYTES, TIME and DATETIME values, which go
+// through the client's value types). Each stream's responses are received
+// and decoded one goroutine ahead of the claims and emissions, so the
+// decoding overlaps the runner's per-row work.
 //
 // # Metrics
 //

@@ -84,53 +84,63 @@ func compileOps(t reflect.Type, schema bigquery.Schema) ([]loadOp, error) {
 		if !ok {
 			continue
 		}
-		op := loadOp{field: f.Index, value: i, name: f.Name}
-		ft := f.Type
-		if sf.Repeated {
-			if ft.Kind() != reflect.Slice {
-				return nil, fmt.Errorf("bigqueryio: repeated column %s needs a slice, but field %s.%s is a %s", sf.Name, t, f.Name, ft)
-			}
-			ft = ft.Elem()
-			op.repeated = true
+		op, err := compileOp(t, f, sf)
+		if err != nil {
+			return nil, err
 		}
-		if sf.Type == bigquery.RecordFieldType {
-			ptr := ft.Kind() == reflect.Pointer
-			st := ft
-			if ptr {
-				st = ft.Elem()
-			}
-			if st.Kind() != reflect.Struct {
-				return nil, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s.%s is a %s", sf.Name, t, f.Name, f.Type)
-			}
-			sub, err := compileOps(st, sf.Schema)
-			if err != nil {
-				return nil, err
-			}
-			op.set = func(v reflect.Value, x bigquery.Value) error {
-				if x == nil {
-					if !ptr {
-						return errNull
-					}
-					v.Set(reflect.Zero(v.Type()))
-					return nil
-				}
-				target := v
-				if ptr {
-					target = reflect.New(st)
-					v.Set(target)
-					target = target.Elem()
-				}
-				return runOps(sub, target, x.([]bigquery.Value))
-			}
-		} else {
-			op.set = setterFor(ft, sf.Type)
-			if op.set == nil {
-				return nil, fmt.Errorf("bigqueryio: column %s of type %s cannot be loaded into field %s.%s of type %s", sf.Name, sf.Type, t, f.Name, ft)
-			}
-		}
+		op.value = i
 		ops = append(ops, op)
 	}
 	return ops, nil
+}
+
+// compileOp is how column sf goes into field f of struct type t.
+func compileOp(t reflect.Type, f reflect.StructField, sf *bigquery.FieldSchema) (loadOp, error) {
+	op := loadOp{field: f.Index, name: f.Name}
+	ft := f.Type
+	if sf.Repeated {
+		if ft.Kind() != reflect.Slice {
+			return op, fmt.Errorf("bigqueryio: repeated column %s needs a slice, but field %s.%s is a %s", sf.Name, t, f.Name, ft)
+		}
+		ft = ft.Elem()
+		op.repeated = true
+	}
+	if sf.Type == bigquery.RecordFieldType {
+		ptr := ft.Kind() == reflect.Pointer
+		st := ft
+		if ptr {
+			st = ft.Elem()
+		}
+		if st.Kind() != reflect.Struct {
+			return op, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s.%s is a %s", sf.Name, t, f.Name, f.Type)
+		}
+		sub, err := compileOps(st, sf.Schema)
+		if err != nil {
+			return op, err
+		}
+		op.set = func(v reflect.Value, x bigquery.Value) error {
+			if x == nil {
+				if !ptr {
+					return errNull
+				}
+				v.Set(reflect.Zero(v.Type()))
+				return nil
+			}
+			target := v
+			if ptr {
+				target = reflect.New(st)
+				v.Set(target)
+				target = target.Elem()
+			}
+			return runOps(sub, target, x.([]bigquery.Value))
+		}
+		return op, nil
+	}
+	op.set = setterFor(ft, sf.Type)
+	if op.set == nil {
+		return op, fmt.Errorf("bigqueryio: column %s of type %s cannot be loaded into field %s.%s of type %s", sf.Name, sf.Type, t, f.Name, ft)
+	}
+	return op, nil
 }
 
 // load fills the struct v points to (or is, if addressable) from row.
@@ -140,28 +150,38 @@ func (l *loader) load(v reflect.Value, row []bigquery.Value) error {
 
 func runOps(ops []loadOp, v reflect.Value, row []bigquery.Value) error {
 	for _, op := range ops {
-		fv := v.FieldByIndex(op.field)
-		x := row[op.value]
-		if op.repeated {
-			items, _ := x.([]bigquery.Value)
-			s := reflect.MakeSlice(fv.Type(), len(items), len(items))
-			for i, it := range items {
-				if err := op.set(s.Index(i), it); err != nil {
-					return fmt.Errorf("field %s item %d: %w", op.name, i, err)
+		if err := op.apply(v.FieldByIndex(op.field), row[op.value]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply loads x into fv, the field of op.
+func (op *loadOp) apply(fv reflect.Value, x bigquery.Value) error {
+	if op.repeated {
+		items, _ := x.([]bigquery.Value)
+		if len(items) == 0 {
+			fv.Set(reflect.Zero(fv.Type()))
+			return nil
+		}
+		s := reflect.MakeSlice(fv.Type(), len(items), len(items))
+		for i, it := range items {
+			if err := op.set(s.Index(i), it); err != nil {
+				if errors.Is(err, errNull) {
+					return fmt.Errorf("field %s item %d: NULL cannot be loaded into %s", op.name, i, s.Type().Elem())
 				}
+				return fmt.Errorf("field %s item %d: %w", op.name, i, err)
 			}
-			if len(items) == 0 {
-				s = reflect.Zero(fv.Type())
-			}
-			fv.Set(s)
-			continue
 		}
-		if err := op.set(fv, x); err != nil {
-			if errors.Is(err, errNull) {
-				return fmt.Errorf("NULL cannot be loaded into field %s of type %s", op.name, fv.Type())
-			}
-			return fmt.Errorf("field %s: %w", op.name, err)
+		fv.Set(s)
+		return nil
+	}
+	if err := op.set(fv, x); err != nil {
+		if errors.Is(err, errNull) {
+			return fmt.Errorf("NULL cannot be loaded into field %s of type %s", op.name, fv.Type())
 		}
+		return fmt.Errorf("field %s: %w", op.name, err)
 	}
 	return nil
 }

@@ -322,7 +322,10 @@ func TestPipelineRunnerSplitFaults(t *testing.T) {
 	m := run(t, p)
 	st := srv.Stats()
 	t.Logf("splits accepted %d, refused %d, retries %d; server %+v", counter(t, m, "splits_accepted"), counter(t, m, "splits_refused"), counter(t, m, "retries"), st)
-	if st.SplitCalls < 1 || st.InjectedFailures != 3 {
-		t.Errorf("server %+v: want split calls and 3 injected failures", st)
+	// Which of the first 3 calls fail after 5 rows depends on the timing:
+	// a split's confirming read (one response of 4 rows) or a call ended by
+	// the switch to the primary may be among them.
+	if st.SplitCalls < 1 || st.InjectedFailures < 1 || counter(t, m, "retries") < 1 {
+		t.Errorf("server %+v: want split calls, injected failures and retries", st)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
@@ -22,17 +21,80 @@ type rowsClient interface {
 // readStats is what one stream read did, for metrics.
 type readStats struct {
 	rows, bytes, retries int64
+	// report, when set, is told the rows and bytes of each response once
+	// its rows are claimed (or the read stopped in it).
+	report func(rows, bytes int64)
 }
 
-var errStop = errors.New("stop")
+// fetched is one response of a ReadRows call, decoded ahead of the reader,
+// or the call's end (err: io.EOF when the stream ended).
+type fetched struct {
+	rows      int64
+	progress  *storagepb.StreamStats_Progress
+	bytes     int64
+	vals      []any
+	err       error
+	decodeErr bool // err is the payload's, not the call's
+}
+
+// fetch reads stream from off with one ReadRows call, decoding each
+// response with dec and sending it to out, until the call ends or ctx is
+// cancelled; it closes out when it returns. It runs on its own goroutine, so
+// that receiving and decoding the next responses overlap the emission of
+// the rows of this one (on another core when there is one).
+func fetch(ctx context.Context, c rowsClient, stream string, off int64, dec batchDecoder, out chan<- fetched) {
+	defer close(out)
+	send := func(f fetched) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	rc, err := c.ReadRows(ctx, &storagepb.ReadRowsRequest{ReadStream: stream, Offset: off})
+	if err != nil {
+		send(fetched{err: err})
+		return
+	}
+	for {
+		resp, err := rc.Recv()
+		if err != nil {
+			send(fetched{err: err})
+			return
+		}
+		n := resp.GetRowCount()
+		if n <= 0 {
+			continue
+		}
+		payload := payloadOf(resp)
+		// The count is the server's: the capacity is bounded by the
+		// payload, the decoders check the count against it.
+		vals, err := dec.decode(payload, n, make([]any, 0, min(n, int64(len(payload))+1)))
+		f := fetched{rows: n, progress: resp.GetStats().GetProgress(), bytes: int64(len(payload)), vals: vals}
+		if err == nil && int64(len(vals)) != n {
+			err = fmt.Errorf("the response says %d rows, its payload holds %d", n, len(vals))
+		}
+		if err != nil {
+			f.err, f.decodeErr = err, true
+			send(f)
+			return
+		}
+		if !send(f) {
+			return
+		}
+	}
+}
 
 // readStream reads the rows of rt's restriction, claiming each by its
 // offset and passing it to fn, until a claim is refused or the stream ends
 // (then the tracker is marked done). A transient ReadRows error is retried
 // with backoff, resuming at the next unread offset; a split that committed
-// switches the read to the primary stream at the next offset. Errors name
-// the table, session, stream and offset.
-func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionInfo, rt *StreamTracker, dec rowDecoder, fn func([]bigquery.Value) error, st *readStats) error {
+// switches the read to the primary stream at the next offset. Responses are
+// received and decoded ahead, on another goroutine (see fetch); the claims
+// and fn run on the caller's. Errors name the table, session, stream and
+// offset.
+func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionInfo, rt *StreamTracker, dec batchDecoder, fn func(any) error, st *readStats) error {
 	rest := rt.Restriction()
 	stream, off := rest.Stream, rest.Start
 	where := func() string {
@@ -47,49 +109,63 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 	}
 	attempt := 0
 	for {
-		rctx, cancel := context.WithCancel(ctx)
-		rc, err := c.ReadRows(rctx, &storagepb.ReadRowsRequest{ReadStream: stream, Offset: off})
+		var err error
 		swapped, stopped := false, false
-		for err == nil && !swapped && !stopped {
-			var resp *storagepb.ReadRowsResponse
-			if resp, err = rc.Recv(); err != nil {
-				break
-			}
-			n := resp.GetRowCount()
-			if n <= 0 {
-				continue
-			}
-			attempt = 0
-			payload := payloadOf(resp)
-			rt.received(stream, off, n, resp.GetStats().GetProgress())
-			st.bytes += int64(len(payload))
-			i := int64(0)
-			derr := dec.decode(payload, n, func(row []bigquery.Value) error {
-				ok, sw := rt.claim(off+i, stream)
-				if !ok {
-					stopped = true
-					return errStop
-				}
-				i++
-				st.rows++
-				if err := fn(row); err != nil {
-					return err
-				}
-				if sw {
-					swapped = true
-					return errStop
-				}
-				return nil
-			})
-			off += i
-			if derr != nil && !errors.Is(derr, errStop) {
+		if ferr := func() error {
+			rctx, cancel := context.WithCancel(ctx)
+			ch := make(chan fetched, 2)
+			go fetch(rctx, c, stream, off, dec, ch)
+			// The fetch ends, and is waited for, however this returns
+			// (even by a panic in fn): the next one reuses dec.
+			defer func() {
 				cancel()
-				err = fmt.Errorf("bigqueryio: %s: %w", where(), derr)
-				rt.Fail(err)
-				return err
+				for range ch {
+				}
+			}()
+			for f := range ch {
+				if f.decodeErr {
+					return f.err
+				}
+				if f.err != nil {
+					err = f.err
+					return nil
+				}
+				attempt = 0
+				rt.received(stream, off, f.rows, f.progress)
+				st.bytes += f.bytes
+				rows0 := st.rows
+				flush := func() {
+					if st.report != nil {
+						st.report(st.rows-rows0, f.bytes)
+					}
+				}
+				for _, v := range f.vals {
+					ok, sw := rt.claim(off, stream)
+					if !ok {
+						stopped = true
+						flush()
+						return nil
+					}
+					off++
+					st.rows++
+					if err := fn(v); err != nil {
+						flush()
+						return err
+					}
+					if sw {
+						swapped = true
+						flush()
+						return nil
+					}
+				}
+				flush()
 			}
+			return nil
+		}(); ferr != nil {
+			ferr = fmt.Errorf("bigqueryio: %s: %w", where(), ferr)
+			rt.Fail(ferr)
+			return ferr
 		}
-		cancel()
 		switch {
 		case stopped:
 			return rt.GetError()

@@ -51,13 +51,16 @@ func StreamSubject(ctx context.Context, table string, opts ...ReadOption) (s sdf
 		},
 		Size: func(r any) float64 { return r.(StreamRestriction).size() },
 		Read: func(ctx context.Context, rt beamsdf.RTracker, emit func([]bigquery.Value)) error {
-			_, dec, err := info.decoder()
+			_, rows, err := info.decoder()
 			if err != nil {
 				return err
 			}
+			dec := valuesDecoder{rows: rows, conv: func(row []bigquery.Value) (any, error) {
+				return append([]bigquery.Value(nil), row...), nil
+			}}
 			var st readStats
-			return readStream(ctx, c, cfg, info, rt.(*StreamTracker), dec, func(row []bigquery.Value) error {
-				emit(append([]bigquery.Value(nil), row...))
+			return readStream(ctx, c, cfg, info, rt.(*StreamTracker), dec, func(row any) error {
+				emit(row.([]bigquery.Value))
 				return nil
 			}, &st)
 		},

@@ -3,7 +3,8 @@
 // (make bench):
 //
 //   - BenchmarkBQRead/sdfio: bigqueryio.Read of the table over --streams
-//     streams (Avro) on Prism in-process, counting rows with a combine;
+//     streams (Avro) on Prism in-process, into a struct, every row reaching
+//     a DoFn that counts it (a counter per bundle);
 //   - BenchmarkBQRead/official_client: the official client's own Storage API
 //     reader (bigquery.Client with EnableStorageReadClient, Table.Read),
 //     iterating the rows into the same struct;
@@ -14,7 +15,11 @@
 // The server runs in a child process (this binary with --serve), so that its
 // CPU is measured apart: server-cpu-share is the server's share of all the
 // CPU the run used (server and reader), cpu-cores the reader's CPU seconds
-// per second of wall time. Rates are rows per second of wall time.
+// per second of wall time, reader-cpu-ns/row and server-cpu-ns/row the CPU
+// each side spent per row (for sdfio the reader's includes Prism's, which
+// runs in the same process). Rates are rows per second of wall time. On a
+// machine shared with other work the rates follow the CPU the run gets; the
+// CPU per row does much less, and the note gives the load average.
 package main
 
 import (
@@ -29,6 +34,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,6 +58,8 @@ var (
 	count   = flag.Int("count", 3, "runs per benchmark")
 	streams = flag.Int("streams", 4, "streams of bigqueryio.Read and of the official client's session")
 	serve   = flag.Bool("serve", false, "internal: serve the table and print its addresses")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the sdfio runs to this file")
+	only    = flag.String("only", "", "run only the case of this name")
 )
 
 const table = "bench.ds.events"
@@ -72,24 +80,28 @@ type rawEvent struct {
 	Kind  string   `avro:"kind"`
 }
 
-type countFn struct{}
+// countFn counts the rows it sees and adds them to a counter once per
+// bundle: the cheapest sink that still makes every row reach a DoFn. It has
+// an output it never emits to: Prism's progress loop spins on the closed
+// data channel of a stage with no outputs (prism/internal/stage.go, Beam
+// v2.77), taking a whole core from the SDK while the bundle runs.
+type countFn struct{ n int64 }
 
-func (countFn) CreateAccumulator() int64           { return 0 }
-func (countFn) AddInput(n int64, _ Event) int64    { return n + 1 }
-func (countFn) MergeAccumulators(a, b int64) int64 { return a + b }
+var rowsSeen = beam.NewCounter("bqbench", "rows_seen")
 
-type checkFn struct{ Want int64 }
+func (fn *countFn) ProcessElement(Event, func(int64)) { fn.n++ }
 
-func (fn *checkFn) ProcessElement(n int64) error {
-	if n != fn.Want {
-		return fmt.Errorf("read %d rows, want %d", n, fn.Want)
-	}
-	return nil
+func (fn *countFn) FinishBundle(ctx context.Context, _ func(int64)) {
+	rowsSeen.Inc(ctx, fn.n)
+	fn.n = 0
 }
 
+func discard(int64) {}
+
 func init() {
-	register.Combiner2[int64, Event](&countFn{})
-	register.DoFn1x1[int64, error](&checkFn{})
+	register.Function1x0(discard)
+	register.DoFn2x0[Event, func(int64)](&countFn{})
+	register.Emitter1[int64]()
 	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
 }
 
@@ -182,9 +194,11 @@ func run() error {
 	grpcAddr, restURL := f[1], f[2]
 
 	fmt.Printf("goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/bqbench\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; %d runs each, medians\n", *rows, runtime.NumCPU(), *count)
+	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; %d runs each, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1x BenchmarkBQRead/official_client # at least the official client's own Storage API reader")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1.8x BenchmarkBQRead/raw_1core # close to 2x the raw single-core ReadRows loop")
+	fmt.Println("goal: BenchmarkBQRead/sdfio reader-cpu-ns/row / BenchmarkBQRead/raw_1core # reader CPU per row (Prism included) against the raw loop's")
+	fmt.Println("goal: BenchmarkBQRead/sdfio reader-cpu-ns/row / BenchmarkBQRead/official_client # reader CPU per row against the official client's")
 	cases := []struct {
 		name string
 		fn   func(ctx context.Context) (int64, error)
@@ -196,11 +210,24 @@ func run() error {
 	ctx := context.Background()
 	for i := 0; i < *count; i++ {
 		for _, c := range cases {
+			if *only != "" && c.name != *only {
+				continue
+			}
 			runtime.GC()
+			if c.name == "sdfio" && *cpuProf != "" {
+				f, err := os.Create(*cpuProf)
+				if err != nil {
+					return err
+				}
+				pprof.StartCPUProfile(f)
+			}
 			s0, c0, t0 := cpuOf(child.Process.Pid), selfCPU(), time.Now()
 			n, err := c.fn(ctx)
 			wall := time.Since(t0)
 			s1, c1 := cpuOf(child.Process.Pid), selfCPU()
+			if c.name == "sdfio" && *cpuProf != "" {
+				pprof.StopCPUProfile()
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -212,21 +239,42 @@ func run() error {
 			if srvCPU+ownCPU > 0 {
 				share = srvCPU / (srvCPU + ownCPU)
 			}
-			fmt.Printf("BenchmarkBQRead/%s\t1\t%d ns/op\t%.0f rows/s\t%.3f server-cpu-share\t%.2f cpu-cores\n",
-				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), share, ownCPU/wall.Seconds())
+			fmt.Printf("BenchmarkBQRead/%s\t1\t%d ns/op\t%.0f rows/s\t%.3f server-cpu-share\t%.2f cpu-cores\t%.0f reader-cpu-ns/row\t%.0f server-cpu-ns/row\n",
+				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), share, ownCPU/wall.Seconds(), ownCPU*1e9/float64(n), srvCPU*1e9/float64(n))
 		}
 	}
+	fmt.Printf("note: bqbench: load average after the runs %s\n", loadAvg())
 	return nil
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages of the machine.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func readSdfio(ctx context.Context, addr string) (int64, error) {
 	p, s := beam.NewPipelineWithRoot()
 	col := bigqueryio.Read(s, table, reflect.TypeOf(Event{}), bigqueryio.WithEndpoint(addr), bigqueryio.WithInsecure(), bigqueryio.WithMaxStreams(*streams))
-	beam.ParDo0(s, &checkFn{Want: int64(*rows)}, beam.Combine(s, &countFn{}, col))
-	if _, err := prism.Execute(ctx, p); err != nil {
+	beam.ParDo0(s, discard, beam.Reshuffle(s, beam.ParDo(s, &countFn{}, col)))
+	pr, err := prism.Execute(ctx, p)
+	if err != nil {
 		return 0, err
 	}
-	return int64(*rows), nil // checkFn failed the pipeline otherwise
+	var n int64
+	for _, c := range pr.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == "bqbench" && c.Name() == "rows_seen" {
+			n += c.Result()
+		}
+	}
+	return n, nil
 }
 
 func readOfficial(ctx context.Context, addr, restURL string) (int64, error) {

@@ -1,0 +1,398 @@
+package bigqueryio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"sort"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// Row is a generic row: Read(s, table, reflect.TypeOf(bigqueryio.Row{}))
+// reads every selected column by name, as the official client's
+// RowIterator.Next fills a map[string]bigquery.Value: NULL is nil; INTEGER
+// int64; FLOAT float64; BOOLEAN bool; STRING, GEOGRAPHY (WKT) and JSON
+// string; BYTES []byte; NUMERIC and BIGNUMERIC *big.Rat; DATE civil.Date;
+// TIME civil.Time; DATETIME civil.DateTime; TIMESTAMP time.Time (UTC); a
+// RECORD a map[string]bigquery.Value of its fields; a repeated column a
+// []bigquery.Value of its items (empty, never nil, when it has none).
+//
+// Row has a Beam coder of its own (registered by this package) that keeps
+// every one of those values exactly, so rows can go through a GroupByKey or
+// a Reshuffle. It refuses values of any other Go type, naming the column.
+type Row map[string]bigquery.Value
+
+func init() {
+	beam.RegisterType(reflect.TypeOf(Row(nil)))
+	beam.RegisterCoder(reflect.TypeOf(Row(nil)), EncodeRow, DecodeRow)
+}
+
+var typeOfRow = reflect.TypeOf(Row(nil))
+
+// rowOf is the Row of the values of one row of schema; it keeps nothing of
+// vals (records and repeated values are new slices of the decoders).
+func rowOf(schema bigquery.Schema, vals []bigquery.Value) Row {
+	r := make(Row, len(schema))
+	fillMap(r, schema, vals)
+	return r
+}
+
+func fillMap(m map[string]bigquery.Value, schema bigquery.Schema, vals []bigquery.Value) {
+	for i, f := range schema {
+		m[f.Name] = genericValue(f, vals[i], false)
+	}
+}
+
+func genericValue(f *bigquery.FieldSchema, v bigquery.Value, item bool) bigquery.Value {
+	switch {
+	case f.Repeated && !item:
+		items, _ := v.([]bigquery.Value)
+		if items == nil {
+			return []bigquery.Value{}
+		}
+		if f.Type == bigquery.RecordFieldType {
+			for k, it := range items {
+				items[k] = genericValue(f, it, true)
+			}
+		}
+		return items
+	case v == nil:
+		return nil
+	case f.Type == bigquery.RecordFieldType:
+		m := make(map[string]bigquery.Value, len(f.Schema))
+		fillMap(m, f.Schema, v.([]bigquery.Value))
+		return m
+	}
+	return v
+}
+
+// The tags of the values in a Row's encoding.
+const (
+	tagNull byte = iota
+	tagInt64
+	tagFloat64
+	tagBool
+	tagString
+	tagBytes
+	tagRat
+	tagDate
+	tagTime
+	tagDateTime
+	tagTimestamp
+	tagList
+	tagMap
+)
+
+// maxRowDepth bounds the nesting of records and lists in an encoded Row
+// (BigQuery allows 15 levels of RECORD).
+const maxRowDepth = 64
+
+// EncodeRow is Row's Beam coder: each column, in the order of the names, as
+// its name and a tagged value. It fails on a value of a type that Row does
+// not hold, naming the column.
+func EncodeRow(r Row) ([]byte, error) {
+	b := binary.AppendUvarint(nil, uint64(len(r)))
+	return appendMap(b, r, 0)
+}
+
+func appendMap(b []byte, m map[string]bigquery.Value, depth int) ([]byte, error) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		b = appendString(b, k)
+		var err error
+		if b, err = appendValue(b, m[k], depth); err != nil {
+			return nil, fmt.Errorf("column %s: %w", k, err)
+		}
+	}
+	return b, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendBigInt(b []byte, n *big.Int) []byte {
+	sign := byte(0)
+	if n.Sign() < 0 {
+		sign = 1
+	}
+	abs := n.Bytes()
+	b = append(b, sign)
+	b = binary.AppendUvarint(b, uint64(len(abs)))
+	return append(b, abs...)
+}
+
+func appendValue(b []byte, v bigquery.Value, depth int) ([]byte, error) {
+	if depth > maxRowDepth {
+		return nil, fmt.Errorf("values nested deeper than %d levels", maxRowDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, tagNull), nil
+	case int64:
+		return binary.AppendVarint(append(b, tagInt64), x), nil
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(b, tagFloat64), math.Float64bits(x)), nil
+	case bool:
+		if x {
+			return append(b, tagBool, 1), nil
+		}
+		return append(b, tagBool, 0), nil
+	case string:
+		return appendString(append(b, tagString), x), nil
+	case []byte:
+		if x == nil {
+			return append(b, tagNull), nil
+		}
+		return append(binary.AppendUvarint(append(b, tagBytes), uint64(len(x))), x...), nil
+	case *big.Rat:
+		if x == nil {
+			return append(b, tagNull), nil
+		}
+		return appendBigInt(appendBigInt(append(b, tagRat), x.Num()), x.Denom()), nil
+	case civil.Date:
+		return appendDate(append(b, tagDate), x), nil
+	case civil.Time:
+		return appendTime(append(b, tagTime), x), nil
+	case civil.DateTime:
+		return appendTime(appendDate(append(b, tagDateTime), x.Date), x.Time), nil
+	case time.Time:
+		b = binary.AppendVarint(append(b, tagTimestamp), x.Unix())
+		return binary.AppendUvarint(b, uint64(x.Nanosecond())), nil
+	case []bigquery.Value:
+		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
+		for i, it := range x {
+			var err error
+			if b, err = appendValue(b, it, depth+1); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return b, nil
+	case map[string]bigquery.Value:
+		b = binary.AppendUvarint(append(b, tagMap), uint64(len(x)))
+		return appendMap(b, x, depth+1)
+	case Row:
+		b = binary.AppendUvarint(append(b, tagMap), uint64(len(x)))
+		return appendMap(b, x, depth+1)
+	}
+	return nil, fmt.Errorf("a bigqueryio.Row holds no values of type %T", v)
+}
+
+func appendDate(b []byte, d civil.Date) []byte {
+	b = binary.AppendVarint(b, int64(d.Year))
+	b = binary.AppendVarint(b, int64(d.Month))
+	return binary.AppendVarint(b, int64(d.Day))
+}
+
+func appendTime(b []byte, t civil.Time) []byte {
+	b = binary.AppendVarint(b, int64(t.Hour))
+	b = binary.AppendVarint(b, int64(t.Minute))
+	b = binary.AppendVarint(b, int64(t.Second))
+	return binary.AppendVarint(b, int64(t.Nanosecond))
+}
+
+// DecodeRow is the inverse of EncodeRow. Bad input is an error naming the
+// byte offset, never a panic; no count in it allocates more than its bytes
+// can hold.
+func DecodeRow(b []byte) (Row, error) {
+	d := rowReader{b: b}
+	n := d.count()
+	r := make(Row, min(n, len(b)))
+	d.fillMap(r, n, 0)
+	if d.err == nil && d.off != len(b) {
+		d.fail(fmt.Errorf("%d bytes after the row", len(b)-d.off))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("bigqueryio: decoding a Row: %w", d.err)
+	}
+	return r, nil
+}
+
+type rowReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+var errShort = errors.New("the encoding ends early")
+
+func (d *rowReader) fail(err error) {
+	if d.err == nil {
+		d.err = fmt.Errorf("at byte %d: %w", d.off, err)
+	}
+}
+
+func (d *rowReader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *rowReader) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.off:])
+	if n <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+// count reads a count of items, each of which takes at least a byte.
+func (d *rowReader) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)-d.off) {
+		d.fail(fmt.Errorf("a count of %d with %d bytes left", n, len(d.b)-d.off))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *rowReader) bytes() []byte {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	p := d.b[d.off : d.off+n]
+	d.off += n
+	return p
+}
+
+func (d *rowReader) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.b) {
+		d.fail(errShort)
+		return 0
+	}
+	c := d.b[d.off]
+	d.off++
+	return c
+}
+
+func (d *rowReader) int() int {
+	v := d.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.fail(fmt.Errorf("date or time part %d out of range", v))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *rowReader) bigInt() *big.Int {
+	neg := d.byte()
+	n := new(big.Int).SetBytes(d.bytes())
+	if neg == 1 {
+		n.Neg(n)
+	}
+	return n
+}
+
+func (d *rowReader) fillMap(m map[string]bigquery.Value, n, depth int) {
+	for i := 0; i < n && d.err == nil; i++ {
+		k := string(d.bytes())
+		m[k] = d.value(depth)
+	}
+}
+
+func (d *rowReader) date() civil.Date {
+	y, mo, day := d.int(), d.int(), d.int()
+	return civil.Date{Year: y, Month: time.Month(mo), Day: day}
+}
+
+func (d *rowReader) civilTime() civil.Time {
+	h, mi, s, ns := d.int(), d.int(), d.int(), d.int()
+	return civil.Time{Hour: h, Minute: mi, Second: s, Nanosecond: ns}
+}
+
+func (d *rowReader) value(depth int) bigquery.Value {
+	if depth > maxRowDepth {
+		d.fail(fmt.Errorf("values nested deeper than %d levels", maxRowDepth))
+		return nil
+	}
+	switch tag := d.byte(); tag {
+	case tagNull:
+		return nil
+	case tagInt64:
+		return d.varint()
+	case tagFloat64:
+		if d.err == nil && len(d.b)-d.off < 8 {
+			d.fail(errShort)
+		}
+		if d.err != nil {
+			return nil
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off:]))
+		d.off += 8
+		return v
+	case tagBool:
+		return d.byte() != 0
+	case tagString:
+		return string(d.bytes())
+	case tagBytes:
+		return append([]byte{}, d.bytes()...)
+	case tagRat:
+		num, den := d.bigInt(), d.bigInt()
+		if d.err == nil && den.Sign() == 0 {
+			d.fail(errors.New("a NUMERIC with denominator 0"))
+		}
+		if d.err != nil {
+			return nil
+		}
+		return new(big.Rat).SetFrac(num, den)
+	case tagDate:
+		return d.date()
+	case tagTime:
+		return d.civilTime()
+	case tagDateTime:
+		dt := d.date()
+		return civil.DateTime{Date: dt, Time: d.civilTime()}
+	case tagTimestamp:
+		s := d.varint()
+		ns := d.uvarint()
+		if ns >= 1e9 {
+			d.fail(fmt.Errorf("a TIMESTAMP with %d nanoseconds", ns))
+		}
+		return time.Unix(s, int64(ns)).UTC()
+	case tagList:
+		n := d.count()
+		items := make([]bigquery.Value, 0, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			items = append(items, d.value(depth+1))
+		}
+		return items
+	case tagMap:
+		n := d.count()
+		m := make(map[string]bigquery.Value, n)
+		d.fillMap(m, n, depth+1)
+		return m
+	default:
+		if d.err == nil {
+			d.off--
+			d.fail(fmt.Errorf("unknown value tag %d", tag))
+		}
+		return nil
+	}
+}

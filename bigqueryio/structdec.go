@@ -1,0 +1,485 @@
+package bigqueryio
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unsafe"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/hamba/avro/v2"
+)
+
+// A batchDecoder decodes the rows of one ReadRows response into the values
+// the reader emits, appended to out. The values are new: they outlive the
+// next call.
+type batchDecoder interface {
+	decode(payload []byte, n int64, out []any) ([]any, error)
+}
+
+// valuesDecoder makes values of the rows of a rowDecoder with conv (conv
+// must copy what it keeps of the row).
+type valuesDecoder struct {
+	rows rowDecoder
+	conv func([]bigquery.Value) (any, error)
+}
+
+func (d valuesDecoder) decode(payload []byte, n int64, out []any) ([]any, error) {
+	err := d.rows.decode(payload, n, func(row []bigquery.Value) error {
+		v, err := d.conv(row)
+		if err != nil {
+			return fmt.Errorf("row %d of %d in the response: %w", len(out), n, err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// structDecoder decodes rows straight into a new []T per response, T a
+// struct type, with no bigquery.Value in between for the common column
+// types (see fastAvro and fastArrow): each column is compiled to an
+// operation writing its field. Other columns (RECORD, repeated, NUMERIC,
+// BYTES, TIME, DATETIME, narrow integer fields) go through the
+// []bigquery.Value decoders and the loader, one column at a time.
+type structDecoder struct {
+	typ    reflect.Type
+	format int32
+	box    boxer
+	schema bigquery.Schema
+	avro   []avroOp  // one per column, for AVRO
+	arrow  []arrowOp // one per column, for ARROW
+	header []byte    // the session's IPC schema message, for ARROW
+	r      *avro.Reader
+	buf    []byte
+}
+
+// avroOp decodes one column of a row into the struct at p.
+type avroOp func(r *avro.Reader, p unsafe.Pointer) error
+
+// arrowOp decodes one column of n rows into the structs at base, base+stride...
+type arrowOp func(a arrow.Array, base unsafe.Pointer, stride uintptr, n int) error
+
+func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, header []byte) (*structDecoder, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
+	}
+	d := &structDecoder{typ: t, format: format, box: newBoxer(t), schema: schema, header: header}
+	fields := structFields(t)
+	for _, sf := range schema {
+		f, ok := fields[strings.ToLower(sf.Name)]
+		var op loadOp
+		if ok {
+			var err error
+			if op, err = compileOp(t, f, sf); err != nil {
+				return nil, err
+			}
+		}
+		switch format {
+		case int32(Avro):
+			d.avro = append(d.avro, avroColumn(t, sf, f, ok, op))
+		default:
+			d.arrow = append(d.arrow, arrowColumn(t, sf, f, ok, op))
+		}
+	}
+	if format == int32(Avro) {
+		d.r = avro.NewReader(bytes.NewReader(nil), 0)
+	}
+	return d, nil
+}
+
+func (d *structDecoder) decode(payload []byte, n int64, out []any) ([]any, error) {
+	if d.format == int32(Avro) {
+		return d.decodeAvro(payload, n, out)
+	}
+	return d.decodeArrow(payload, n, out)
+}
+
+// rows makes a []T of n rows, returning its first element's address.
+func (d *structDecoder) rows(n int) unsafe.Pointer {
+	return reflect.MakeSlice(reflect.SliceOf(d.typ), n, n).UnsafePointer()
+}
+
+func (d *structDecoder) decodeAvro(payload []byte, n int64, out []any) ([]any, error) {
+	if n <= 0 {
+		return out, nil
+	}
+	// Every row takes at least a byte unless the struct has no columns: a
+	// hostile count fails at the end of the payload, not in a huge []T.
+	if n > int64(len(payload)) && len(d.avro) > 0 {
+		return out, fmt.Errorf("the response says %d rows in %d bytes of Avro", n, len(payload))
+	}
+	size := d.typ.Size()
+	base := d.rows(int(n))
+	r := d.r.Reset(payload)
+	for i := int64(0); i < n; i++ {
+		p := unsafe.Add(base, uintptr(i)*size)
+		for c, op := range d.avro {
+			if err := op(r, p); err != nil {
+				return out, fmt.Errorf("Avro row %d of %d in the response, column %s: %w", i, n, d.schema[c].Name, err)
+			}
+		}
+		if r.Error != nil {
+			return out, fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
+		}
+		out = append(out, d.box(p))
+	}
+	return out, nil
+}
+
+func (d *structDecoder) decodeArrow(payload []byte, n int64, out []any) ([]any, error) {
+	d.buf = append(append(d.buf[:0], d.header...), payload...)
+	r, err := ipc.NewReader(bytes.NewReader(d.buf))
+	if err != nil {
+		return out, fmt.Errorf("Arrow record batch: %w", err)
+	}
+	defer r.Release()
+	size := d.typ.Size()
+	var got int64
+	for r.Next() {
+		rec := r.RecordBatch()
+		if int(rec.NumCols()) != len(d.schema) {
+			return out, fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
+		}
+		m := int(rec.NumRows())
+		// Every row of a BigQuery column takes at least a bit (of its
+		// validity bitmap): a batch claiming more rows than its bytes can
+		// hold allocates nothing of its size.
+		if m < 0 || int64(m) > 8*int64(len(payload))+64 {
+			return out, fmt.Errorf("Arrow record batch claims %d rows in %d bytes", m, len(payload))
+		}
+		if got+int64(m) > n {
+			return out, fmt.Errorf("Arrow record batch holds more than the %d rows the response says", n)
+		}
+		base := d.rows(m)
+		for c, op := range d.arrow {
+			col := rec.Column(c)
+			if col.Len() < m {
+				return out, fmt.Errorf("Arrow column %s has %d values for %d rows", d.schema[c].Name, col.Len(), m)
+			}
+			if err := op(col, base, size, m); err != nil {
+				return out, fmt.Errorf("Arrow rows %d-%d of the response, column %s: %w", got, got+int64(m)-1, d.schema[c].Name, err)
+			}
+		}
+		for i := 0; i < m; i++ {
+			out = append(out, d.box(unsafe.Add(base, uintptr(i)*size)))
+		}
+		got += int64(m)
+	}
+	if err := r.Err(); err != nil {
+		return out, fmt.Errorf("Arrow record batch: %w", err)
+	}
+	if got != n {
+		return out, fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
+	}
+	return out, nil
+}
+
+// A boxer makes the interface value of the T at p without copying it: the
+// value's data word is p itself, so p must never be written again (each
+// response decodes into a new []T). Types stored directly in an interface
+// word (a struct of one pointer) are copied by reflect instead.
+type boxer func(p unsafe.Pointer) any
+
+func newBoxer(t reflect.Type) boxer {
+	if t.Size() <= unsafe.Sizeof(uintptr(0)) {
+		return func(p unsafe.Pointer) any { return reflect.NewAt(t, p).Elem().Interface() }
+	}
+	zero := reflect.New(t).Elem().Interface()
+	typ := (*[2]unsafe.Pointer)(unsafe.Pointer(&zero))[0]
+	return func(p unsafe.Pointer) any {
+		var v any
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
+		w[0], w[1] = typ, p
+		return v
+	}
+}
+
+func nullInto(f reflect.StructField) error {
+	return fmt.Errorf("NULL cannot be loaded into field %s of type %s", f.Name, f.Type)
+}
+
+// avroColumn compiles column sf into field f (ok false: no field, the
+// column is skipped).
+func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField, ok bool, op loadOp) avroOp {
+	if !ok {
+		return func(r *avro.Reader, _ unsafe.Pointer) error { readAvroField(r, sf); return nil }
+	}
+	if !sf.Repeated {
+		if read, null := fastAvro(sf, f); read != nil {
+			off := f.Offset
+			if sf.Required {
+				return func(r *avro.Reader, p unsafe.Pointer) error { read(r, unsafe.Add(p, off)); return nil }
+			}
+			return func(r *avro.Reader, p unsafe.Pointer) error {
+				switch idx := r.ReadLong(); idx {
+				case 0:
+					if null != nil {
+						null(unsafe.Add(p, off))
+						return nil
+					}
+					if r.Error != nil {
+						return nil
+					}
+					return nullInto(f)
+				case 1:
+					read(r, unsafe.Add(p, off))
+				default:
+					r.ReportError("union", fmt.Sprintf("branch %d of nullable column %s", idx, sf.Name))
+				}
+				return nil
+			}
+		}
+	}
+	return func(r *avro.Reader, p unsafe.Pointer) error {
+		x := readAvroField(r, sf)
+		if r.Error != nil {
+			return nil
+		}
+		return op.apply(reflect.NewAt(t, p).Elem().FieldByIndex(op.field), x)
+	}
+}
+
+// fastAvro returns how a value of column sf is read into a field of f's
+// type at p, and how NULL is stored (nil: it cannot be), or nil for the
+// slow path.
+func fastAvro(sf *bigquery.FieldSchema, f reflect.StructField) (read func(*avro.Reader, unsafe.Pointer), null func(unsafe.Pointer)) {
+	ft := f.Type
+	switch sf.Type {
+	case bigquery.IntegerFieldType:
+		switch {
+		case ft.Kind() == reflect.Int64 || ft.Kind() == reflect.Int && ft.Size() == 8:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*int64)(p) = r.ReadLong() }, nil
+		case ft == typeOfNullInt64:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullInt64)(p) = bigquery.NullInt64{Int64: r.ReadLong(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullInt64)(p) = bigquery.NullInt64{} }
+		}
+	case bigquery.FloatFieldType:
+		switch {
+		case ft.Kind() == reflect.Float64:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*float64)(p) = r.ReadDouble() }, nil
+		case ft == typeOfNullFloat64:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{Float64: r.ReadDouble(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{} }
+		}
+	case bigquery.BooleanFieldType:
+		switch {
+		case ft.Kind() == reflect.Bool:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*bool)(p) = r.ReadBool() }, nil
+		case ft == typeOfNullBool:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullBool)(p) = bigquery.NullBool{Bool: r.ReadBool(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullBool)(p) = bigquery.NullBool{} }
+		}
+	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
+		switch {
+		case ft.Kind() == reflect.String:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*string)(p) = r.ReadString() }, nil
+		case ft == typeOfNullString:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullString)(p) = bigquery.NullString{StringVal: r.ReadString(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullString)(p) = bigquery.NullString{} }
+		case ft == typeOfNullGeography:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullGeography)(p) = bigquery.NullGeography{GeographyVal: r.ReadString(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullGeography)(p) = bigquery.NullGeography{} }
+		case ft == typeOfNullJSON:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullJSON)(p) = bigquery.NullJSON{JSONVal: r.ReadString(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullJSON)(p) = bigquery.NullJSON{} }
+		}
+	case bigquery.TimestampFieldType:
+		switch ft {
+		case typeOfTime:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*time.Time)(p) = time.UnixMicro(r.ReadLong()).UTC() }, nil
+		case typeOfNullTimestamp:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{Timestamp: time.UnixMicro(r.ReadLong()).UTC(), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{} }
+		}
+	case bigquery.DateFieldType:
+		switch ft {
+		case typeOfDate:
+			return func(r *avro.Reader, p unsafe.Pointer) { *(*civil.Date)(p) = dateOf(int64(r.ReadInt())) }, nil
+		case typeOfNullDate:
+			return func(r *avro.Reader, p unsafe.Pointer) {
+				*(*bigquery.NullDate)(p) = bigquery.NullDate{Date: dateOf(int64(r.ReadInt())), Valid: true}
+			}, func(p unsafe.Pointer) { *(*bigquery.NullDate)(p) = bigquery.NullDate{} }
+		}
+	}
+	return nil, nil
+}
+
+// arrowColumn compiles column sf into field f for Arrow (ok false: no
+// field, nothing to do).
+func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField, ok bool, op loadOp) arrowOp {
+	if !ok {
+		return func(arrow.Array, unsafe.Pointer, uintptr, int) error { return nil }
+	}
+	if !sf.Repeated {
+		if fast := fastArrow(sf, f); fast != nil {
+			return fast
+		}
+	}
+	return func(a arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
+		for i := 0; i < n; i++ {
+			x, err := arrowValue(a, i, sf, false)
+			if err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
+			fv := reflect.NewAt(t, unsafe.Add(base, uintptr(i)*stride)).Elem().FieldByIndex(op.field)
+			if err := op.apply(fv, x); err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
+		}
+		return nil
+	}
+}
+
+// column builds an arrowOp over arrays of type A: set stores row i's value
+// at p; null stores NULL (nil: NULL is an error). Fields a fresh []T holds
+// are zero, which is every Null type's NULL.
+func column[A arrow.Array](f reflect.StructField, nullable bool, set func(a A, i int, p unsafe.Pointer)) arrowOp {
+	off := f.Offset
+	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
+		a, ok := arr.(A)
+		if !ok {
+			return fmt.Errorf("unexpected Arrow array %s", arr.DataType())
+		}
+		hasNulls := arr.NullN() > 0
+		for i := 0; i < n; i++ {
+			if hasNulls && arr.IsNull(i) {
+				if !nullable {
+					return fmt.Errorf("row %d: %w", i, nullInto(f))
+				}
+				continue
+			}
+			set(a, i, unsafe.Add(base, uintptr(i)*stride+off))
+		}
+		return nil
+	}
+}
+
+// stringColumn is column for strings: the array's value bytes (the
+// decoder's memory) are copied into one string per batch, and each row's
+// value is a substring of it, with no allocation per row.
+func stringColumn(f reflect.StructField, nullable bool, set func(p unsafe.Pointer, v string)) arrowOp {
+	off := f.Offset
+	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
+		a, ok := arr.(*array.String)
+		if !ok {
+			return fmt.Errorf("unexpected Arrow array %s", arr.DataType())
+		}
+		all := string(a.ValueBytes())
+		offs := a.ValueOffsets()
+		if len(offs) < n+1 {
+			return fmt.Errorf("%d string offsets for %d rows", len(offs), n)
+		}
+		first := int(offs[0])
+		hasNulls := arr.NullN() > 0
+		for i := 0; i < n; i++ {
+			if hasNulls && arr.IsNull(i) {
+				if !nullable {
+					return fmt.Errorf("row %d: %w", i, nullInto(f))
+				}
+				continue
+			}
+			lo, hi := int(offs[i])-first, int(offs[i+1])-first
+			if lo < 0 || lo > hi || hi > len(all) {
+				return fmt.Errorf("row %d: string offsets %d-%d outside the %d bytes of values", i, lo, hi, len(all))
+			}
+			set(unsafe.Add(base, uintptr(i)*stride+off), all[lo:hi])
+		}
+		return nil
+	}
+}
+
+func fastArrow(sf *bigquery.FieldSchema, f reflect.StructField) arrowOp {
+	ft := f.Type
+	switch sf.Type {
+	case bigquery.IntegerFieldType:
+		switch {
+		case ft.Kind() == reflect.Int64 || ft.Kind() == reflect.Int && ft.Size() == 8:
+			return column(f, false, func(a *array.Int64, i int, p unsafe.Pointer) { *(*int64)(p) = a.Value(i) })
+		case ft == typeOfNullInt64:
+			return column(f, true, func(a *array.Int64, i int, p unsafe.Pointer) {
+				*(*bigquery.NullInt64)(p) = bigquery.NullInt64{Int64: a.Value(i), Valid: true}
+			})
+		}
+	case bigquery.FloatFieldType:
+		switch {
+		case ft.Kind() == reflect.Float64:
+			return column(f, false, func(a *array.Float64, i int, p unsafe.Pointer) { *(*float64)(p) = a.Value(i) })
+		case ft == typeOfNullFloat64:
+			return column(f, true, func(a *array.Float64, i int, p unsafe.Pointer) {
+				*(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{Float64: a.Value(i), Valid: true}
+			})
+		}
+	case bigquery.BooleanFieldType:
+		switch {
+		case ft.Kind() == reflect.Bool:
+			return column(f, false, func(a *array.Boolean, i int, p unsafe.Pointer) { *(*bool)(p) = a.Value(i) })
+		case ft == typeOfNullBool:
+			return column(f, true, func(a *array.Boolean, i int, p unsafe.Pointer) {
+				*(*bigquery.NullBool)(p) = bigquery.NullBool{Bool: a.Value(i), Valid: true}
+			})
+		}
+	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
+		switch {
+		case ft.Kind() == reflect.String:
+			return stringColumn(f, false, func(p unsafe.Pointer, v string) { *(*string)(p) = v })
+		case ft == typeOfNullString:
+			return stringColumn(f, true, func(p unsafe.Pointer, v string) {
+				*(*bigquery.NullString)(p) = bigquery.NullString{StringVal: v, Valid: true}
+			})
+		case ft == typeOfNullGeography:
+			return stringColumn(f, true, func(p unsafe.Pointer, v string) {
+				*(*bigquery.NullGeography)(p) = bigquery.NullGeography{GeographyVal: v, Valid: true}
+			})
+		case ft == typeOfNullJSON:
+			return stringColumn(f, true, func(p unsafe.Pointer, v string) {
+				*(*bigquery.NullJSON)(p) = bigquery.NullJSON{JSONVal: v, Valid: true}
+			})
+		}
+	case bigquery.TimestampFieldType:
+		switch ft {
+		case typeOfTime:
+			return column(f, false, func(a *array.Timestamp, i int, p unsafe.Pointer) {
+				*(*time.Time)(p) = time.UnixMicro(int64(a.Value(i))).UTC()
+			})
+		case typeOfNullTimestamp:
+			return column(f, true, func(a *array.Timestamp, i int, p unsafe.Pointer) {
+				*(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{Timestamp: time.UnixMicro(int64(a.Value(i))).UTC(), Valid: true}
+			})
+		}
+	case bigquery.DateFieldType:
+		switch ft {
+		case typeOfDate:
+			return column(f, false, func(a *array.Date32, i int, p unsafe.Pointer) { *(*civil.Date)(p) = dateOf(int64(a.Value(i))) })
+		case typeOfNullDate:
+			return column(f, true, func(a *array.Date32, i int, p unsafe.Pointer) {
+				*(*bigquery.NullDate)(p) = bigquery.NullDate{Date: dateOf(int64(a.Value(i))), Valid: true}
+			})
+		}
+	}
+	return nil
+}
+
+var (
+	typeOfNullInt64     = reflect.TypeOf(bigquery.NullInt64{})
+	typeOfNullFloat64   = reflect.TypeOf(bigquery.NullFloat64{})
+	typeOfNullBool      = reflect.TypeOf(bigquery.NullBool{})
+	typeOfNullString    = reflect.TypeOf(bigquery.NullString{})
+	typeOfNullGeography = reflect.TypeOf(bigquery.NullGeography{})
+	typeOfNullJSON      = reflect.TypeOf(bigquery.NullJSON{})
+	typeOfNullTimestamp = reflect.TypeOf(bigquery.NullTimestamp{})
+	typeOfNullDate      = reflect.TypeOf(bigquery.NullDate{})
+)
