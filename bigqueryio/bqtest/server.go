@@ -211,7 +211,8 @@ func (s *Server) LastSessionRequest() *storagepb.CreateReadSessionRequest {
 }
 
 // TableResource turns project.dataset.table, project:dataset.table or
-// projects/p/datasets/d/tables/t into the resource name the API uses.
+// projects/p/datasets/d/tables/t into the resource name the API uses. The
+// project may be domain-scoped: example.com:project:dataset.table.
 func TableResource(name string) (string, error) {
 	if strings.HasPrefix(name, "projects/") {
 		p := strings.Split(name, "/")
@@ -220,13 +221,26 @@ func TableResource(name string) (string, error) {
 		}
 		return "", fmt.Errorf("bqtest: table %q: want projects/P/datasets/D/tables/T", name)
 	}
-	proj, rest, ok := strings.Cut(name, ":")
-	if !ok {
-		proj, rest, ok = strings.Cut(name, ".")
+	bad := fmt.Errorf("bqtest: table %q: want project.dataset.table or project:dataset.table (the project may be domain-scoped, example.com:project)", name)
+	// The table follows the last '.', the dataset the last ':' or '.'
+	// before it; the project is an id or domain:id.
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return "", bad
 	}
-	ds, tbl, ok2 := strings.Cut(rest, ".")
-	if !ok || !ok2 || proj == "" || ds == "" || tbl == "" || strings.ContainsAny(tbl, ".:") {
-		return "", fmt.Errorf("bqtest: table %q: want project.dataset.table or project:dataset.table", name)
+	rest, tbl := name[:i], name[i+1:]
+	j := strings.LastIndexAny(rest, ".:")
+	if j < 0 {
+		return "", bad
+	}
+	proj, ds := rest[:j], rest[j+1:]
+	domain, id, scoped := strings.Cut(proj, ":")
+	if !scoped {
+		id = domain
+	}
+	if id == "" || strings.ContainsAny(id, ".:/") || (scoped && (domain == "" || strings.Contains(domain, "/"))) ||
+		ds == "" || tbl == "" || strings.Contains(ds, "/") || strings.ContainsAny(tbl, ":/") {
+		return "", bad
 	}
 	return fmt.Sprintf("projects/%s/datasets/%s/tables/%s", proj, ds, tbl), nil
 }
