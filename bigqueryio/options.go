@@ -43,6 +43,7 @@ type readConfig struct {
 	SplitTimeout   time.Duration
 	MaxRetries     int
 	RetryBase      time.Duration
+	Query          queryConfig // Query's own settings; zero for Read
 }
 
 // ReadOption configures Read.

@@ -11,7 +11,8 @@
 //   - ReadRows from any offset, in responses of a configurable number of
 //     rows, each with StreamStats.Progress (at_response_start,
 //     at_response_end, as fractions of the stream's rows before filtering);
-//     an offset past the end is FAILED_PRECONDITION;
+//     an offset past the end is FAILED_PRECONDITION; a stream of a table
+//     deleted (or replaced) since its session was created is NOT_FOUND;
 //   - selected fields (top-level columns, in table order) and row
 //     restrictions: comparisons, [NOT] IN, IS [NOT] NULL on top-level
 //     columns, AND, OR, NOT and parentheses; anything else is
