@@ -322,7 +322,10 @@ func TestPipelineRunnerSplitFaults(t *testing.T) {
 	m := run(t, p)
 	st := srv.Stats()
 	t.Logf("splits accepted %d, refused %d, retries %d; server %+v", counter(t, m, "splits_accepted"), counter(t, m, "splits_refused"), counter(t, m, "retries"), st)
-	if st.SplitCalls < 1 || st.InjectedFailures != 3 {
-		t.Errorf("server %+v: want split calls and 3 injected failures", st)
+	// The first 3 ReadRows calls fail after 5 rows, but a split's call that
+	// confirms the primary reads one response (4 rows) and may be one of
+	// them: 1 to 3 failures, each retried by the reader.
+	if st.SplitCalls < 1 || st.InjectedFailures < 1 || st.InjectedFailures > 3 || counter(t, m, "retries") != int64(st.InjectedFailures) {
+		t.Errorf("server %+v, retries metric %d: want split calls, and 1 to 3 injected failures all retried", st, counter(t, m, "retries"))
 	}
 }
