@@ -1,6 +1,7 @@
 package bigqueryio_test
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 const evenSQL = "SELECT * FROM d.events WHERE MOD(id, 2) = 0"
@@ -90,20 +92,21 @@ func TestQueryPipeline(t *testing.T) {
 
 // TestQueryOptions: WithQueryLocation skips the dry run and runs the job
 // there; legacy SQL and the priority reach the job; WithQueryTempDataset
-// writes into the user's dataset, which stays, without its table.
+// writes into the user's dataset, which stays, without its table; the
+// billing project may be domain-scoped.
 func TestQueryOptions(t *testing.T) {
 	srv, even := queryServer(t, 500)
-	srv.AddDataset("bill", "scratch", "EU")
+	srv.AddDataset("example.com:bill", "scratch", "EU")
 	p, s := beam.NewPipelineWithRoot()
 	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
-		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"))...)
+		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"), bigqueryio.WithBillingProject("example.com:bill"))...)
 	passert.Equals(s, fingerprintOf(s, col), expected(even))
 	run(t, p)
 	jobs := srv.Jobs()
 	if len(jobs) != 1 {
 		t.Fatalf("jobs %+v, want one job and no dry run", jobs)
 	}
-	if j := jobs[0]; j.Location != "EU" || !j.LegacySQL || j.Priority != "BATCH" || !strings.HasPrefix(j.Destination, "projects/bill/datasets/scratch/tables/sdfio_query_") {
+	if j := jobs[0]; j.Location != "EU" || !j.LegacySQL || j.Priority != "BATCH" || !strings.HasPrefix(j.Destination, "projects/example.com:bill/datasets/scratch/tables/sdfio_query_") {
 		t.Errorf("job %+v", j)
 	}
 	if ds := srv.Datasets(); len(ds) != 1 || ds[0].ID != "scratch" {
@@ -169,4 +172,28 @@ func TestQueryConstruction(t *testing.T) {
 			t.Errorf("TryQuery(%q): %v, want an error saying %q", tc.sql, err, tc.want)
 		}
 	}
+}
+
+// TestQuerySeparateWorker runs Query with SDK workers in separate
+// processes: the query, session and cleanup DoFns, the temporary table's
+// element and the side input that orders the cleanup travel through the
+// pipeline proto; the temporary dataset is gone afterwards.
+func TestQuerySeparateWorker(t *testing.T) {
+	srv, even := queryServer(t, 1000, bqtest.WithBlockRows(32))
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(3))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(even))
+	res, err := workertest.Run(t, p)
+	if err != nil {
+		t.Fatalf("pipeline with separate worker processes failed: %v", err)
+	}
+	if len(res.Workers) == 0 {
+		t.Fatal("no worker process was started")
+	}
+	for _, w := range res.Workers {
+		if w.PID == 0 || w.PID == os.Getpid() {
+			t.Errorf("worker %s ran as pid %d, want a separate process", w.ID, w.PID)
+		}
+	}
+	assertNoTemp(t, srv)
 }
