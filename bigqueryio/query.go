@@ -284,6 +284,7 @@ func runQuery(ctx context.Context, c *bigquery.Client, cfg readConfig) (queryTem
 		return tmp, err
 	}
 	q := newQuery()
+	q.JobID = "sdfio_query_" + id // the table's name: easy to find; an insert retried with it is idempotent
 	q.Location = loc
 	q.Dst = ds.Table(tmp.Table)
 	q.CreateDisposition = bigquery.CreateIfNeeded

@@ -80,7 +80,7 @@ func TestQueryPipeline(t *testing.T) {
 			t.Fatalf("format %d: jobs %+v, want a dry run and a job", format, jobs)
 		}
 		j := jobs[1]
-		if j.Location != "EU" || j.LegacySQL || j.SQL != evenSQL || j.Project != "bill" || j.Err != "" ||
+		if j.Location != "EU" || j.LegacySQL || j.SQL != evenSQL || j.Project != "bill" || j.Err != "" || !strings.HasPrefix(j.JobID, "sdfio_query_") ||
 			!strings.HasPrefix(j.Destination, "projects/bill/datasets/sdfio_temp_") || !strings.Contains(j.Destination, "/tables/sdfio_query_") {
 			t.Errorf("format %d: job %+v", format, j)
 		}
