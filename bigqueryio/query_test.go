@@ -197,3 +197,24 @@ func TestQuerySeparateWorker(t *testing.T) {
 	}
 	assertNoTemp(t, srv)
 }
+
+// TestQueryEmpty: a query with no rows reads as an empty PCollection (a
+// session without streams), and its temporary table is removed all the same.
+func TestQueryEmpty(t *testing.T) {
+	srv, _ := queryServer(t, 10)
+	srv.AddQuery("SELECT * FROM d.events WHERE FALSE", bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType}, {Name: "score", Type: bigquery.FloatFieldType}, {Name: "kind", Type: bigquery.StringFieldType},
+	}}})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Query(s, "SELECT * FROM d.events WHERE FALSE", reflect.TypeOf(Event{}),
+		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill"))
+	passert.Empty(s, col)
+	m := run(t, p)
+	if n := counter(t, m, "streams"); n != 0 {
+		t.Errorf("%d streams", n)
+	}
+	if js := srv.Jobs(); len(js) != 2 || js[1].Err != "" {
+		t.Errorf("jobs %+v", js)
+	}
+	assertNoTemp(t, srv)
+}
