@@ -35,6 +35,43 @@
 // once with the server's message. Errors name the table, the session, the
 // stream and the offset.
 //
+// # Queries
+//
+// Query(s, sql, t, opts...) reads the result of a query, as Beam Java's
+// BigQueryIO reads a query with the Storage Read API. When the pipeline runs,
+// a DoFn after an Impulse, through the official client
+// cloud.google.com/go/bigquery (REST):
+//
+//   - finds the query's location: WithQueryLocation, or the location a dry
+//     run of the query reports (the dry run also fails a bad query at once,
+//     with the service's message, before anything is created);
+//   - creates a temporary dataset sdfio_temp_<random> in the billing project
+//     (WithBillingProject, required), in that location, whose default table
+//     expiration is TempExpiration (a day); or, with WithQueryTempDataset,
+//     checks that the new table does not exist in that dataset of yours;
+//   - runs the query job (standard SQL, or WithLegacySQL; INTERACTIVE, or
+//     WithQueryPriority) in that location into a new table sdfio_query_<random>
+//     (CREATE_IF_NEEDED, WRITE_TRUNCATE), and waits for it; in a dataset of
+//     yours the table then gets an expiration time TempExpiration ahead;
+//   - creates the read session of that table, with Read's options (selected
+//     fields, row restriction, format, billing project, stream count; not a
+//     snapshot time), and emits its streams, which are read exactly as
+//     Read reads a table's.
+//
+// Once every stream is read, a last DoFn, which takes the read's output as a
+// side input, deletes the temporary dataset with its table (or only the
+// table, in a dataset of yours). A failing query job, or a read session
+// that cannot be created, removes what the DoFn created before the pipeline
+// fails, with the service's message. If the pipeline fails later (a stream
+// read fails for good, a worker dies, the job is cancelled), nothing removes
+// the table: it expires after TempExpiration, and a temporary dataset of
+// Query's own stays behind, empty, until you delete it. A retried query
+// bundle runs the query again into new temporary resources.
+//
+// A query also needs roles/bigquery.jobUser on the billing project and the
+// right to create datasets there (roles/bigquery.dataEditor), or to create
+// and delete tables in the WithQueryTempDataset dataset.
+//
 // # Dynamic splits
 //
 // The service splits a stream with SplitReadStream(original, fraction): the
@@ -115,7 +152,9 @@
 // # Testing
 //
 // Package bqtest serves the Storage Read API in the test process; point Read
-// at it with WithEndpoint(srv.Addr()) and WithInsecure(). StreamSubject gives
+// at it with WithEndpoint(srv.Addr()) and WithInsecure(), and Query also
+// with WithRESTEndpoint(srv.RESTEndpoint()), where bqtest answers the query
+// job with a table the test defines (bqtest.Server.AddQuery). StreamSubject gives
 // an sdftest.Subject of one stream, to check the split contract against it
 // (or against the service).
 //
@@ -123,5 +162,6 @@
 //
 // The account that runs the pipeline (Dataflow's worker service account)
 // needs roles/bigquery.readSessionUser on the billing project (to create
-// read sessions) and roles/bigquery.dataViewer on the table or its dataset.
+// read sessions) and roles/bigquery.dataViewer on the table or its dataset;
+// Query needs more, see Queries.
 package bigqueryio

@@ -46,6 +46,15 @@ func Example_readme() {
 	_, _ = p, words
 }
 
+// Read the result of a query (needs a Google Cloud project to run).
+func Example_query() {
+	p, s := beam.NewPipelineWithRoot()
+	words := bigqueryio.Query(s, `SELECT word, SUM(word_count) AS word_count, "all" AS corpus
+		FROM `+"`bigquery-public-data.samples.shakespeare`"+` GROUP BY word`, reflect.TypeOf(Word{}),
+		bigqueryio.WithBillingProject("my-project")) // runs the job, holds its temporary table
+	_, _ = p, words
+}
+
 // Test a pipeline against bqtest.
 func Example_bqtest() {
 	schema := bigquery.Schema{
@@ -66,4 +75,30 @@ func Example_bqtest() {
 		log.Fatal(err)
 	}
 	// Output: 5 words
+}
+
+// Test a query pipeline against bqtest: the query's result is a table the
+// test defines.
+func Example_queryBqtest() {
+	srv, _ := bqtest.NewServer()
+	defer srv.Close()
+	srv.AddQuery("SELECT * FROM d.words", bqtest.QueryResult{Table: bqtest.Table{
+		Schema: bigquery.Schema{
+			{Name: "word", Type: bigquery.StringFieldType},
+			{Name: "word_count", Type: bigquery.IntegerFieldType},
+		},
+		Rows: [][]bigquery.Value{{"to", int64(3)}, {"be", int64(4)}},
+	}})
+	p, s := beam.NewPipelineWithRoot()
+	words := bigqueryio.Query(s, "SELECT * FROM d.words", reflect.TypeOf(Word{}),
+		bigqueryio.WithBillingProject("p"), bigqueryio.WithEndpoint(srv.Addr()),
+		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithInsecure())
+	beam.ParDo0(s, printTotal, stats.Sum(s, beam.ParDo(s, wordCount, words)))
+	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("temporary tables left:", len(srv.Tables()))
+	// Output:
+	// 7 words
+	// temporary tables left: 0
 }

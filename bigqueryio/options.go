@@ -43,6 +43,7 @@ type readConfig struct {
 	SplitTimeout   time.Duration
 	MaxRetries     int
 	RetryBase      time.Duration
+	Query          queryConfig // Query's own settings; zero for Read
 }
 
 // ReadOption configures Read.
@@ -128,15 +129,50 @@ func (c readConfig) parent() string {
 }
 
 // tableResource turns project.dataset.table or project:dataset.table into
-// projects/p/datasets/d/tables/t.
+// projects/p/datasets/d/tables/t. The project may be domain-scoped
+// (example.com:project), as in example.com:project:dataset.table or
+// example.com:project.dataset.table.
 func tableResource(name string) (string, error) {
-	proj, rest, ok := strings.Cut(name, ":")
-	if !ok {
-		proj, rest, ok = strings.Cut(name, ".")
-	}
-	ds, tbl, ok2 := strings.Cut(rest, ".")
-	if !ok || !ok2 || proj == "" || ds == "" || tbl == "" || strings.ContainsAny(tbl, ".:/") || strings.ContainsAny(ds, ":/") || strings.Contains(proj, "/") {
-		return "", fmt.Errorf("bigqueryio: table %q: want project.dataset.table or project:dataset.table", name)
+	proj, ds, tbl, err := splitTableSpec(name)
+	if err != nil {
+		return "", fmt.Errorf("bigqueryio: %w", err)
 	}
 	return fmt.Sprintf("projects/%s/datasets/%s/tables/%s", proj, ds, tbl), nil
+}
+
+// splitTableSpec splits a table spec into its project, dataset and table. A
+// dataset or table id has no '.', ':' or '/'; so the table is what follows
+// the last '.', the dataset what follows the last ':' or '.' before it, and
+// the project the rest: a plain id, or a domain-scoped one (domain:id, the
+// domain alone holding dots).
+func splitTableSpec(name string) (project, dataset, table string, err error) {
+	bad := func() (string, string, string, error) {
+		return "", "", "", fmt.Errorf("table %q: want project.dataset.table or project:dataset.table (the project may be domain-scoped, example.com:project)", name)
+	}
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return bad()
+	}
+	rest, table := name[:i], name[i+1:]
+	j := strings.LastIndexAny(rest, ".:")
+	if j < 0 {
+		return bad()
+	}
+	project, dataset = rest[:j], rest[j+1:]
+	if !validProject(project) || dataset == "" || table == "" || strings.ContainsAny(dataset, "/") || strings.ContainsAny(table, ":/") {
+		return bad()
+	}
+	return project, dataset, table, nil
+}
+
+// validProject accepts a project id (no '.', ':' or '/') or a domain-scoped
+// one, domain:id, the domain holding no ':' or '/'.
+func validProject(p string) bool {
+	domain, id, scoped := strings.Cut(p, ":")
+	if !scoped {
+		id = domain
+	} else if domain == "" || strings.ContainsAny(domain, "/") {
+		return false
+	}
+	return id != "" && !strings.ContainsAny(id, ".:/")
 }

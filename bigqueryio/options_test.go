@@ -15,12 +15,18 @@ func TestTableNames(t *testing.T) {
 	for in, want := range map[string]string{
 		"p.d.t":         "projects/p/datasets/d/tables/t",
 		"my-proj:ds.tb": "projects/my-proj/datasets/ds/tables/tb",
+		// Domain-scoped projects.
+		"example.com:proj:ds.tb":     "projects/example.com:proj/datasets/ds/tables/tb",
+		"example.com:proj.ds.tb":     "projects/example.com:proj/datasets/ds/tables/tb",
+		"corp.example.com:p-1:d_2.t": "projects/corp.example.com:p-1/datasets/d_2/tables/t",
+		"google.com:p.d.t":           "projects/google.com:p/datasets/d/tables/t",
 	} {
 		if got, err := tableResource(in); err != nil || got != want {
 			t.Errorf("%q: %q, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "p.d", "p.d.t.x", ".d.t", "p:d", "p/d.t"} {
+	for _, bad := range []string{"", "p.d", "p.d.t.x", ".d.t", "p:d", "p/d.t", "p:d.", "p.d.t:x",
+		"example.com:proj", "example.com:proj:ds", "example.com:p:q:d.t", ":p:d.t", "example.com:p.q.d.t"} {
 		if _, err := tableResource(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

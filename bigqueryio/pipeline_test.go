@@ -322,10 +322,13 @@ func TestPipelineRunnerSplitFaults(t *testing.T) {
 	m := run(t, p)
 	st := srv.Stats()
 	t.Logf("splits accepted %d, refused %d, retries %d; server %+v", counter(t, m, "splits_accepted"), counter(t, m, "splits_refused"), counter(t, m, "retries"), st)
-	// Which of the first 3 calls fail after 5 rows depends on the timing:
-	// a split's confirming read (one response of 4 rows) or a call ended by
-	// the switch to the primary may be among them.
-	if st.SplitCalls < 1 || st.InjectedFailures < 1 || counter(t, m, "retries") < 1 {
-		t.Errorf("server %+v: want split calls, injected failures and retries", st)
+	// The first 3 ReadRows calls fail after 5 rows, but a split's call that
+	// confirms the primary reads one response (4 rows) and may be one of
+	// them, and a call the reader cancelled (it reached the end of its
+	// primary) may fail on the server after the reader left: 1 to 3
+	// failures, at least one seen and retried by the reader.
+	retries := counter(t, m, "retries")
+	if st.SplitCalls < 1 || st.InjectedFailures < 1 || st.InjectedFailures > 3 || retries < 1 || retries > int64(st.InjectedFailures) {
+		t.Errorf("server %+v, retries metric %d: want split calls, 1 to 3 injected failures, and retries", st, retries)
 	}
 }

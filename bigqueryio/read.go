@@ -76,10 +76,16 @@ func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (be
 	s = s.Scope("bigqueryio.Read")
 	imp := beam.Impulse(s)
 	streams := beam.ParDo(s, &sessionFn{Cfg: cfg}, imp)
+	return readStreams(s, cfg, t, streams), nil
+}
+
+// readStreams reads the rows of a PCollection of StreamElement into values
+// of t.
+func readStreams(s beam.Scope, cfg readConfig, t reflect.Type, streams beam.PCollection) beam.PCollection {
 	// Streams are few and small: spread them over workers, rows never go
 	// through a shuffle.
 	streams = beam.Reshuffle(s, streams)
-	return beam.ParDo(s, &readStreamFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, streams, beam.TypeDefinition{Var: beam.XType, T: t}), nil
+	return beam.ParDo(s, &readStreamFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, streams, beam.TypeDefinition{Var: beam.XType, T: t})
 }
 
 func newConfig(table string, opts []ReadOption) (readConfig, error) {
@@ -96,6 +102,9 @@ func newConfig(table string, opts []ReadOption) (readConfig, error) {
 	}
 	if cfg.MaxStreams < 0 || cfg.BundleSize < 0 {
 		return cfg, fmt.Errorf("bigqueryio: negative stream count or bundle size")
+	}
+	if cfg.Query != (queryConfig{}) {
+		return cfg, fmt.Errorf("bigqueryio: the options of %s include query options (legacy SQL, query priority, location, temporary dataset, REST endpoint), which only Query takes", table)
 	}
 	return cfg, nil
 }
@@ -150,18 +159,24 @@ type sessionFn struct {
 }
 
 func (fn *sessionFn) ProcessElement(ctx context.Context, _ []byte, emit func(StreamElement)) error {
-	c, err := newClient(ctx, fn.Cfg)
+	return emitSession(ctx, fn.Cfg, emit)
+}
+
+// emitSession creates the read session of cfg and emits its streams; it
+// emits nothing when it fails.
+func emitSession(ctx context.Context, cfg readConfig, emit func(StreamElement)) error {
+	c, err := newClient(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	s, err := createSession(ctx, c, fn.Cfg)
+	s, err := createSession(ctx, c, cfg)
 	if err != nil {
 		return err
 	}
 	info, err := sessionInfoOf(s)
 	if err != nil {
-		return fmt.Errorf("bigqueryio: table %s: %w", fn.Cfg.Table, err)
+		return fmt.Errorf("bigqueryio: table %s: %w", cfg.Table, err)
 	}
 	n := int64(len(s.GetStreams()))
 	streamsCounter.Inc(ctx, n)

@@ -11,7 +11,8 @@
 //   - ReadRows from any offset, in responses of a configurable number of
 //     rows, each with StreamStats.Progress (at_response_start,
 //     at_response_end, as fractions of the stream's rows before filtering);
-//     an offset past the end is FAILED_PRECONDITION;
+//     an offset past the end is FAILED_PRECONDITION; a stream of a table
+//     deleted (or replaced) since its session was created is NOT_FOUND;
 //   - selected fields (top-level columns, in table order) and row
 //     restrictions: comparisons, [NOT] IN, IS [NOT] NULL on top-level
 //     columns, AND, OR, NOT and parentheses; anything else is
@@ -61,6 +62,41 @@
 // With Google's client directly:
 //
 //	c, err := bqstorage.NewBigQueryReadClient(ctx, srv.ClientOptions()...)
+//
+// # Testing a query
+//
+// RESTEndpoint serves the few calls of the BigQuery REST API that the
+// official client (cloud.google.com/go/bigquery) makes for a query job into a
+// destination table: datasets insert, get and delete, jobs insert (dry runs
+// included) and get, getQueryResults, tables get, patch and delete. The
+// result of a query is a table the test defines for its SQL text (AddQuery),
+// or computes from the job (SetQueryFunc); the job writes it into its
+// destination table, which the Storage Read server then serves like any
+// table. QueryResult.Location is where the query's tables are: a dry run
+// reports it, and a job sent to another location fails as the service's
+// would; QueryResult.Err fails the query with the service's kind of
+// message. Jobs, Datasets and Tables show what the code under test did, so
+// a test can check that its temporary tables were removed:
+//
+//	srv.AddQuery("SELECT * FROM sales.orders WHERE amount > 100", bqtest.QueryResult{
+//		Table:    bqtest.Table{Schema: schema, Rows: big},
+//		Location: "EU",
+//	})
+//	orders := bigqueryio.Query(s, "SELECT * FROM sales.orders WHERE amount > 100", reflect.TypeOf(Order{}),
+//		bigqueryio.WithBillingProject("my-project"),
+//		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()),
+//		bigqueryio.WithInsecure())
+//	// ... passert on orders ...
+//	ptest.RunAndValidate(t, p)
+//	if tables := srv.Tables(); len(tables) != 0 || len(srv.Datasets()) != 0 {
+//		t.Errorf("left behind: %v", tables)
+//	}
+//	if jobs := srv.Jobs(); jobs[len(jobs)-1].Location != "EU" {
+//		t.Errorf("the job ran in %s", jobs[len(jobs)-1].Location)
+//	}
+//
+// A stream of a table deleted since its session was created fails with
+// NOT_FOUND, so a temporary table removed too early fails the read.
 //
 // The server runs in the test's process and listens on 127.0.0.1, so
 // workers that are other processes on the same machine (Prism with a process

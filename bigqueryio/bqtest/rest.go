@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
@@ -14,8 +13,12 @@ import (
 // RESTEndpoint starts (once) and returns the base URL of a small BigQuery
 // REST API for the server's tables: tables.get, which the official client
 // (cloud.google.com/go/bigquery) calls before reading a table through the
-// Storage Read API. Pass it with RESTClientOptions to bigquery.NewClient, and
-// the server's ClientOptions to Client.EnableStorageReadClient.
+// Storage Read API, and the calls of a query job into a destination table
+// (datasets insert, get and delete, jobs insert and get, getQueryResults,
+// tables delete; see AddQuery). Pass it with RESTClientOptions to
+// bigquery.NewClient, and the server's ClientOptions to
+// Client.EnableStorageReadClient; bigqueryio.Query takes it with
+// bigqueryio.WithRESTEndpoint.
 func (s *Server) RESTEndpoint() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -33,8 +36,11 @@ func (s *Server) RESTClientOptions() []option.ClientOption {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	p := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/bigquery/v2"), "/"), "/")
+	if s.serveQueryREST(w, r, p) {
+		return
+	}
 	if r.Method != http.MethodGet || len(p) != 6 || p[0] != "projects" || p[2] != "datasets" || p[4] != "tables" {
-		restError(w, http.StatusNotImplemented, "bqtest serves only tables.get, not "+r.Method+" "+r.URL.Path)
+		restError(w, http.StatusNotImplemented, "bqtest does not serve "+r.Method+" "+r.URL.Path)
 		return
 	}
 	res := strings.Join(p, "/")
@@ -42,20 +48,10 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	t := s.tables[res]
 	s.mu.Unlock()
 	if t == nil {
-		restError(w, http.StatusNotFound, "Not found: Table "+p[1]+":"+p[3]+"."+p[5])
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+p[1]+":"+p[3]+"."+p[5])
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"kind":           "bigquery#table",
-		"id":             p[1] + ":" + p[3] + "." + p[5],
-		"tableReference": map[string]string{"projectId": p[1], "datasetId": p[3], "tableId": p[5]},
-		"schema":         map[string]any{"fields": restFields(t.Schema)},
-		"numRows":        strconv.Itoa(len(t.Rows)),
-		"numBytes":       strconv.FormatInt(int64(len(t.Rows))*t.rowBytes, 10),
-		"type":           "TABLE",
-		"location":       "US",
-	})
+	writeJSON(w, restTable(res, t))
 }
 
 func restFields(schema bigquery.Schema) []map[string]any {

@@ -44,6 +44,7 @@ type Server struct {
 	stats      Stats
 	last       *storagepb.CreateReadSessionRequest
 	nextID     int
+	q          queryState // the REST server's query jobs and datasets
 }
 
 // Table is a table a test defines: its schema and rows. Row values are what
@@ -58,12 +59,16 @@ type Table struct {
 	// Denied makes every CreateReadSession on the table fail with
 	// PERMISSION_DENIED, as when the caller lacks bigquery.tables.getData.
 	Denied bool
+	// Location is the table's location, which tables.get reports ("US"
+	// when empty).
+	Location string
 }
 
 type table struct {
 	name string
 	Table
-	rowBytes int64 // estimated bytes per row, for estimated_total_bytes_scanned
+	rowBytes int64     // estimated bytes per row, for estimated_total_bytes_scanned
+	expires  time.Time // set by tables.patch; not enforced
 }
 
 type session struct {
@@ -211,7 +216,8 @@ func (s *Server) LastSessionRequest() *storagepb.CreateReadSessionRequest {
 }
 
 // TableResource turns project.dataset.table, project:dataset.table or
-// projects/p/datasets/d/tables/t into the resource name the API uses.
+// projects/p/datasets/d/tables/t into the resource name the API uses. The
+// project may be domain-scoped: example.com:project:dataset.table.
 func TableResource(name string) (string, error) {
 	if strings.HasPrefix(name, "projects/") {
 		p := strings.Split(name, "/")
@@ -220,13 +226,26 @@ func TableResource(name string) (string, error) {
 		}
 		return "", fmt.Errorf("bqtest: table %q: want projects/P/datasets/D/tables/T", name)
 	}
-	proj, rest, ok := strings.Cut(name, ":")
-	if !ok {
-		proj, rest, ok = strings.Cut(name, ".")
+	bad := fmt.Errorf("bqtest: table %q: want project.dataset.table or project:dataset.table (the project may be domain-scoped, example.com:project)", name)
+	// The table follows the last '.', the dataset the last ':' or '.'
+	// before it; the project is an id or domain:id.
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return "", bad
 	}
-	ds, tbl, ok2 := strings.Cut(rest, ".")
-	if !ok || !ok2 || proj == "" || ds == "" || tbl == "" || strings.ContainsAny(tbl, ".:") {
-		return "", fmt.Errorf("bqtest: table %q: want project.dataset.table or project:dataset.table", name)
+	rest, tbl := name[:i], name[i+1:]
+	j := strings.LastIndexAny(rest, ".:")
+	if j < 0 {
+		return "", bad
+	}
+	proj, ds := rest[:j], rest[j+1:]
+	domain, id, scoped := strings.Cut(proj, ":")
+	if !scoped {
+		id = domain
+	}
+	if id == "" || strings.ContainsAny(id, ".:/") || (scoped && (domain == "" || strings.Contains(domain, "/"))) ||
+		ds == "" || tbl == "" || strings.Contains(ds, "/") || strings.ContainsAny(tbl, ":/") {
+		return "", bad
 	}
 	return fmt.Sprintf("projects/%s/datasets/%s/tables/%s", proj, ds, tbl), nil
 }
@@ -239,16 +258,28 @@ func (s *Server) AddTable(name string, t Table) error {
 	if err != nil {
 		return err
 	}
+	tb, err := newTable(res, t)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.tables[res] = tb
+	s.mu.Unlock()
+	return nil
+}
+
+// newTable checks t and makes the server's table res of it.
+func newTable(res string, t Table) (*table, error) {
 	if len(t.Schema) == 0 {
-		return fmt.Errorf("bqtest: table %s has no columns", name)
+		return nil, fmt.Errorf("bqtest: table %s has no columns", res)
 	}
 	if _, err := avroSchemaJSON(t.Schema); err != nil {
-		return err
+		return nil, err
 	}
 	var enc avroEncoder
 	for i, row := range t.Rows {
 		if err := checkRow(t.Schema, row, nil); err != nil {
-			return fmt.Errorf("bqtest: table %s row %d: %w", name, i, err)
+			return nil, fmt.Errorf("bqtest: table %s row %d: %w", res, i, err)
 		}
 		if i < 100 {
 			enc.row(t.Schema, row)
@@ -258,10 +289,7 @@ func (s *Server) AddTable(name string, t Table) error {
 	if n := min(len(t.Rows), 100); n > 0 {
 		rowBytes = int64(len(enc.buf)/n) + 1
 	}
-	s.mu.Lock()
-	s.tables[res] = &table{name: res, Table: t, rowBytes: rowBytes}
-	s.mu.Unlock()
-	return nil
+	return &table{name: res, Table: t, rowBytes: rowBytes}, nil
 }
 
 func (s *Server) newID(prefix string) string {
@@ -409,9 +437,13 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 		}
 		s.faultCalls++
 	}
+	deleted := st != nil && s.tables[st.sess.table.name] != st.sess.table
 	s.mu.Unlock()
 	if st == nil {
 		return status.Errorf(codes.NotFound, "Not found: stream %s", req.GetReadStream())
+	}
+	if deleted {
+		return status.Errorf(codes.NotFound, "Not found: Table %s of stream %s was deleted or replaced", st.sess.table.name, st.name)
 	}
 	off := req.GetOffset()
 	if off < 0 {

@@ -421,3 +421,22 @@ func TestOfficialClientReader(t *testing.T) {
 		t.Fatalf("stats %+v: the client did not read through the Storage API", srv.Stats())
 	}
 }
+
+func TestTableResource(t *testing.T) {
+	for in, want := range map[string]string{
+		"p.d.t":                          "projects/p/datasets/d/tables/t",
+		"p:d.t":                          "projects/p/datasets/d/tables/t",
+		"example.com:proj:ds.tb":         "projects/example.com:proj/datasets/ds/tables/tb",
+		"example.com:proj.ds.tb":         "projects/example.com:proj/datasets/ds/tables/tb",
+		"projects/p/datasets/d/tables/t": "projects/p/datasets/d/tables/t",
+	} {
+		if got, err := bqtest.TableResource(in); err != nil || got != want {
+			t.Errorf("%q: %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "p.d", "p.d.t.x", "p:d", "example.com:proj", "example.com:p:q:d.t", "projects/p/datasets/d"} {
+		if _, err := bqtest.TableResource(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

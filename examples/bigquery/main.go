@@ -11,10 +11,13 @@
 //	go run ./examples/bigquery                                    # bqtest, Prism in-process
 //	go run ./examples/bigquery --streams=1 --rows=60 --row_delay=120ms   # slow rows: watch Prism split the stream
 //	go run ./examples/bigquery --table=bigquery-public-data:samples.shakespeare --project=my-project
+//	go run ./examples/bigquery --query='SELECT * FROM samples.shakespeare'     # bqtest answers with the generated table
+//	go run ./examples/bigquery --project=my-project --query='SELECT * FROM `bigquery-public-data.samples.shakespeare`'
 //
 // Reading a real table needs Application Default Credentials with
 // roles/bigquery.readSessionUser on --project and roles/bigquery.dataViewer on
-// the table.
+// the table; a query also needs roles/bigquery.jobUser and
+// roles/bigquery.dataEditor on --project, where its temporary table lives.
 package main
 
 import (
@@ -44,6 +47,7 @@ var (
 	restriction = flag.String("restriction", "", "row restriction, e.g. \"word_count > 10\"")
 	rows        = flag.Int("rows", 200000, "rows of the generated table")
 	rowDelay    = flag.Duration("row_delay", 0, "sleep after each row, so that the runner splits the running stream read")
+	query       = flag.String("query", "", "a standard SQL query to read instead of a table (with --project); on bqtest its result is the generated table")
 )
 
 // Word is a row of the shakespeare table.
@@ -110,13 +114,15 @@ func serveGenerated(n int) (*bqtest.Server, string, error) {
 		rows[i] = []bigquery.Value{fmt.Sprintf("w%d", i/len(corpora)), int64(1 + (i*7919)%97), corpora[c], int64(1590 + c)}
 	}
 	const name = "demo-project.samples.shakespeare"
-	err = srv.AddTable(name, bqtest.Table{Schema: bigquery.Schema{
+	tbl := bqtest.Table{Schema: bigquery.Schema{
 		{Name: "word", Type: bigquery.StringFieldType, Required: true},
 		{Name: "word_count", Type: bigquery.IntegerFieldType, Required: true},
 		{Name: "corpus", Type: bigquery.StringFieldType, Required: true},
 		{Name: "corpus_date", Type: bigquery.IntegerFieldType, Required: true},
-	}, Rows: rows})
-	if err != nil {
+	}, Rows: rows}
+	// Any query gives the generated table.
+	srv.SetQueryFunc(func(bqtest.QueryJob) bqtest.QueryResult { return bqtest.QueryResult{Table: tbl} })
+	if err := srv.AddTable(name, tbl); err != nil {
 		srv.Close()
 		return nil, "", err
 	}
@@ -138,6 +144,12 @@ func main() {
 		defer srv.Close()
 		name = n
 		opts = append(opts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
+		if *query != "" {
+			opts = append(opts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
+			if *gcpopts.Project == "" {
+				opts = append(opts, bigqueryio.WithBillingProject("demo-project"))
+			}
+		}
 		fmt.Printf("reading %s: %d generated rows on an in-process bqtest server at %s\n", name, *rows, srv.Addr())
 	}
 	if *gcpopts.Project != "" { // Beam's --project: the billing project
@@ -156,7 +168,13 @@ func main() {
 	opts = append(opts, bigqueryio.WithMaxStreams(*streams), bigqueryio.WithSplitTimeout(2*time.Second))
 
 	p, s := beam.NewPipelineWithRoot()
-	words := bigqueryio.Read(s, name, reflect.TypeFor[Word](), opts...)
+	var words beam.PCollection
+	if *query != "" {
+		name = "the query " + *query
+		words = bigqueryio.Query(s, *query, reflect.TypeFor[Word](), opts...)
+	} else {
+		words = bigqueryio.Read(s, name, reflect.TypeFor[Word](), opts...)
+	}
 	if *rowDelay > 0 {
 		words = beam.ParDo(s, &slowFn{Delay: *rowDelay}, words)
 	}

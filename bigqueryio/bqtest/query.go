@@ -1,0 +1,523 @@
+package bqtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	bq "google.golang.org/api/bigquery/v2"
+)
+
+// QueryResult is what a query job gives: the table its rows are written
+// into, or the error the service fails it with.
+type QueryResult struct {
+	// Table is the query's result, its schema and rows. A job writes it
+	// into its destination table, which the Storage Read server then serves
+	// like any table.
+	Table
+	// Location is where the query's source tables are ("US" when empty). A
+	// dry run reports it as the job's location; a job, or a destination
+	// dataset, in another location fails with notFound, as the service fails
+	// a query that reads tables in another region.
+	Location string
+	// Err, when not empty, fails the query with this message (reason
+	// invalidQuery): a dry run answers HTTP 400, a job ends DONE with it as
+	// its error result.
+	Err string
+}
+
+// QueryJob is a query job the REST server received.
+type QueryJob struct {
+	Project, JobID string
+	Location       string // the job's location, as the client sent it
+	SQL            string
+	LegacySQL      bool
+	Priority       string // INTERACTIVE, BATCH, or "" (the service's default, INTERACTIVE)
+	DryRun         bool
+	Destination    string // projects/p/datasets/d/tables/t, or "" for none
+	Err            string // the error the job failed with, "" if it succeeded
+}
+
+// Dataset is a dataset created through the REST server (datasets.insert).
+type Dataset struct {
+	Project, ID     string
+	Location        string
+	TableExpiration time.Duration // defaultTableExpirationMs
+	Description     string
+	Labels          map[string]string
+}
+
+// queryState is the REST server's state for query jobs, under Server.mu.
+type queryState struct {
+	results  map[string]QueryResult // by SQL text
+	fn       func(QueryJob) QueryResult
+	datasets map[string]*Dataset // by projects/p/datasets/d
+	jobs     map[string]*job     // by projects/p/jobs/id
+	order    []*job
+}
+
+type job struct {
+	QueryJob
+	schema bq.TableSchema
+	rows   int
+}
+
+// AddQuery makes query jobs whose SQL text is sql (compared after trimming
+// white space) give r.
+func (s *Server) AddQuery(sql string, r QueryResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q.results == nil {
+		s.q.results = map[string]QueryResult{}
+	}
+	s.q.results[strings.TrimSpace(sql)] = r
+}
+
+// SetQueryFunc answers the query jobs whose SQL text AddQuery did not
+// define: f gets the job (its SQL, dialect, location, priority) and returns
+// its result. Without it, such a job fails with invalidQuery.
+func (s *Server) SetQueryFunc(f func(QueryJob) QueryResult) {
+	s.mu.Lock()
+	s.q.fn = f
+	s.mu.Unlock()
+}
+
+// AddDataset defines an empty dataset, as one a user made for
+// bigqueryio.WithQueryTempDataset (location "US" when empty).
+func (s *Server) AddDataset(project, id, location string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q.datasets == nil {
+		s.q.datasets = map[string]*Dataset{}
+	}
+	s.q.datasets["projects/"+project+"/datasets/"+id] = &Dataset{Project: project, ID: id, Location: locationOr(location)}
+}
+
+// Jobs returns the query jobs received so far, dry runs included, in order.
+func (s *Server) Jobs() []QueryJob {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]QueryJob, len(s.q.order))
+	for i, j := range s.q.order {
+		out[i] = j.QueryJob
+	}
+	return out
+}
+
+// Datasets returns the datasets created through datasets.insert that exist
+// now (not deleted), sorted by project and id.
+func (s *Server) Datasets() []Dataset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Dataset, 0, len(s.q.datasets))
+	for _, d := range s.q.datasets {
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Project+"/"+out[i].ID < out[j].Project+"/"+out[j].ID })
+	return out
+}
+
+// Tables returns the resource names (projects/p/datasets/d/tables/t) of the
+// tables that exist now, sorted: those AddTable defined and those query jobs
+// wrote, less those deleted.
+func (s *Server) Tables() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.tables))
+	for name := range s.tables {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func locationOr(l string) string {
+	if l == "" {
+		return "US"
+	}
+	return l
+}
+
+// serveQueryREST answers the calls of a query job into a destination table:
+// datasets insert, get and delete; jobs insert and get; getQueryResults;
+// tables delete. p is the path after /bigquery/v2/, split at '/'.
+func (s *Server) serveQueryREST(w http.ResponseWriter, r *http.Request, p []string) bool {
+	if len(p) < 3 || p[0] != "projects" {
+		return false
+	}
+	proj := p[1]
+	switch {
+	case len(p) == 3 && p[2] == "datasets" && r.Method == http.MethodPost:
+		s.insertDataset(w, r, proj)
+	case len(p) == 4 && p[2] == "datasets" && r.Method == http.MethodGet:
+		s.getDataset(w, proj, p[3])
+	case len(p) == 4 && p[2] == "datasets" && r.Method == http.MethodDelete:
+		s.deleteDataset(w, proj, p[3], r.URL.Query().Get("deleteContents") == "true")
+	case len(p) == 6 && p[2] == "datasets" && p[4] == "tables" && r.Method == http.MethodDelete:
+		s.deleteTable(w, strings.Join(p, "/"), proj, p[3], p[5])
+	case len(p) == 6 && p[2] == "datasets" && p[4] == "tables" && r.Method == http.MethodPatch:
+		s.patchTable(w, r, strings.Join(p, "/"), proj, p[3], p[5])
+	case len(p) == 3 && p[2] == "jobs" && r.Method == http.MethodPost:
+		s.insertJob(w, r, proj)
+	case len(p) == 4 && p[2] == "jobs" && r.Method == http.MethodGet:
+		s.getJob(w, proj, p[3])
+	case len(p) == 4 && p[2] == "queries" && r.Method == http.MethodGet:
+		s.getQueryResults(w, proj, p[3])
+	default:
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// restErrorReason writes an error response as the service does, with a
+// reason (notFound, duplicate, invalidQuery, resourceInUse, invalid).
+func restErrorReason(w http.ResponseWriter, code int, reason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"code": code, "message": msg,
+		"errors": []map[string]string{{"reason": reason, "message": msg}},
+	}})
+}
+
+func datasetJSON(d *Dataset) *bq.Dataset {
+	out := &bq.Dataset{
+		Id:               d.Project + ":" + d.ID,
+		DatasetReference: &bq.DatasetReference{ProjectId: d.Project, DatasetId: d.ID},
+		Location:         d.Location,
+		Description:      d.Description,
+		Labels:           d.Labels,
+		Kind:             "bigquery#dataset",
+	}
+	if d.TableExpiration > 0 {
+		out.DefaultTableExpirationMs = d.TableExpiration.Milliseconds()
+	}
+	return out
+}
+
+func (s *Server) insertDataset(w http.ResponseWriter, r *http.Request, proj string) {
+	var in bq.Dataset
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: datasets.insert body: "+err.Error())
+		return
+	}
+	id := ""
+	if in.DatasetReference != nil {
+		id = in.DatasetReference.DatasetId
+	}
+	if id == "" {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "Dataset id is required")
+		return
+	}
+	d := &Dataset{Project: proj, ID: id, Location: locationOr(in.Location), Description: in.Description, Labels: in.Labels,
+		TableExpiration: time.Duration(in.DefaultTableExpirationMs) * time.Millisecond}
+	key := "projects/" + proj + "/datasets/" + id
+	s.mu.Lock()
+	if s.q.datasets == nil {
+		s.q.datasets = map[string]*Dataset{}
+	}
+	if s.q.datasets[key] != nil {
+		s.mu.Unlock()
+		restErrorReason(w, http.StatusConflict, "duplicate", "Already Exists: Dataset "+proj+":"+id)
+		return
+	}
+	s.q.datasets[key] = d
+	s.mu.Unlock()
+	writeJSON(w, datasetJSON(d))
+}
+
+func (s *Server) getDataset(w http.ResponseWriter, proj, id string) {
+	s.mu.Lock()
+	d := s.q.datasets["projects/"+proj+"/datasets/"+id]
+	s.mu.Unlock()
+	if d == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Dataset "+proj+":"+id)
+		return
+	}
+	writeJSON(w, datasetJSON(d))
+}
+
+func (s *Server) deleteDataset(w http.ResponseWriter, proj, id string, contents bool) {
+	key := "projects/" + proj + "/datasets/" + id
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q.datasets[key] == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Dataset "+proj+":"+id)
+		return
+	}
+	var in []string
+	for name := range s.tables {
+		if strings.HasPrefix(name, key+"/tables/") {
+			in = append(in, name)
+		}
+	}
+	if len(in) > 0 && !contents {
+		restErrorReason(w, http.StatusBadRequest, "resourceInUse", "Dataset "+proj+":"+id+" is still in use")
+		return
+	}
+	for _, name := range in {
+		delete(s.tables, name)
+	}
+	delete(s.q.datasets, key)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) deleteTable(w http.ResponseWriter, res, proj, ds, tbl string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tables[res] == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
+		return
+	}
+	delete(s.tables, res)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// patchTable answers tables.patch for the expiration time only.
+func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, ds, tbl string) {
+	var in bq.Table
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: tables.patch body: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tables[res]
+	if t == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
+		return
+	}
+	if in.ExpirationTime != 0 {
+		t.expires = time.UnixMilli(in.ExpirationTime)
+	}
+	writeJSON(w, restTable(res, t))
+}
+
+// TableExpiration returns the expiration time set on a table through
+// tables.patch (zero if none), and whether the table exists.
+func (s *Server) TableExpiration(name string) (time.Time, bool) {
+	res, err := TableResource(name)
+	if err != nil {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tables[res]
+	if t == nil {
+		return time.Time{}, false
+	}
+	return t.expires, true
+}
+
+// datasetLocationLocked is the location of a dataset: the one it was created
+// with, or US for the implicit datasets of AddTable's tables; ok is false
+// when the dataset does not exist.
+func (s *Server) datasetLocationLocked(proj, id string) (string, bool) {
+	key := "projects/" + proj + "/datasets/" + id
+	if d := s.q.datasets[key]; d != nil {
+		return d.Location, true
+	}
+	for name, t := range s.tables {
+		if strings.HasPrefix(name, key+"/tables/") {
+			return locationOr(t.Location), true
+		}
+	}
+	return "", false
+}
+
+func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) {
+	var in bq.Job
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: jobs.insert body: "+err.Error())
+		return
+	}
+	cfg := in.Configuration
+	if cfg == nil || cfg.Query == nil {
+		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query jobs only")
+		return
+	}
+	q := cfg.Query
+	ref := in.JobReference
+	if ref == nil {
+		ref = &bq.JobReference{}
+	}
+	if ref.JobId == "" {
+		s.mu.Lock()
+		ref.JobId = s.newID("job_")
+		s.mu.Unlock()
+	}
+	ref.ProjectId = proj
+	j := &job{QueryJob: QueryJob{
+		Project: proj, JobID: ref.JobId, Location: ref.Location, SQL: q.Query,
+		// The API's default is legacy SQL.
+		LegacySQL: q.UseLegacySql == nil || *q.UseLegacySql, Priority: q.Priority, DryRun: cfg.DryRun,
+	}}
+	if d := q.DestinationTable; d != nil {
+		j.Destination = fmt.Sprintf("projects/%s/datasets/%s/tables/%s", d.ProjectId, d.DatasetId, d.TableId)
+	}
+
+	s.mu.Lock()
+	res, ok := s.q.results[strings.TrimSpace(q.Query)]
+	fn := s.q.fn
+	s.mu.Unlock()
+	if !ok && fn != nil {
+		res, ok = fn(j.QueryJob), true
+	}
+	if !ok {
+		res = QueryResult{Err: fmt.Sprintf("bqtest: no result defined for the query %q (AddQuery or SetQueryFunc)", q.Query)}
+	}
+	loc := locationOr(res.Location)
+	if res.Err == "" && j.Location != "" && !strings.EqualFold(j.Location, loc) {
+		res.Err = fmt.Sprintf("Not found: the query's tables were not found in location %s (they are in %s)", j.Location, loc)
+	}
+	if j.Location == "" {
+		j.Location = loc
+	}
+	ref.Location = j.Location
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q.jobs == nil {
+		s.q.jobs = map[string]*job{}
+	}
+	key := "projects/" + proj + "/jobs/" + ref.JobId
+	if s.q.jobs[key] != nil {
+		restErrorReason(w, http.StatusConflict, "duplicate", "Already Exists: Job "+proj+":"+ref.JobId)
+		return
+	}
+	if res.Err == "" && !cfg.DryRun {
+		res.Err = s.writeDestinationLocked(j, q, res)
+	}
+	j.Err = res.Err
+	s.q.order = append(s.q.order, j)
+	if cfg.DryRun {
+		if j.Err != "" {
+			restErrorReason(w, http.StatusBadRequest, "invalidQuery", j.Err)
+			return
+		}
+		writeJSON(w, s.jobJSON(j, cfg))
+		return
+	}
+	j.schema = bq.TableSchema{}
+	if j.Err == "" {
+		j.rows = len(res.Rows)
+		if fields, err := json.Marshal(restFields(res.Schema)); err == nil {
+			json.Unmarshal(fields, &j.schema.Fields)
+		}
+	}
+	s.q.jobs[key] = j
+	writeJSON(w, s.jobJSON(j, cfg))
+}
+
+// writeDestinationLocked writes a successful query's rows into its
+// destination table, as the job's dispositions say; it returns the job's
+// error, or "".
+func (s *Server) writeDestinationLocked(j *job, q *bq.JobConfigurationQuery, res QueryResult) string {
+	if j.Destination == "" {
+		return ""
+	}
+	d := q.DestinationTable
+	dsLoc, ok := s.datasetLocationLocked(d.ProjectId, d.DatasetId)
+	if !ok {
+		return fmt.Sprintf("Not found: Dataset %s:%s", d.ProjectId, d.DatasetId)
+	}
+	if !strings.EqualFold(dsLoc, j.Location) {
+		return fmt.Sprintf("Not found: Dataset %s:%s was not found in location %s", d.ProjectId, d.DatasetId, j.Location)
+	}
+	old := s.tables[j.Destination]
+	switch {
+	case old == nil && q.CreateDisposition == "CREATE_NEVER":
+		return fmt.Sprintf("Not found: Table %s:%s.%s", d.ProjectId, d.DatasetId, d.TableId)
+	case old != nil && (q.WriteDisposition == "" || q.WriteDisposition == "WRITE_EMPTY") && len(old.Rows) > 0:
+		return fmt.Sprintf("Already Exists: Table %s:%s.%s", d.ProjectId, d.DatasetId, d.TableId)
+	case old != nil && q.WriteDisposition == "WRITE_APPEND":
+		return "bqtest: WRITE_APPEND is not supported"
+	}
+	t := res.Table
+	t.Location = dsLoc
+	tb, err := newTable(j.Destination, t)
+	if err != nil {
+		return err.Error()
+	}
+	s.tables[j.Destination] = tb
+	return ""
+}
+
+func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
+	out := &bq.Job{
+		Kind:          "bigquery#job",
+		Id:            j.Project + ":" + j.Location + "." + j.JobID,
+		JobReference:  &bq.JobReference{ProjectId: j.Project, JobId: j.JobID, Location: j.Location},
+		Configuration: cfg,
+		Status:        &bq.JobStatus{State: "DONE"},
+		Statistics: &bq.JobStatistics{
+			Query: &bq.JobStatistics2{StatementType: "SELECT"},
+		},
+	}
+	if j.Err != "" {
+		e := &bq.ErrorProto{Reason: "invalidQuery", Message: j.Err}
+		out.Status.ErrorResult, out.Status.Errors = e, []*bq.ErrorProto{e}
+	}
+	return out
+}
+
+func (s *Server) getJob(w http.ResponseWriter, proj, id string) {
+	s.mu.Lock()
+	j := s.q.jobs["projects/"+proj+"/jobs/"+id]
+	s.mu.Unlock()
+	if j == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Job "+proj+":"+id)
+		return
+	}
+	writeJSON(w, s.jobJSON(j, nil))
+}
+
+func (s *Server) getQueryResults(w http.ResponseWriter, proj, id string) {
+	s.mu.Lock()
+	j := s.q.jobs["projects/"+proj+"/jobs/"+id]
+	s.mu.Unlock()
+	if j == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Job "+proj+":"+id)
+		return
+	}
+	if j.Err != "" {
+		restErrorReason(w, http.StatusBadRequest, "invalidQuery", j.Err)
+		return
+	}
+	schema := j.schema
+	writeJSON(w, &bq.GetQueryResultsResponse{
+		Kind:         "bigquery#getQueryResultsResponse",
+		JobReference: &bq.JobReference{ProjectId: j.Project, JobId: j.JobID, Location: j.Location},
+		JobComplete:  true,
+		Schema:       &schema,
+		TotalRows:    uint64(j.rows),
+	})
+}
+
+// restTable is the tables.get answer for t.
+func restTable(res string, t *table) map[string]any {
+	p := strings.Split(res, "/")
+	out := map[string]any{
+		"kind":           "bigquery#table",
+		"id":             p[1] + ":" + p[3] + "." + p[5],
+		"tableReference": map[string]string{"projectId": p[1], "datasetId": p[3], "tableId": p[5]},
+		"schema":         map[string]any{"fields": restFields(t.Schema)},
+		"numRows":        strconv.Itoa(len(t.Rows)),
+		"numBytes":       strconv.FormatInt(int64(len(t.Rows))*t.rowBytes, 10),
+		"type":           "TABLE",
+		"location":       locationOr(t.Location),
+	}
+	if !t.expires.IsZero() {
+		out["expirationTime"] = strconv.FormatInt(t.expires.UnixMilli(), 10)
+	}
+	return out
+}

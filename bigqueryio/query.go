@@ -1,0 +1,345 @@
+package bigqueryio
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+)
+
+// TempExpiration is how long the temporary table of a Query lives if the
+// read never removes it (a worker or the pipeline died): the default table
+// expiration of the temporary dataset Query creates, or the expiration time
+// Query sets on its table in a dataset of yours. Beam Java uses the same day.
+const TempExpiration = 24 * time.Hour
+
+// queryConfig is what Query adds to a read's configuration.
+type queryConfig struct {
+	SQL         string
+	LegacySQL   bool
+	Priority    string // "", INTERACTIVE or BATCH
+	Location    string // "": found by a dry run
+	TempDataset string // "": Query creates and removes one
+	REST        string // the BigQuery REST API's endpoint; "": Google's
+}
+
+// WithLegacySQL runs Query's SQL as legacy SQL; standard SQL is the default.
+func WithLegacySQL() ReadOption { return func(c *readConfig) { c.Query.LegacySQL = true } }
+
+// WithQueryPriority runs Query's job at priority p: bigquery.InteractivePriority
+// (the service's default) or bigquery.BatchPriority (queued until resources
+// are idle; it may wait for hours).
+func WithQueryPriority(p bigquery.QueryPriority) ReadOption {
+	return func(c *readConfig) { c.Query.Priority = string(p) }
+}
+
+// WithQueryLocation runs Query's job, and creates its temporary dataset, in
+// location (US, EU, europe-west1, ...): the location of the tables the query
+// reads. Without it Query asks a dry run of the query where it runs.
+func WithQueryLocation(location string) ReadOption {
+	return func(c *readConfig) { c.Query.Location = location }
+}
+
+// WithQueryTempDataset writes Query's result into a new table of dataset (an
+// id in the billing project, in the query's location), which Query removes
+// afterwards, instead of into a temporary dataset of its own. The account
+// then needs no right to create datasets.
+func WithQueryTempDataset(dataset string) ReadOption {
+	return func(c *readConfig) { c.Query.TempDataset = dataset }
+}
+
+// WithRESTEndpoint sends Query's BigQuery REST API calls (query jobs,
+// datasets, tables) to url instead of Google's endpoint: a test server's,
+// such as bqtest's RESTEndpoint (with WithInsecure, which drops credentials
+// there too).
+func WithRESTEndpoint(url string) ReadOption { return func(c *readConfig) { c.Query.REST = url } }
+
+func (c readConfig) restOptions() []option.ClientOption {
+	var opts []option.ClientOption
+	if c.Query.REST != "" {
+		opts = append(opts, option.WithEndpoint(c.Query.REST))
+	}
+	if c.Insecure {
+		opts = append(opts, option.WithoutAuthentication())
+	}
+	return opts
+}
+
+func init() {
+	register.DoFn4x1[context.Context, []byte, func(StreamElement), func(queryTemp), error](&queryFn{})
+	register.Emitter1[queryTemp]()
+	register.DoFn2x0[beam.X, func(int)](&readDoneFn{})
+	register.Emitter1[int]()
+	register.DoFn3x1[context.Context, queryTemp, func(*int) bool, error](&cleanupFn{})
+	register.Iter1[int]()
+	beam.RegisterType(reflect.TypeOf((*queryTemp)(nil)).Elem())
+}
+
+// Query runs a query when the pipeline runs and reads its result through
+// the Storage Read API, as Read reads a table, into a PCollection of t (see
+// Read for t and the package doc for how it runs). The query is standard
+// SQL (WithLegacySQL for legacy SQL). WithBillingProject is required: the
+// query job runs in, and is billed to, that project, which also holds the
+// temporary table. Read's options apply, but for WithSnapshotTime;
+// WithQueryLocation, WithQueryPriority, WithQueryTempDataset and
+// WithRESTEndpoint are Query's own. It panics on a bad option or type;
+// TryQuery returns the error instead.
+func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PCollection {
+	col, err := TryQuery(s, sql, t, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return col
+}
+
+// TryQuery is Query returning construction errors.
+func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
+	cfg := readConfig{Format: int32(Avro)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.Query.SQL = strings.TrimSpace(sql)
+	switch {
+	case cfg.Query.SQL == "":
+		return beam.PCollection{}, errors.New("bigqueryio: Query of an empty SQL text")
+	case cfg.Billing == "" || !validProject(cfg.Billing):
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs WithBillingProject (the project its job runs in, holding its temporary table), got %q", cfg.Billing)
+	case cfg.Format != int32(Avro) && cfg.Format != int32(Arrow):
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", cfg.Format)
+	case cfg.MaxStreams < 0 || cfg.BundleSize < 0:
+		return beam.PCollection{}, errors.New("bigqueryio: negative stream count or bundle size")
+	case cfg.SnapshotMicros != 0:
+		return beam.PCollection{}, errors.New("bigqueryio: WithSnapshotTime does not apply to Query (its result table is new); use FOR SYSTEM_TIME AS OF in the SQL")
+	case cfg.Query.Priority != "" && cfg.Query.Priority != string(bigquery.InteractivePriority) && cfg.Query.Priority != string(bigquery.BatchPriority):
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: query priority %q is neither INTERACTIVE nor BATCH", cfg.Query.Priority)
+	case cfg.Query.TempDataset != "" && strings.ContainsAny(cfg.Query.TempDataset, ".:/"):
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: temporary dataset %q: want a dataset id of the billing project", cfg.Query.TempDataset)
+	case t == nil || t.Kind() != reflect.Struct:
+		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs a struct type, got %v", t)
+	}
+	s = s.Scope("bigqueryio.Query")
+	imp := beam.Impulse(s)
+	streams, temps := beam.ParDo2(s, &queryFn{Cfg: cfg}, imp)
+	rows := readStreams(s, cfg, t, streams)
+	// Remove the temporary table once every stream is read: the cleanup
+	// takes, as a side input, a PCollection that is complete only when the
+	// read is (as Beam Java's PassThroughThenCleanup does).
+	done := beam.ParDo(s.Scope("done"), &readDoneFn{}, rows)
+	beam.ParDo0(s.Scope("cleanup"), &cleanupFn{Cfg: cfg}, temps, beam.SideInput{Input: done})
+	return rows, nil
+}
+
+// queryTemp is the temporary table a query wrote its result into.
+type queryTemp struct {
+	Project, Dataset, Table, Location string
+	OwnDataset                        bool // Query created the dataset: remove it with its contents
+}
+
+func (q queryTemp) String() string {
+	return fmt.Sprintf("%s:%s.%s (location %s)", q.Project, q.Dataset, q.Table, q.Location)
+}
+
+func (q queryTemp) resource() string {
+	return fmt.Sprintf("projects/%s/datasets/%s/tables/%s", q.Project, q.Dataset, q.Table)
+}
+
+// remove deletes the temporary table, or the temporary dataset with it. A
+// table or dataset already gone (a retried bundle removed it) is no error.
+func (q queryTemp) remove(ctx context.Context, c *bigquery.Client) error {
+	ds := c.DatasetInProject(q.Project, q.Dataset)
+	var err error
+	what := "table " + q.String()
+	if q.OwnDataset {
+		what = "dataset " + q.Project + ":" + q.Dataset + " and its table " + q.Table
+		err = ds.DeleteWithContents(ctx)
+	} else {
+		err = ds.Table(q.Table).Delete(ctx)
+	}
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("bigqueryio: removing the temporary %s (it expires %v after it was written): %w", what, TempExpiration, err)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var e *googleapi.Error
+	return errors.As(err, &e) && e.Code == http.StatusNotFound
+}
+
+func newBQClient(ctx context.Context, cfg readConfig) (*bigquery.Client, error) {
+	c, err := bigquery.NewClient(ctx, cfg.Billing, cfg.restOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: creating the BigQuery client: %w", err)
+	}
+	return c, nil
+}
+
+func randomID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// queryFn runs the query into a temporary table when the pipeline runs,
+// creates the read session of that table and emits its streams, and the
+// temporary table for the cleanup.
+type queryFn struct {
+	Cfg readConfig
+}
+
+func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(StreamElement), temp func(queryTemp)) error {
+	c, err := newBQClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tmp, err := runQuery(ctx, c, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	cfg := fn.Cfg
+	cfg.Table = tmp.resource()
+	if err := emitSession(ctx, cfg, emit); err != nil {
+		if rerr := tmp.remove(ctx, c); rerr != nil {
+			return fmt.Errorf("%w; and then %v", err, rerr)
+		}
+		return err
+	}
+	temp(tmp)
+	return nil
+}
+
+// runQuery runs cfg's query into a new temporary table, as Beam Java's
+// BigQueryQueryHelper does: the location is cfg's, or the one a dry run of
+// the query reports (the location of its tables); the table is new, in a
+// temporary dataset created in that location (its tables expiring after
+// TempExpiration) or in the dataset WithQueryTempDataset named (the table's
+// expiration set to TempExpiration once written). When the job fails, what
+// runQuery created is removed and the error carries the service's message.
+func runQuery(ctx context.Context, c *bigquery.Client, cfg readConfig) (queryTemp, error) {
+	qc := cfg.Query
+	newQuery := func() *bigquery.Query {
+		q := c.Query(qc.SQL)
+		q.UseLegacySQL = qc.LegacySQL
+		q.UseStandardSQL = !qc.LegacySQL
+		return q
+	}
+	loc := qc.Location
+	if loc == "" {
+		dry := newQuery()
+		dry.DryRun = true
+		job, err := dry.Run(ctx)
+		if err != nil {
+			return queryTemp{}, fmt.Errorf("bigqueryio: dry run of the query (to find its location) in project %s: %w", cfg.Billing, err)
+		}
+		loc = job.Location()
+		if loc == "" {
+			if st, ok := job.LastStatus().Statistics.Details.(*bigquery.QueryStatistics); ok && len(st.ReferencedTables) > 0 {
+				md, err := st.ReferencedTables[0].Metadata(ctx)
+				if err != nil {
+					return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", st.ReferencedTables[0].FullyQualifiedName(), err)
+				}
+				loc = md.Location
+			}
+		}
+	}
+
+	id := randomID()
+	tmp := queryTemp{Project: cfg.Billing, Dataset: qc.TempDataset, Table: "sdfio_query_" + id, Location: loc}
+	ds := c.DatasetInProject(tmp.Project, tmp.Dataset)
+	if qc.TempDataset == "" {
+		tmp.Dataset, tmp.OwnDataset = "sdfio_temp_"+id, true
+		ds = c.DatasetInProject(tmp.Project, tmp.Dataset)
+		err := ds.Create(ctx, &bigquery.DatasetMetadata{
+			Location:               loc,
+			DefaultTableExpiration: TempExpiration,
+			Description:            "Temporary table of a bigqueryio.Query (sdfio); removed when the read ends, or expiring.",
+			Labels:                 map[string]string{"sdfio": "query-temp"},
+		})
+		if err != nil {
+			return tmp, fmt.Errorf("bigqueryio: creating the temporary dataset %s:%s in location %q: %w", tmp.Project, tmp.Dataset, loc, err)
+		}
+	} else if _, err := ds.Table(tmp.Table).Metadata(ctx); err == nil {
+		return tmp, fmt.Errorf("bigqueryio: refusing to write the query's result on the existing table %s", tmp)
+	} else if !isNotFound(err) {
+		return tmp, fmt.Errorf("bigqueryio: checking the temporary table %s: %w", tmp, err)
+	}
+
+	fail := func(err error) (queryTemp, error) {
+		if rerr := tmp.remove(ctx, c); rerr != nil {
+			return tmp, fmt.Errorf("%w; and then %v", err, rerr)
+		}
+		return tmp, err
+	}
+	q := newQuery()
+	q.JobID = "sdfio_query_" + id // the table's name: easy to find; an insert retried with it is idempotent
+	q.Location = loc
+	q.Dst = ds.Table(tmp.Table)
+	q.CreateDisposition = bigquery.CreateIfNeeded
+	q.WriteDisposition = bigquery.WriteTruncate
+	q.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
+	q.Priority = bigquery.QueryPriority(qc.Priority)
+	q.Labels = map[string]string{"sdfio": "query"}
+	job, err := q.Run(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("bigqueryio: starting the query job into %s: %w", tmp, err))
+	}
+	st, err := job.Wait(ctx)
+	if err == nil {
+		err = st.Err()
+	}
+	if err != nil {
+		if !tmp.OwnDataset && isNotFound(err) {
+			// Nothing was written; the table is not there to remove.
+			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", job.ID(), tmp, err)
+		}
+		return fail(fmt.Errorf("bigqueryio: query job %s into %s: %w", job.ID(), tmp, err))
+	}
+	if !tmp.OwnDataset {
+		// A dataset of the user's may have no default expiration: give the
+		// table one, so that it goes away if the read never removes it.
+		if _, err := q.Dst.Update(ctx, bigquery.TableMetadataToUpdate{ExpirationTime: time.Now().Add(TempExpiration)}, ""); err != nil {
+			return fail(fmt.Errorf("bigqueryio: setting the expiration of the temporary table %s: %w", tmp, err))
+		}
+	}
+	return tmp, nil
+}
+
+// readDoneFn emits nothing: its output is complete when the read is, which
+// is all the cleanup waits for.
+type readDoneFn struct{}
+
+func (readDoneFn) ProcessElement(_ beam.X, _ func(int)) {}
+
+// cleanupFn removes the temporary table once the read is done.
+type cleanupFn struct {
+	Cfg readConfig
+}
+
+func (fn *cleanupFn) ProcessElement(ctx context.Context, tmp queryTemp, done func(*int) bool) error {
+	var x int
+	for done(&x) {
+	}
+	c, err := newBQClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := tmp.remove(ctx, c); err != nil {
+		return err
+	}
+	log.Infof(ctx, "bigqueryio: removed the temporary table %s of the query", tmp)
+	return nil
+}

@@ -1,0 +1,220 @@
+package bigqueryio_test
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
+)
+
+const evenSQL = "SELECT * FROM d.events WHERE MOD(id, 2) = 0"
+
+// queryServer is a server with the events table of n rows (in EU) and the
+// query evenSQL, whose result is its even rows; it returns them.
+func queryServer(t *testing.T, n int, opts ...bqtest.Option) (*bqtest.Server, [][]bigquery.Value) {
+	t.Helper()
+	srv := newServer(t, opts...)
+	rows := eventsTable(t, srv, n)
+	var even [][]bigquery.Value
+	for _, r := range rows {
+		if r[0].(int64)%2 == 0 {
+			even = append(even, r)
+		}
+	}
+	srv.AddQuery(evenSQL, bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: even}, Location: "EU"})
+	return srv, even
+}
+
+func queryOpts(srv *bqtest.Server, more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
+	return readOpts(srv, append([]bigqueryio.ReadOption{bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill")}, more...)...)
+}
+
+// assertNoTemp checks that the server holds the events table only, and no
+// dataset: the query's temporary table and dataset were removed.
+func assertNoTemp(t *testing.T, srv *bqtest.Server) {
+	t.Helper()
+	if tabs := srv.Tables(); len(tabs) != 1 || tabs[0] != "projects/p/datasets/d/tables/events" {
+		t.Errorf("tables after the pipeline: %v, want only the events table", tabs)
+	}
+	if ds := srv.Datasets(); len(ds) != 0 {
+		t.Errorf("datasets after the pipeline: %+v, want none", ds)
+	}
+}
+
+// TestQueryPipeline runs a query on Prism, its location found by a dry run
+// (EU), and reads its result in Avro and in Arrow over 4 streams with
+// selected fields and a row restriction: the output is exact, the job ran
+// in EU into a temporary table of the billing project, and the temporary
+// dataset and table are gone afterwards, but only afterwards: bqtest fails
+// the ReadRows of a deleted table, and responses are slow enough that a
+// cleanup not waiting for the read would delete it mid-read.
+func TestQueryPipeline(t *testing.T) {
+	for _, format := range []bigqueryio.DataFormat{bigqueryio.Avro, bigqueryio.Arrow} {
+		srv, even := queryServer(t, 4000, bqtest.WithBlockRows(64), bqtest.WithResponseRows(100))
+		srv.SetFaults(bqtest.Faults{ResponseDelay: 10 * time.Millisecond})
+		p, s := beam.NewPipelineWithRoot()
+		col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(4), bigqueryio.WithDataFormat(format))...)
+		passert.Equals(s, fingerprintOf(s, col), expected(even))
+		m := run(t, p)
+		if got := counter(t, m, "streams"); got != 4 {
+			t.Errorf("format %d: %d streams, want 4", format, got)
+		}
+		assertNoTemp(t, srv)
+		jobs := srv.Jobs()
+		if len(jobs) != 2 || !jobs[0].DryRun || jobs[1].DryRun {
+			t.Fatalf("format %d: jobs %+v, want a dry run and a job", format, jobs)
+		}
+		j := jobs[1]
+		if j.Location != "EU" || j.LegacySQL || j.SQL != evenSQL || j.Project != "bill" || j.Err != "" || !strings.HasPrefix(j.JobID, "sdfio_query_") ||
+			!strings.HasPrefix(j.Destination, "projects/bill/datasets/sdfio_temp_") || !strings.Contains(j.Destination, "/tables/sdfio_query_") {
+			t.Errorf("format %d: job %+v", format, j)
+		}
+		if req := srv.LastSessionRequest(); req.GetReadSession().GetTable() != j.Destination || req.GetParent() != "projects/bill" {
+			t.Errorf("format %d: read session of %s for %s, want the job's destination %s", format, req.GetReadSession().GetTable(), req.GetParent(), j.Destination)
+		}
+	}
+}
+
+// TestQueryOptions: WithQueryLocation skips the dry run and runs the job
+// there; legacy SQL and the priority reach the job; WithQueryTempDataset
+// writes into the user's dataset, which stays, without its table; the
+// billing project may be domain-scoped.
+func TestQueryOptions(t *testing.T) {
+	srv, even := queryServer(t, 500)
+	srv.AddDataset("example.com:bill", "scratch", "EU")
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
+		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"), bigqueryio.WithBillingProject("example.com:bill"))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(even))
+	run(t, p)
+	jobs := srv.Jobs()
+	if len(jobs) != 1 {
+		t.Fatalf("jobs %+v, want one job and no dry run", jobs)
+	}
+	if j := jobs[0]; j.Location != "EU" || !j.LegacySQL || j.Priority != "BATCH" || !strings.HasPrefix(j.Destination, "projects/example.com:bill/datasets/scratch/tables/sdfio_query_") {
+		t.Errorf("job %+v", j)
+	}
+	if ds := srv.Datasets(); len(ds) != 1 || ds[0].ID != "scratch" {
+		t.Errorf("datasets %+v, want the user's scratch dataset only", ds)
+	}
+	if tabs := srv.Tables(); len(tabs) != 1 {
+		t.Errorf("tables %v, want the events table only", tabs)
+	}
+}
+
+// TestQueryErrors: a query the service rejects fails the pipeline with the
+// service's message, found by the dry run (nothing created) or by the job
+// (its temporary dataset removed); a job in a location other than its
+// tables' fails; a read session that fails after the query removes the
+// temporary table too.
+func TestQueryErrors(t *testing.T) {
+	srv, _ := queryServer(t, 100)
+	srv.AddQuery("SELECT nope FROM d.events", bqtest.QueryResult{Err: "Unrecognized name: nope at [1:8]", Location: "EU"})
+	for _, tc := range []struct {
+		name, sql string
+		opts      []bigqueryio.ReadOption
+		want      []string
+	}{
+		{"dry run", "SELECT nope FROM d.events", nil, []string{"dry run", "Unrecognized name: nope at [1:8]"}},
+		{"job", "SELECT nope FROM d.events", []bigqueryio.ReadOption{bigqueryio.WithQueryLocation("EU")}, []string{"query job", "Unrecognized name: nope at [1:8]"}},
+		{"location", evenSQL, []bigqueryio.ReadOption{bigqueryio.WithQueryLocation("US")}, []string{"query job", "not found in location US"}},
+		{"session", evenSQL, []bigqueryio.ReadOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
+	} {
+		p, s := beam.NewPipelineWithRoot()
+		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), queryOpts(srv, tc.opts...)...)
+		err := ptest.Run(p)
+		if err == nil {
+			t.Errorf("%s: the pipeline succeeded", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the error does not say %q: %v", tc.name, w, err)
+			}
+		}
+		assertNoTemp(t, srv)
+	}
+}
+
+// TestQueryConstruction: Query's own options are refused by Read, and
+// Query refuses what cannot work.
+func TestQueryConstruction(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	if _, err := bigqueryio.TryRead(s, "p.d.t", reflect.TypeOf(Event{}), bigqueryio.WithQueryLocation("EU")); err == nil || !strings.Contains(err.Error(), "only Query") {
+		t.Errorf("Read with a query option: %v", err)
+	}
+	for _, tc := range []struct {
+		sql  string
+		opts []bigqueryio.ReadOption
+		want string
+	}{
+		{"SELECT 1", nil, "WithBillingProject"},
+		{"  ", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b")}, "empty SQL"},
+		{"SELECT 1", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryPriority("SOON")}, "priority"},
+		{"SELECT 1", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryTempDataset("x.y")}, "temporary dataset"},
+	} {
+		if _, err := bigqueryio.TryQuery(s, tc.sql, reflect.TypeOf(Event{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("TryQuery(%q): %v, want an error saying %q", tc.sql, err, tc.want)
+		}
+	}
+}
+
+// TestQuerySeparateWorker runs Query with SDK workers in separate
+// processes: the query, session and cleanup DoFns, the temporary table's
+// element and the side input that orders the cleanup travel through the
+// pipeline proto; the temporary dataset is gone afterwards.
+func TestQuerySeparateWorker(t *testing.T) {
+	srv, even := queryServer(t, 1000, bqtest.WithBlockRows(32))
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(3))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(even))
+	res, err := workertest.Run(t, p)
+	if err != nil {
+		t.Fatalf("pipeline with separate worker processes failed: %v", err)
+	}
+	if len(res.Workers) == 0 {
+		t.Fatal("no worker process was started")
+	}
+	for _, w := range res.Workers {
+		if w.PID == 0 || w.PID == os.Getpid() {
+			t.Errorf("worker %s ran as pid %d, want a separate process", w.ID, w.PID)
+		}
+	}
+	assertNoTemp(t, srv)
+}
+
+// TestQueryEmpty: a query with no rows reads as an empty PCollection (a
+// session without streams), and its temporary table is removed all the same.
+func TestQueryEmpty(t *testing.T) {
+	srv, _ := queryServer(t, 10)
+	srv.AddQuery("SELECT * FROM d.events WHERE FALSE", bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType}, {Name: "score", Type: bigquery.FloatFieldType}, {Name: "kind", Type: bigquery.StringFieldType},
+	}}})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Query(s, "SELECT * FROM d.events WHERE FALSE", reflect.TypeOf(Event{}),
+		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill"))
+	passert.Empty(s, col)
+	m := run(t, p)
+	if n := counter(t, m, "streams"); n != 0 {
+		t.Errorf("%d streams", n)
+	}
+	if js := srv.Jobs(); len(js) != 2 || js[1].Err != "" {
+		t.Errorf("jobs %+v", js)
+	}
+	assertNoTemp(t, srv)
+}
