@@ -85,6 +85,9 @@ var (
 	bytesWritten    = beam.NewCounter(WriteNamespace, "bytes_written")
 	commitRetries   = beam.NewCounter(WriteNamespace, "commit_retries")
 	throttledMsecs  = beam.NewCounter(WriteNamespace, "throttled_msecs")
+
+	adaptiveThrottledMsecs = beam.NewCounter(WriteNamespace, "adaptive_throttled_msecs")
+	throttledCommits       = beam.NewCounter(WriteNamespace, "throttled_commits")
 )
 
 func init() {
@@ -92,74 +95,24 @@ func init() {
 	register.DoFn3x1[context.Context, *datastore.Key, beam.Y, error](&mutateKVFn{})
 }
 
-// WriteOption configures Write, DeleteEntity and DeleteKey.
-type WriteOption func(*writeOptions)
-
-type writeOptions struct {
-	database       string
-	noThrottle     bool
-	hintWorkers    int
-	allocate       bool
-	maxRetries     int
-	initialBackoff time.Duration
-	clientOptions  string
-}
-
-// WriteDatabase names the database to write to (the project's default
-// database when empty or not given).
-func WriteDatabase(id string) WriteOption { return func(o *writeOptions) { o.database = id } }
-
-// DisableRampupThrottling turns off the ramp-up throttling (Java's
-// withRampupThrottlingDisabled). Without it a new kind or a new key range
-// can take more load than the service spreads at first; use it for small
-// writes, emulators, or databases already warm.
-func DisableRampupThrottling() WriteOption { return func(o *writeOptions) { o.noThrottle = true } }
-
-// HintNumWorkers sets the number of worker processes the ramp-up budget is
-// shared by (Java's withHintNumWorkers). Each process writes at most
-// 1/n of the budget. Ignored when throttling is disabled.
-func HintNumWorkers(n int) WriteOption { return func(o *writeOptions) { o.hintWorkers = n } }
-
-// AllocateIDs makes Write accept incomplete keys: before a batch is
-// committed, ids are allocated for its incomplete keys with one
-// AllocateIds call, so that a retried commit writes the same entities.
-// Without it an incomplete key is an error. Deletes always need complete
-// keys.
-func AllocateIDs() WriteOption { return func(o *writeOptions) { o.allocate = true } }
-
-// CommitRetries sets how many times a commit failing with a transient
-// error is retried (DefaultMaxCommitRetries) and the first backoff
-// (DefaultInitialBackoff); later backoffs grow 1.5 times each, up to two
-// minutes, with ±50% jitter.
-func CommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
-	return func(o *writeOptions) { o.maxRetries, o.initialBackoff = maxRetries, initialBackoff }
-}
-
-// WriteClientOptions makes the writers' clients use the client options
-// registered under name with RegisterClientOptions (credentials, an
-// endpoint, gRPC interceptors), as WithClientOptions does for Read.
-func WriteClientOptions(name string) WriteOption {
-	return func(o *writeOptions) { o.clientOptions = name }
-}
-
 // Write upserts the entities of col into project's Datastore (see the
 // package doc, "Writing and deleting"). col holds structs or pointers to
 // structs with a `datastore:"__key__"` *datastore.Key field, or KVs of a
 // *datastore.Key and a value the client saves. Write panics at
 // construction when col holds anything else or project is empty.
-func Write(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func Write(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
 }
 
 // DeleteEntity deletes the entities of col, by their keys, from project's
 // Datastore. col holds what Write takes.
-func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.DeleteEntity"), opDeleteEntity, project, col, opts)
 }
 
 // DeleteKey deletes the entities of the *datastore.Key elements of col from
 // project's Datastore. A key with no entity is not an error.
-func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.DeleteKey"), opDeleteKey, project, col, opts)
 }
 
@@ -169,13 +122,16 @@ const (
 	opDeleteKey    = "delete-key"
 )
 
-func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []WriteOption) {
+// opAPI names the function of each op, for errors.
+var opAPI = map[string]string{opUpsert: "datastoreio.Write", opDeleteEntity: "datastoreio.DeleteEntity", opDeleteKey: "datastoreio.DeleteKey"}
+
+func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Option) {
 	if project == "" {
 		panic(fmt.Sprintf("datastoreio: %s needs a project", op))
 	}
-	o := writeOptions{maxRetries: DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff}
-	for _, opt := range opts {
-		opt(&o)
+	o, err := collect(opAPI[op], writeSide, opts)
+	if err != nil {
+		panic(err)
 	}
 	if o.maxRetries < 0 || o.initialBackoff < 0 {
 		panic(fmt.Sprintf("datastoreio: CommitRetries(%d, %v): negative", o.maxRetries, o.initialBackoff))
