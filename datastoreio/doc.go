@@ -34,19 +34,27 @@
 // # Splitting
 //
 // The read runs in two steps. The first, at run time, fixes the snapshot,
-// chooses the number of splits with the rules of Beam Java's
+// chooses the number of splits n with the rules of Beam Java's
 // withNumQuerySplits (NumQuerySplits), and samples split keys: a keys-only
-// query of the kind ordered by __scatter__ asking KeysPerSplit (32) keys per
-// requested split, as Java's QuerySplitter does. The keys are sorted in
-// Datastore's own key order (CompareKeys: path element by element from the
-// root, ancestors first; kind bytewise; numeric ids before names, ids
-// numerically, names bytewise). Unlike Java, every sampled key is kept: the
-// keys cut the key space into sub-ranges [k_i, k_i+1), which are grouped, in
-// order, into the requested number of initial splits (a Range each, fewer
-// when the server returned fewer keys). A query with a limit, offset, sort
-// order, inequality filter or distinct-on is read unsplit, by one worker, as
-// Java does (distinct-on and offset because their result depends on the
-// whole result set).
+// query of the kind ordered by __scatter__ asking (n-1)*KeysPerSplit keys
+// (32 per split, as Java's QuerySplitter oversamples), KeysPerSplit-1 for a
+// single split. The keys are sorted in Datastore's own key order
+// (CompareKeys: path element by element from the root, ancestors first;
+// kind bytewise; numeric ids before names, ids numerically, names
+// bytewise). Unlike Java, which keeps n-1 of them, every
+// KeysPerSplit/SubRangesPerSplit-th sampled key (every 4th by default) is
+// kept as a boundary: the kept keys cut the key space into sub-ranges
+// [k_i, k_i+1), which are grouped, in order, into the requested number of
+// initial splits (a Range each, fewer when the server returned fewer keys),
+// about SubRangesPerSplit (8) each. Datastore gives about one entity in 128
+// a __scatter__ property, so a sub-range spans about 4*128 = 512 entities,
+// a page of 500, when the kind is small, and 1/8 of a split when it is
+// large: small reads issue few queries, large ones can be split finely. A
+// single split is cut into sub-ranges as well, so that the runner can split
+// it too. A query with a limit, offset, sort order, inequality filter or
+// distinct-on is read unsplit, as one sub-range, by one worker, as Java
+// does (distinct-on and offset because their result depends on the whole
+// result set).
 //
 // The second step is the splittable DoFn. Its element is a Range, its
 // restriction an sdf.OffsetRange over the Range's sub-range indices, its
@@ -62,7 +70,7 @@
 // anyone the same Subject). Within a sub-range entities come in the server's
 // order for the query (key order for a query without sort orders); across
 // sub-ranges, in sub-range order. How finely a running read can be split
-// is set by KeysPerSplit.
+// is set by SubRangesPerSplit.
 //
 // # Snapshot
 //
@@ -89,7 +97,75 @@
 // into the output type fail the bundle at once, with a message naming the
 // project, database, namespace, kind, sub-range and key range.
 //
-// # Metrics
+// # Writing and deleting
+//
+// Write upserts entities, DeleteEntity deletes them, DeleteKey deletes the
+// entities of keys, with the semantics of Beam Java's DatastoreV1.Write,
+// DeleteEntity and DeleteKey:
+//
+//	type Task struct {
+//		K    *datastore.Key `datastore:"__key__"`
+//		Desc string
+//		Done bool
+//	}
+//	datastoreio.Write(s, "my-project", tasks)          // PCollection<Task> or <*Task>
+//	datastoreio.Write(s, "my-project", keyed)          // PCollection<KV<*datastore.Key, V>>
+//	datastoreio.DeleteKey(s, "my-project", keys)       // PCollection<*datastore.Key>
+//
+// Elements are Go structs (or pointers to them) that the official client
+// saves, with their key in a `datastore:"__key__"` field of type
+// *datastore.Key, or KVs of a *datastore.Key and a value the client saves
+// (a struct, a pointer to one, or a PropertyLoadSaver such as
+// *datastore.PropertyList); DeleteKey takes *datastore.Key. The key's
+// namespace is the entity's namespace. Keys must be complete: an element
+// with an incomplete or invalid key fails the bundle with an error naming
+// its type, namespace and kind, unless AllocateIDs is given, which has the
+// service allocate ids for incomplete keys before they are written (once,
+// so that a retried commit writes the same entities again rather than new
+// ones).
+//
+// Mutations are committed non-transactionally, in batches that respect the
+// service's limits: at most MaxBatchMutations (500) mutations and less than
+// MaxBatchBytes (9,000,000 bytes) of encoded mutations, measured as the
+// proto size of each mutation the client builds. Two mutations of the same
+// key never share a commit (the batch is committed first), so a later
+// element of a key is applied after an earlier one within a bundle. The
+// target batch size adapts to the service as Java's writer does: it starts
+// at StartBatchMutations and follows the mean commit latency per mutation
+// of the last two minutes, aiming at TargetCommitLatency per commit,
+// within [MinBatchMutations, MaxBatchMutations].
+//
+// Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
+// RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
+// (CommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
+// deletes are idempotent, so a retried commit, or a retried bundle, leaves
+// the same data. Any other error fails the bundle at once, naming the
+// project, database, namespace, kind and key of the batch's mutations.
+//
+// Ramp-up throttling, on by default as in Java (DisableRampupThrottling
+// turns it off): Datastore's 500/50/5 rule, at most 500 operations a second
+// shared by all workers at first, 50% more every 5 minutes after the first
+// 5. Each worker process takes 1/HintNumWorkers of the budget; without the
+// hint the worker count is estimated at construction (1 on a local runner,
+// -max_num_workers or -num_workers on Dataflow, else 500 as in Java). All
+// bundles of a process share its share, and each process starts its ramp-up
+// at its own first write, so the total stays within the budget.
+//
+// Adaptive throttling, always on, as in Java's writer (its
+// AdaptiveThrottler): each writer counts, over the last two minutes, the
+// commits it wanted to send and those the service accepted, and holds a
+// commit back with probability max(0, (requests - 1.25*accepts) /
+// (requests + 1)), waiting AdaptiveThrottleDelay before deciding again. A
+// service that refuses commits (RESOURCE_EXHAUSTED) thus gets about 1.25
+// times what it accepts instead of retries at full rate.
+//
+// Write metrics, in namespace WriteNamespace: entities_written,
+// entities_deleted, commits, bytes_written (encoded mutations of successful
+// commits), commit_retries, throttled_msecs (time spent waiting for the
+// ramp-up budget), throttled_commits and adaptive_throttled_msecs (commits
+// held back by the adaptive throttling, and the time they waited).
+//
+// # Read metrics
 //
 // In namespace "sdfio/datastoreio": entities, bytes (entity protocol buffer
 // bytes), queries (sub-range queries), pages (RunQuery responses), retries,

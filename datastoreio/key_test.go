@@ -180,3 +180,38 @@ func TestSplitsFromSize(t *testing.T) {
 		}
 	}
 }
+
+func TestSampleAndThin(t *testing.T) {
+	for _, c := range []struct{ n, k, want int }{{1, 32, 31}, {1, 1, 0}, {2, 32, 32}, {8, 4, 28}, {200, 1, 199}} {
+		if got := sampleSize(c.n, c.k); got != c.want {
+			t.Errorf("sampleSize(%d, %d) = %d, want %d", c.n, c.k, got, c.want)
+		}
+	}
+	for _, c := range []struct{ k, g, want int }{{32, 8, 4}, {32, 32, 1}, {4, 8, 1}, {32, 5, 6}, {32, 0, 32}} {
+		if got := keyStride(c.k, c.g); got != c.want {
+			t.Errorf("keyStride(%d, %d) = %d, want %d", c.k, c.g, got, c.want)
+		}
+	}
+	var keys []*datastore.Key
+	for i := 1; i <= 10; i++ {
+		keys = append(keys, idk("K", int64(i), nil))
+	}
+	keys = append(keys, idk("K", 3, nil), idk("K", 3, nil)) // duplicates count once
+	SortKeys(keys)
+	got := thinKeys(keys, 3)
+	if len(got) != 3 || got[0].ID != 3 || got[1].ID != 6 || got[2].ID != 9 {
+		t.Errorf("thinKeys(1..10, 3) = %v, want 3 6 9", got)
+	}
+	if got := thinKeys(keys, 1); len(got) != 10 {
+		t.Errorf("thinKeys(stride 1) kept %d of 10 distinct keys", len(got))
+	}
+	// The default rule: a full sample of one split gives 8 sub-ranges.
+	var sample []*datastore.Key
+	for i := range sampleSize(1, DefaultKeysPerSplit) {
+		sample = append(sample, idk("K", int64(i+1), nil))
+	}
+	b := groupBoundaries(thinKeys(sample, keyStride(DefaultKeysPerSplit, DefaultSubRangesPerSplit)), 1)
+	if len(b) != 1 || len(b[0].inner)+1 != DefaultSubRangesPerSplit {
+		t.Errorf("one split, default keys: %d bundles, %d sub-ranges; want 1, %d", len(b), len(b[0].inner)+1, DefaultSubRangesPerSplit)
+	}
+}

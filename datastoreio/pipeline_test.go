@@ -52,9 +52,13 @@ func TestPipelineRead(t *testing.T) {
 	if n := counter(t, res, "initial_splits"); n != 8 {
 		t.Errorf("initial_splits metric = %d, want 8", n)
 	}
-	subRanges := counter(t, res, "sub_ranges")
-	if q := counter(t, res, "queries"); q != subRanges || q != 7*3+1 {
-		t.Errorf("queries metric = %d, sub_ranges %d, want %d each", q, subRanges, 7*3+1)
+	// One query per sub-range, and one more for each runner split that
+	// refused the first claim of a sub-range already queried (Prism splits
+	// a slow read, as under -race on a loaded machine).
+	subRanges, accepted := counter(t, res, "sub_ranges"), counter(t, res, "splits_accepted")
+	if q := counter(t, res, "queries"); subRanges != 7*3+1 || q < subRanges || q > subRanges+accepted {
+		t.Errorf("queries metric = %d, sub_ranges %d, splits accepted %d; want %d sub-ranges, as many queries plus at most one per split",
+			q, subRanges, accepted, 7*3+1)
 	}
 	if n := counter(t, res, "pages"); n < subRanges {
 		t.Errorf("pages metric = %d, want at least one per sub-range (%d)", n, subRanges)

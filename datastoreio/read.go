@@ -35,52 +35,6 @@ var (
 	subRangesCounter      = beam.NewCounter(Namespace, "sub_ranges")
 )
 
-// Option configures Read.
-type Option func(*options)
-
-type options struct {
-	database      string
-	namespace     string
-	numSplits     int
-	keysPerSplit  int
-	readTime      time.Time
-	latest        bool
-	clientOptions string
-}
-
-// Database reads from the named database (the default database when empty).
-func Database(id string) Option { return func(o *options) { o.database = id } }
-
-// WithNamespace reads from namespace ns (the default namespace when empty).
-func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
-
-// NumQuerySplits sets the number of initial splits, with the rules of Beam
-// Java's withNumQuerySplits: n <= 0 (the default) chooses at run time from
-// the statistics (entity bytes of the kind / 64 MiB, within [12, 50000], 12
-// without statistics); n above MaxQuerySplits is capped; a query with a
-// limit, offset, sort order, inequality filter or distinct-on is read
-// unsplit; when the server has fewer scatter keys than needed, fewer splits
-// are made.
-func NumQuerySplits(n int) Option { return func(o *options) { o.numSplits = n } }
-
-// KeysPerSplit sets how many scatter keys are sampled per requested split
-// (DefaultKeysPerSplit). Every sampled key becomes a sub-range boundary, so
-// this is also how finely a running split can be cut further.
-func KeysPerSplit(n int) Option { return func(o *options) { o.keysPerSplit = n } }
-
-// ReadTime reads the database as it was at t (a snapshot read). The server
-// must keep versions that old: Firestore in Datastore mode keeps an hour,
-// seven days with point-in-time recovery (whole minutes only).
-func ReadTime(t time.Time) Option { return func(o *options) { o.readTime = t } }
-
-// LatestData turns the default snapshot off: each request reads the latest
-// data, so ranges read at different times may see different versions.
-func LatestData() Option { return func(o *options) { o.latest = true } }
-
-// WithClientOptions makes the read's clients use the options registered
-// under name with RegisterClientOptions.
-func WithClientOptions(name string) Option { return func(o *options) { o.clientOptions = name } }
-
 // Read reads the entities of q in project and returns them as a PCollection
 // of t, a struct type (or a type whose pointer is a
 // datastore.PropertyLoadSaver), loaded as the client's Get loads them. A
@@ -91,44 +45,33 @@ func WithClientOptions(name string) Option { return func(o *options) { o.clientO
 // is invalid (Query.Validate) or t cannot hold entities.
 func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...Option) beam.PCollection {
 	s = s.Scope("datastoreio.Read")
-	o := options{keysPerSplit: DefaultKeysPerSplit}
-	for _, opt := range opts {
-		opt(&o)
+	plan, err := planOf(project, q, opts)
+	if err == nil {
+		err = checkType(t)
 	}
-	if err := checkRead(project, q, t, o); err != nil {
-		panic(err)
-	}
-	plan := &planFn{
-		Project: project, Database: o.database, Namespace: o.namespace,
-		Query: q, NumSplits: o.numSplits, KeysPerSplit: o.keysPerSplit,
-		Latest: o.latest, ClientOptions: o.clientOptions,
-	}
-	if !o.readTime.IsZero() {
-		plan.ReadTimeMicros = o.readTime.UnixMicro()
+	if err != nil {
+		panic(fmt.Errorf("datastoreio.Read: %w", err))
 	}
 	ranges := beam.ParDo(s, plan, beam.Impulse(s))
 	ranges = beam.Reshuffle(s, ranges)
 	return beam.ParDo(s, &readFn{Type: beam.EncodedType{T: t}}, ranges, beam.TypeDefinition{Var: typex.XType, T: t})
 }
 
-func checkRead(project string, q Query, t reflect.Type, o options) error {
+func checkRead(project string, q Query, o options) error {
 	if project == "" {
-		return errors.New("datastoreio.Read: no project")
+		return errors.New("no project")
 	}
 	if err := q.Validate(); err != nil {
-		return fmt.Errorf("datastoreio.Read: %w", err)
-	}
-	if t == nil {
-		return errors.New("datastoreio.Read: no output type")
-	}
-	if err := checkType(t); err != nil {
-		return fmt.Errorf("datastoreio.Read: %w", err)
+		return err
 	}
 	if o.keysPerSplit < 1 {
-		return fmt.Errorf("datastoreio.Read: KeysPerSplit(%d) must be at least 1", o.keysPerSplit)
+		return fmt.Errorf("KeysPerSplit(%d) must be at least 1", o.keysPerSplit)
+	}
+	if o.subRanges < 1 {
+		return fmt.Errorf("SubRangesPerSplit(%d) must be at least 1", o.subRanges)
 	}
 	if o.latest && !o.readTime.IsZero() {
-		return errors.New("datastoreio.Read: ReadTime and LatestData exclude each other")
+		return errors.New("ReadTime and LatestData exclude each other")
 	}
 	return nil
 }
@@ -136,6 +79,9 @@ func checkRead(project string, q Query, t reflect.Type, o options) error {
 var plsType = reflect.TypeFor[datastore.PropertyLoadSaver]()
 
 func checkType(t reflect.Type) error {
+	if t == nil {
+		return errors.New("no output type")
+	}
 	if reflect.PointerTo(t).Implements(plsType) || t.Kind() == reflect.Struct {
 		return nil
 	}
@@ -224,16 +170,16 @@ func (r Range) where(i int64) string {
 }
 
 func planOf(project string, q Query, opts []Option) (*planFn, error) {
-	o := options{keysPerSplit: DefaultKeysPerSplit}
-	for _, opt := range opts {
-		opt(&o)
+	o, err := collect("datastoreio.Read", readSide, opts)
+	if err != nil {
+		return nil, err
 	}
-	if err := q.Validate(); err != nil {
+	if err := checkRead(project, q, o); err != nil {
 		return nil, err
 	}
 	fn := &planFn{
 		Project: project, Database: o.database, Namespace: o.namespace,
-		Query: q, NumSplits: o.numSplits, KeysPerSplit: o.keysPerSplit,
+		Query: q, NumSplits: o.numSplits, KeysPerSplit: o.keysPerSplit, SubRangesPerSplit: o.subRanges,
 		Latest: o.latest, ClientOptions: o.clientOptions,
 	}
 	if !o.readTime.IsZero() {
@@ -262,6 +208,7 @@ type planFn struct {
 	Project, Database, Namespace string
 	Query                        Query
 	NumSplits, KeysPerSplit      int
+	SubRangesPerSplit            int
 	ReadTimeMicros               int64
 	Latest                       bool
 	ClientOptions                string
@@ -306,7 +253,8 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		base.ReadTimeMicros = readTime.UnixMicro()
 	}
 	n := fn.NumSplits
-	if ok, why := q.splittable(); !ok {
+	splittable, why := q.splittable()
+	if !splittable {
 		log.Infof(ctx, "datastoreio: reading %s unsplit: %s", q.describe(), why)
 		n = 1
 	} else if n <= 0 {
@@ -319,16 +267,14 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		}
 	}
 	n = min(n, MaxQuerySplits)
-	var bundles []bundleBounds
-	if n > 1 {
-		keys, err := scatterKeys(ctx, c, ns, q.Kind, (n-1)*fn.KeysPerSplit, readTime)
+	bundles := []bundleBounds{{}}
+	if want := sampleSize(n, fn.KeysPerSplit); splittable && want > 0 {
+		keys, err := scatterKeys(ctx, c, ns, q.Kind, want, readTime)
 		if err != nil {
 			return err
 		}
 		SortKeys(keys)
-		bundles = groupBoundaries(keys, n)
-	} else {
-		bundles = []bundleBounds{{}}
+		bundles = groupBoundaries(thinKeys(keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
 	}
 	rangesCounter.Inc(ctx, int64(len(bundles)))
 	for i, b := range bundles {

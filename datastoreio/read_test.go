@@ -3,7 +3,6 @@ package datastoreio_test
 import (
 	"context"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -51,11 +50,19 @@ func loadLarge(t *testing.T) string  { return large.load(t, ".large", 20000, 1) 
 func loadMedium(t *testing.T) string { return medium.load(t, ".medium", 1000, 2) }
 
 // TestReadExact reads 20,000 entities (numeric ids over the whole positive
-// int64 range, names, children of parents) with 8 and 200 requested splits
-// (and unsplit with SDFIO_DATASTORE_FULL=1), and 1,000 of another namespace
-// unsplit and with 8 splits, planning and reading each range
-// as the pipeline does: the multiset of entities read must be the one
-// written.
+// int64 range, names, children of parents) with 1, 8 and 200 requested
+// splits, and 1,000 of another namespace unsplit and with 8 splits,
+// planning and reading each range as the pipeline does: the multiset of
+// entities read must be the one written.
+//
+// What bounds the cost is the emulator: it evaluates a query over the whole
+// key range it names, whatever its limit or cursor (a query for 10 entities
+// of the 20,000 takes seconds, as long as one for 500), so reading m
+// entities in one query of ceil(m/500) pages costs about m*m/500, and a
+// read costs the sum of that over its sub-ranges. The unsplit 20,000 (40
+// pages over 20,000 each) took about 3 minutes; the single split below is
+// cut into 64 sub-ranges of about 312 entities, one page each, which costs
+// less than the 8-split read (29 sub-ranges of about 690, two pages each).
 func TestReadExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 20,000 entities take minutes on a loaded emulator")
@@ -64,22 +71,26 @@ func TestReadExact(t *testing.T) {
 	project := loadLarge(t)
 	hook.reset()
 	for _, c := range []struct {
-		ns           string
-		want         []item
-		splits, keys int
+		ns                   string
+		want                 []item
+		splits, keys, grid   int
+		wantRanges, wantSubs int
 	}{
-		{medium.ns, medium.items, 1, 1}, {medium.ns, medium.items, 8, 4}, {large.ns, large.items, 8, 4}, {large.ns, large.items, 200, 1},
-		{large.ns, large.items, 1, 1}, // last: skipped unless SDFIO_DATASTORE_FULL=1
+		// KeysPerSplit(1) and one split: nothing to sample, one query.
+		{medium.ns, medium.items, 1, 1, 1, 1, 1},
+		// All 28 sampled keys are boundaries (4 keys <= 8 sub-ranges).
+		{medium.ns, medium.items, 8, 4, 8, 8, 29},
+		{large.ns, large.items, 8, 4, 8, 8, 29},
+		{large.ns, large.items, 200, 1, 8, 200, 200},
+		// One split still samples 63 keys, all kept: 64 sub-ranges of
+		// about 312 entities, one page each.
+		{large.ns, large.items, 1, 64, 64, 1, 64},
+		// The default rule: every 4th of 31 keys, 8 sub-ranges.
+		{medium.ns, medium.items, 1, datastoreio.DefaultKeysPerSplit, datastoreio.DefaultSubRangesPerSplit, 1, 8},
 	} {
-		if c.splits == 1 && c.ns == large.ns && os.Getenv("SDFIO_DATASTORE_FULL") != "1" {
-			// The emulator re-scans the kind for every page continued
-			// from a cursor: 40 pages of 20,000 take minutes.
-			t.Log("unsplit read of 20,000 entities skipped (set SDFIO_DATASTORE_FULL=1)")
-			continue
-		}
 		start := time.Now()
 		ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(c.ns),
-			datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys))
+			datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys), datastoreio.SubRangesPerSplit(c.grid))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,12 +98,11 @@ func TestReadExact(t *testing.T) {
 		for _, r := range ranges {
 			subRanges += r.SubRanges()
 		}
-		t.Logf("namespace %s, %d splits asked: %d ranges, %d sub-ranges, %d entities in %v", c.ns, c.splits, len(ranges), subRanges, len(got), time.Since(start))
-		if c.splits == 1 && len(ranges) != 1 || c.splits > 1 && len(ranges) != c.splits {
-			t.Errorf("%d splits asked: %d ranges", c.splits, len(ranges))
-		}
-		if c.splits > 1 && subRanges != int64((c.splits-1)*c.keys+1) {
-			t.Errorf("%d splits asked: %d sub-ranges, want one per scatter key (%d) plus one", c.splits, subRanges, (c.splits-1)*c.keys)
+		t.Logf("namespace %s, %d splits asked, %d keys per split, %d sub-ranges per split: %d ranges, %d sub-ranges, %d entities in %v",
+			c.ns, c.splits, c.keys, c.grid, len(ranges), subRanges, len(got), time.Since(start))
+		if len(ranges) != c.wantRanges || subRanges != int64(c.wantSubs) {
+			t.Errorf("%d splits, %d keys per split, %d sub-ranges per split asked: %d ranges, %d sub-ranges; want %d, %d",
+				c.splits, c.keys, c.grid, len(ranges), subRanges, c.wantRanges, c.wantSubs)
 		}
 		sameMultiset(t, c.ns, ids(got), ids(c.want))
 		for _, it := range got[:10] {

@@ -1,62 +1,3 @@
-// # Writing and deleting (section for the package doc)
-//
-// Write upserts entities, DeleteEntity deletes them, DeleteKey deletes the
-// entities of keys, with the semantics of Beam Java's DatastoreV1.Write,
-// DeleteEntity and DeleteKey:
-//
-//	type Task struct {
-//		K    *datastore.Key `datastore:"__key__"`
-//		Desc string
-//		Done bool
-//	}
-//	datastoreio.Write(s, "my-project", tasks)          // PCollection<Task> or <*Task>
-//	datastoreio.Write(s, "my-project", keyed)          // PCollection<KV<*datastore.Key, V>>
-//	datastoreio.DeleteKey(s, "my-project", keys)       // PCollection<*datastore.Key>
-//
-// Elements are Go structs (or pointers to them) that the official client
-// saves, with their key in a `datastore:"__key__"` field of type
-// *datastore.Key, or KVs of a *datastore.Key and a value the client saves
-// (a struct, a pointer to one, or a PropertyLoadSaver such as
-// *datastore.PropertyList); DeleteKey takes *datastore.Key. The key's
-// namespace is the entity's namespace. Keys must be complete: an element
-// with an incomplete or invalid key fails the bundle with an error naming
-// its type, namespace and kind, unless AllocateIDs is given, which has the
-// service allocate ids for incomplete keys before they are written (once,
-// so that a retried commit writes the same entities again rather than new
-// ones).
-//
-// Mutations are committed non-transactionally, in batches that respect the
-// service's limits: at most MaxBatchMutations (500) mutations and less than
-// MaxBatchBytes (9,000,000 bytes) of encoded mutations, measured as the
-// proto size of each mutation the client builds. Two mutations of the same
-// key never share a commit (the batch is committed first), so a later
-// element of a key is applied after an earlier one within a bundle. The
-// target batch size adapts to the service as Java's writer does: it starts
-// at StartBatchMutations and follows the mean commit latency per mutation
-// of the last two minutes, aiming at TargetCommitLatency per commit,
-// within [MinBatchMutations, MaxBatchMutations].
-//
-// Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
-// RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
-// (CommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
-// deletes are idempotent, so a retried commit, or a retried bundle, leaves
-// the same data. Any other error fails the bundle at once, naming the
-// project, database, namespace, kind and key of the batch's mutations.
-//
-// Ramp-up throttling, on by default as in Java (DisableRampupThrottling
-// turns it off): Datastore's 500/50/5 rule, at most 500 operations a second
-// shared by all workers at first, 50% more every 5 minutes after the first
-// 5. Each worker process takes 1/HintNumWorkers of the budget; without the
-// hint the worker count is estimated at construction (1 on a local runner,
-// -max_num_workers or -num_workers on Dataflow, else 500 as in Java). All
-// bundles of a process share its share, and each process starts its ramp-up
-// at its own first write, so the total stays within the budget.
-//
-// Metrics, in namespace WriteNamespace: entities_written, entities_deleted,
-// commits, bytes_written (encoded mutations of successful commits),
-// commit_retries and throttled_msecs (time spent waiting for the ramp-up
-// budget).
-
 package datastoreio
 
 import (
@@ -85,6 +26,9 @@ var (
 	bytesWritten    = beam.NewCounter(WriteNamespace, "bytes_written")
 	commitRetries   = beam.NewCounter(WriteNamespace, "commit_retries")
 	throttledMsecs  = beam.NewCounter(WriteNamespace, "throttled_msecs")
+
+	adaptiveThrottledMsecs = beam.NewCounter(WriteNamespace, "adaptive_throttled_msecs")
+	throttledCommits       = beam.NewCounter(WriteNamespace, "throttled_commits")
 )
 
 func init() {
@@ -92,74 +36,24 @@ func init() {
 	register.DoFn3x1[context.Context, *datastore.Key, beam.Y, error](&mutateKVFn{})
 }
 
-// WriteOption configures Write, DeleteEntity and DeleteKey.
-type WriteOption func(*writeOptions)
-
-type writeOptions struct {
-	database       string
-	noThrottle     bool
-	hintWorkers    int
-	allocate       bool
-	maxRetries     int
-	initialBackoff time.Duration
-	clientOptions  string
-}
-
-// WriteDatabase names the database to write to (the project's default
-// database when empty or not given).
-func WriteDatabase(id string) WriteOption { return func(o *writeOptions) { o.database = id } }
-
-// DisableRampupThrottling turns off the ramp-up throttling (Java's
-// withRampupThrottlingDisabled). Without it a new kind or a new key range
-// can take more load than the service spreads at first; use it for small
-// writes, emulators, or databases already warm.
-func DisableRampupThrottling() WriteOption { return func(o *writeOptions) { o.noThrottle = true } }
-
-// HintNumWorkers sets the number of worker processes the ramp-up budget is
-// shared by (Java's withHintNumWorkers). Each process writes at most
-// 1/n of the budget. Ignored when throttling is disabled.
-func HintNumWorkers(n int) WriteOption { return func(o *writeOptions) { o.hintWorkers = n } }
-
-// AllocateIDs makes Write accept incomplete keys: before a batch is
-// committed, ids are allocated for its incomplete keys with one
-// AllocateIds call, so that a retried commit writes the same entities.
-// Without it an incomplete key is an error. Deletes always need complete
-// keys.
-func AllocateIDs() WriteOption { return func(o *writeOptions) { o.allocate = true } }
-
-// CommitRetries sets how many times a commit failing with a transient
-// error is retried (DefaultMaxCommitRetries) and the first backoff
-// (DefaultInitialBackoff); later backoffs grow 1.5 times each, up to two
-// minutes, with ±50% jitter.
-func CommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
-	return func(o *writeOptions) { o.maxRetries, o.initialBackoff = maxRetries, initialBackoff }
-}
-
-// WriteClientOptions makes the writers' clients use the client options
-// registered under name with RegisterClientOptions (credentials, an
-// endpoint, gRPC interceptors), as WithClientOptions does for Read.
-func WriteClientOptions(name string) WriteOption {
-	return func(o *writeOptions) { o.clientOptions = name }
-}
-
 // Write upserts the entities of col into project's Datastore (see the
 // package doc, "Writing and deleting"). col holds structs or pointers to
 // structs with a `datastore:"__key__"` *datastore.Key field, or KVs of a
 // *datastore.Key and a value the client saves. Write panics at
 // construction when col holds anything else or project is empty.
-func Write(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func Write(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
 }
 
 // DeleteEntity deletes the entities of col, by their keys, from project's
 // Datastore. col holds what Write takes.
-func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.DeleteEntity"), opDeleteEntity, project, col, opts)
 }
 
 // DeleteKey deletes the entities of the *datastore.Key elements of col from
 // project's Datastore. A key with no entity is not an error.
-func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
+func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.DeleteKey"), opDeleteKey, project, col, opts)
 }
 
@@ -169,13 +63,16 @@ const (
 	opDeleteKey    = "delete-key"
 )
 
-func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []WriteOption) {
+// opAPI names the function of each op, for errors.
+var opAPI = map[string]string{opUpsert: "datastoreio.Write", opDeleteEntity: "datastoreio.DeleteEntity", opDeleteKey: "datastoreio.DeleteKey"}
+
+func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Option) {
 	if project == "" {
 		panic(fmt.Sprintf("datastoreio: %s needs a project", op))
 	}
-	o := writeOptions{maxRetries: DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff}
-	for _, opt := range opts {
-		opt(&o)
+	o, err := collect(opAPI[op], writeSide, opts)
+	if err != nil {
+		panic(err)
 	}
 	if o.maxRetries < 0 || o.initialBackoff < 0 {
 		panic(fmt.Sprintf("datastoreio: CommitRetries(%d, %v): negative", o.maxRetries, o.initialBackoff))

@@ -175,3 +175,16 @@ func (b *batch[T]) reset() {
 	clear(b.keys)
 	b.bytes = 0
 }
+
+// sum returns the sum of the samples of the window ending at now.
+func (m *movingAverage) sum(now time.Time) float64 {
+	_, cur := m.slot(now)
+	oldest := cur - int64(len(m.sums)) + 1
+	var sum float64
+	for i, idx := range m.starts {
+		if idx >= oldest && idx <= cur {
+			sum += m.sums[i]
+		}
+	}
+	return sum
+}

@@ -383,7 +383,7 @@ func TestWriteReadBack(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WItem", From: 0, To: 400}, imp),
-		datastoreio.DisableRampupThrottling(), datastoreio.WriteClientOptions("wHook"))
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"))
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenPtrFn{wGenFn{NS: ns, Kind: "WPtr", From: 0, To: 50}}, imp),
 		datastoreio.DisableRampupThrottling())
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenKVFn{NS: ns[0], Kind: "WKV", From: 0, To: 50}, imp),
@@ -476,7 +476,7 @@ func TestWriteCutsAt9MB(t *testing.T) {
 	wHook.reset(nil)
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WBig", From: 0, To: 26, BlobBytes: 700_000}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WriteClientOptions("wHook"))
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"))
 	res := wRun(t, p)
 	commits, sizes, counts, _ := wHook.snapshot()
 	if got := fmt.Sprint(counts); got != "[12 12 2]" || commits != 3 {
@@ -516,7 +516,7 @@ func TestWriteSurvivesFaults(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WFault", From: 0, To: 300}, imp),
-		datastoreio.DisableRampupThrottling(), datastoreio.WriteClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
 	res := wRun(t, p)
 	wSameMultiset(t, "with faults", wReadAll(t, c, ns[0], "WFault"), wWant(ns, "WFault", 0, 300, 0))
 	_, _, _, injected := wHook.snapshot()
@@ -531,9 +531,35 @@ func TestWriteSurvivesFaults(t *testing.T) {
 	wHook.reset(func(h *wHookState) { h.failEvery, h.failCode = 2, codes.Aborted })
 	p, s = beam.NewPipelineWithRoot()
 	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WFault", From: 0, To: 150}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WriteClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
 	wRun(t, p)
 	wSameMultiset(t, "deletes with faults", wReadAll(t, c, ns[0], "WFault"), wWant(ns, "WFault", 150, 300, 0))
+}
+
+// TestWriteThrottlesOnResourceExhausted: a service refusing every second
+// commit with RESOURCE_EXHAUSTED makes the writers hold commits back
+// (adaptive throttling, its wait shortened and its draws alternating so
+// that the test is deterministic), and the data written is exact.
+func TestWriteThrottlesOnResourceExhausted(t *testing.T) {
+	defer datastoreio.FastThrottle()()
+	defer datastoreio.AlternateThrottle()()
+	project, c := wEmulator(t)
+	ns := []string{dstest.Namespace(t)}
+	wHook.reset(func(h *wHookState) { h.failEvery, h.failCode = 2, codes.ResourceExhausted })
+	p, s := beam.NewPipelineWithRoot()
+	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WQuota", From: 0, To: 300}, beam.Impulse(s)),
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+	res := wRun(t, p)
+	wSameMultiset(t, "with RESOURCE_EXHAUSTED", wReadAll(t, c, ns[0], "WQuota"), wWant(ns, "WQuota", 0, 300, 0))
+	_, _, _, injected := wHook.snapshot()
+	held, msecs := wCounter(t, res, "throttled_commits"), wCounter(t, res, "adaptive_throttled_msecs")
+	t.Logf("%d commits refused, %d held back (%d ms)", injected, held, msecs)
+	if injected < 1 || held < 1 || msecs < 5*held {
+		t.Errorf("%d refused, %d held back for %d ms: want some held back, 5 ms each", injected, held, msecs)
+	}
+	if got := wCounter(t, res, "commit_retries"); got != int64(injected) {
+		t.Errorf("commit_retries = %d, want the %d refused commits", got, injected)
+	}
 }
 
 // TestWritePermanentErrorNamesKey: a commit refused with INVALID_ARGUMENT
@@ -544,7 +570,7 @@ func TestWritePermanentErrorNamesKey(t *testing.T) {
 	wHook.reset(func(h *wHookState) { h.failKind, h.failCode = "WRefused", codes.InvalidArgument })
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: []string{ns}, Kind: "WRefused", From: 0, To: 1}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WriteClientOptions("wHook"), datastoreio.CommitRetries(5, time.Hour))
+		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(5, time.Hour))
 	_, err := ptest.RunWithMetrics(p)
 	if err == nil {
 		t.Fatal("the pipeline succeeded")
@@ -631,8 +657,8 @@ func init() {
 	beam.RegisterType(reflect.TypeFor[wWrongKey]())
 }
 
-// TestWriteConstructionErrors: shapes datastoreio.Write cannot write are refused when
-// the pipeline is built.
+// TestWriteConstructionErrors: shapes datastoreio.Write cannot write, and
+// options of the other side, are refused when the pipeline is built.
 func TestWriteConstructionErrors(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -647,6 +673,15 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"allocate on delete", func(s beam.Scope) {
 			datastoreio.DeleteEntity(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.AllocateIDs())
 		}, "Write only"},
+		{"read option to Write", func(s beam.Scope) {
+			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.Database("db"), datastoreio.NumQuerySplits(8))
+		}, "datastoreio.Write: option NumQuerySplits(8) applies to Read and Plan only"},
+		{"write option to Read", func(s beam.Scope) {
+			datastoreio.Read(s, "p", datastoreio.NewQuery("K"), reflect.TypeFor[wEnt](), datastoreio.WithClientOptions("x"), datastoreio.HintNumWorkers(3))
+		}, "datastoreio.Read: option HintNumWorkers(3) applies to Write, DeleteEntity and DeleteKey only"},
+		{"zero option", func(s beam.Scope) {
+			datastoreio.Read(s, "p", datastoreio.NewQuery("K"), reflect.TypeFor[wEnt](), datastoreio.Option{})
+		}, "zero"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
@@ -660,3 +695,6 @@ func TestWriteConstructionErrors(t *testing.T) {
 		})
 	}
 }
+
+// The options of reads and writes are one type; the old names still build.
+var _ []datastoreio.WriteOption = []datastoreio.Option{datastoreio.WriteDatabase("db"), datastoreio.WriteClientOptions("x"), datastoreio.Database("db")}

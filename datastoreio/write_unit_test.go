@@ -259,6 +259,7 @@ func testWriter(t *testing.T, cfg writerConfig, c committer) *writer {
 		cfg.project = "unit-project"
 	}
 	w := newWriter(cfg, c, sz, nil)
+	w.adapt.rand = func() float64 { return 1 } // never held back, unless a test says
 	clk := &fakeClock{t: t0}
 	w.now, w.sleep = clk.now, clk.sleep
 	return w

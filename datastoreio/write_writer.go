@@ -59,6 +59,7 @@ type writer struct {
 	c     committer
 	sizer *sizer
 	ramp  *rampup // nil: no ramp-up throttling
+	adapt *adaptiveThrottler
 	sizes *batchSizer
 	b     *batch[pending]
 	now   func() time.Time
@@ -66,7 +67,7 @@ type writer struct {
 }
 
 func newWriter(cfg writerConfig, c committer, sz *sizer, ramp *rampup) *writer {
-	return &writer{cfg: cfg, c: c, sizer: sz, ramp: ramp, sizes: newBatchSizer(),
+	return &writer{cfg: cfg, c: c, sizer: sz, ramp: ramp, adapt: newAdaptiveThrottler(), sizes: newBatchSizer(),
 		b: newBatch[pending](), now: time.Now, sleep: sleep}
 }
 
@@ -173,8 +174,19 @@ func (w *writer) flush(ctx context.Context) error {
 	}
 	for attempt := 0; ; attempt++ {
 		start := w.now()
+		for w.adapt.throttle(start) {
+			// The service refused too much of late: hold back (Java's
+			// "Delaying request due to previous failures").
+			throttledCommits.Inc(ctx, 1)
+			adaptiveThrottledMsecs.Inc(ctx, adaptiveDelay.Milliseconds())
+			if err := w.sleep(ctx, adaptiveDelay); err != nil {
+				return w.commitError(err, attempt)
+			}
+			start = w.now()
+		}
 		err := w.c.commit(ctx, muts)
 		if err == nil {
+			w.adapt.accepted(start)
 			end := w.now()
 			w.sizes.record(end, end.Sub(start), n)
 			commitsCounter.Inc(ctx, 1)

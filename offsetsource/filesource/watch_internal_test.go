@@ -7,6 +7,7 @@ package filesource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -21,6 +22,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
+
+	"github.com/sdfio/sdfio/sdf"
 )
 
 // fakeClock is a clock the test moves.
@@ -252,8 +255,11 @@ func TestWatchTrackerCheckpoint(t *testing.T) {
 func TestWatchTrackerErrors(t *testing.T) {
 	never := termination{Total: -1, Idle: -1}
 	rt := newWatchTracker(watchRestriction{Pending: wfs("x", "y")}, never, false, nil)
-	if rt.TryClaim("y") || rt.GetError() == nil || !strings.Contains(rt.GetError().Error(), "next pending file is x") {
-		t.Errorf("claim out of order: err %v", rt.GetError())
+	if rt.TryClaim("y") || rt.GetError() == nil || !strings.Contains(rt.GetError().Error(), "next pending file is x") || !errors.Is(rt.GetError(), sdf.ErrClaimOrder) {
+		t.Errorf("claim out of order: err %v, want one naming x and wrapping sdf.ErrClaimOrder", rt.GetError())
+	}
+	if rt.TryClaim("x") {
+		t.Error("a failed tracker accepted a claim")
 	}
 	if rt.IsDone() {
 		t.Error("a failed tracker is done")
@@ -289,6 +295,14 @@ func TestWatchTrackerErrors(t *testing.T) {
 	}
 	if _, r, _ := rt.TrySplit(0); r != nil {
 		t.Error("a finished tracker checkpointed")
+	}
+	// A claim after finish is refused without an error, as after a
+	// checkpoint.
+	if rt.TryClaim("x") || rt.GetError() != nil || !rt.IsDone() {
+		t.Errorf("claim after finish: err %v, done %v; want refused, no error, done", rt.GetError(), rt.IsDone())
+	}
+	if s := rt.String(); !strings.Contains(s, "filesource.watchTracker") || !strings.Contains(s, "1 claimed") || !strings.Contains(s, "stopped") {
+		t.Errorf("String() = %q", s)
 	}
 }
 

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
+
+	"github.com/sdfio/sdfio/sdf"
 )
 
 // fileKey identifies a file a watch has emitted: the first 128 bits of the
@@ -297,25 +298,27 @@ func (c termination) holds(now time.Time, start, lastNew int64) bool {
 // condition), so that no file is emitted twice for one state and none is
 // lost. Splits at other fractions are refused. All methods are safe for
 // concurrent use.
+//
+// The claim state lives in an sdf.Core, as in every tracker of the module:
+// the n-th file this tracker claims (from 0) is the split point at position
+// n of an unbounded range [0, Unbounded). A checkpoint is the core's
+// (Start stays 0, End becomes the number of files claimed), so the core's
+// state answers the questions the watch asks: checkpointed (the restriction
+// changed: its epoch is not 0), finished (stopped without error), failed.
 type watchTracker struct {
-	mu sync.Mutex
+	core sdf.Core[watchRestriction]
 
-	// rest is the restriction this tracker is responsible for: the one it
-	// was created with, then the primary after a checkpoint.
-	rest         watchRestriction
 	cond         termination
 	matchUpdated bool
 	clock        func() time.Time
-	seen         map[fileKey]seenFile // files emitted or pending; built by the first poll
-	unstable     []watchFile
-	pending      []watchFile // unclaimed, in claim order
-	claimed      []watchFile
-	lastNew      int64
-	flushed      bool // polling ended: the unstable files moved to pending
 
-	checkpointed bool // TrySplit(0) happened: the tracker is done
-	finished     bool // the watch ended and every pending file was claimed
-	err          error
+	// Under core's lock:
+	seen     map[fileKey]seenFile // files emitted or pending; built by the first poll
+	unstable []watchFile
+	pending  []watchFile // unclaimed, in claim order
+	claimed  []watchFile
+	lastNew  int64
+	flushed  bool // polling ended: the unstable files moved to pending
 }
 
 var (
@@ -327,8 +330,7 @@ func newWatchTracker(rest watchRestriction, cond termination, matchUpdated bool,
 	if clock == nil {
 		clock = time.Now
 	}
-	return &watchTracker{
-		rest:         rest,
+	t := &watchTracker{
 		cond:         cond,
 		matchUpdated: matchUpdated,
 		clock:        clock,
@@ -336,16 +338,30 @@ func newWatchTracker(rest watchRestriction, cond termination, matchUpdated bool,
 		pending:      slices.Clone(rest.Pending),
 		lastNew:      rest.LastNew,
 	}
+	t.core.Init("filesource.watchTracker", rest, 0, sdf.Unbounded, t.cutLocked)
+	return t
 }
 
 func (t *watchTracker) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return fmt.Sprintf("watchTracker{%v, %d unstable, %d pending, %d claimed, checkpointed %v, finished %v, err %v}",
-		t.rest, len(t.unstable), len(t.pending), len(t.claimed), t.checkpointed, t.finished, t.err)
+	t.core.Lock()
+	defer t.core.Unlock()
+	return fmt.Sprintf("%s, %d unstable, %d pending, %d claimed",
+		t.core.StringLocked(), len(t.unstable), len(t.pending), len(t.claimed))
 }
 
-func (t *watchTracker) stoppedLocked() bool { return t.checkpointed || t.finished || t.err != nil }
+// stoppedLocked reports whether the tracker takes no more claims nor polls:
+// it was checkpointed, finished or failed.
+func (t *watchTracker) stoppedLocked() bool {
+	return t.core.DoneLocked() || t.core.ErrLocked() != nil
+}
+
+// checkpointedLocked reports whether a checkpoint took the rest of the
+// work: the checkpoint is the only change of the core's restriction.
+func (t *watchTracker) checkpointedLocked() bool { return t.core.EpochLocked() > 0 }
+
+// restLocked is the restriction this tracker is responsible for: the one it
+// was created with, then the primary after a checkpoint.
+func (t *watchTracker) restLocked() watchRestriction { return t.core.RestrictionLocked() }
 
 // now is the tracker's clock.
 func (t *watchTracker) now() time.Time { return t.clock() }
@@ -353,9 +369,9 @@ func (t *watchTracker) now() time.Time { return t.clock() }
 // shouldPoll reports whether the DoFn should list the pattern now: polling
 // is not over, and the files of the last poll were all claimed.
 func (t *watchTracker) shouldPoll() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.stoppedLocked() && !t.rest.Done && !t.flushed && len(t.pending) == 0
+	t.core.Lock()
+	defer t.core.Unlock()
+	return !t.stoppedLocked() && !t.restLocked().Done && !t.flushed && len(t.pending) == 0
 }
 
 // buildSeenLocked builds the map of the files emitted or pending at the
@@ -364,8 +380,9 @@ func (t *watchTracker) buildSeenLocked() {
 	if t.seen != nil {
 		return
 	}
-	t.seen = make(map[fileKey]seenFile, len(t.rest.Seen)+len(t.pending)+len(t.claimed))
-	for _, s := range t.rest.Seen {
+	rest := t.restLocked()
+	t.seen = make(map[fileKey]seenFile, len(rest.Seen)+len(t.pending)+len(t.claimed))
+	for _, s := range rest.Seen {
 		t.seen[s.Key] = s
 	}
 	for _, f := range t.pending {
@@ -396,10 +413,10 @@ type pollStats struct {
 // starts again. It does nothing once the tracker stopped (a checkpoint's
 // residual polls again) or while files of an earlier poll are pending.
 func (t *watchTracker) addPoll(files []watchFile, now time.Time) pollStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	var st pollStats
-	if t.stoppedLocked() || t.rest.Done || t.flushed || len(t.pending) > 0 {
+	if t.stoppedLocked() || t.restLocked().Done || t.flushed || len(t.pending) > 0 {
 		return st
 	}
 	t.buildSeenLocked()
@@ -473,8 +490,8 @@ func flushUnstable(pending, unstable []watchFile, found int64) ([]watchFile, int
 // pending, as the last poll saw them, found now. It returns how many empty
 // files it left out.
 func (t *watchTracker) flush() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	if t.stoppedLocked() || t.flushed {
 		return 0
 	}
@@ -495,8 +512,8 @@ func (t *watchTracker) flush() int {
 
 // nextPending returns the next file to claim.
 func (t *watchTracker) nextPending() (watchFile, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	if t.stoppedLocked() || len(t.pending) == 0 {
 		return watchFile{}, false
 	}
@@ -505,23 +522,26 @@ func (t *watchTracker) nextPending() (watchFile, bool) {
 
 // TryClaim claims the next pending file, given as its path (a string). It
 // returns false once the tracker was checkpointed or finished, and fails
-// the tracker when pos is not the next pending file.
+// the tracker when pos is not the next pending file (an error wrapping
+// sdf.ErrClaimOrder) or not a string.
 func (t *watchTracker) TryClaim(pos any) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	if t.stoppedLocked() {
 		return false
 	}
 	path, ok := pos.(string)
 	switch {
 	case !ok:
-		t.err = fmt.Errorf("filesource: watch tracker: TryClaim got %T, want the path of the next pending file", pos)
-		return false
+		return t.core.FailLocked(fmt.Errorf("filesource: watch tracker: TryClaim got %T, want the path of the next pending file", pos))
 	case len(t.pending) == 0:
-		t.err = fmt.Errorf("filesource: watch tracker: claim of %s with no file pending", path)
-		return false
+		return t.core.FailLocked(fmt.Errorf("filesource: watch tracker: claim of %s with no file pending: %w", path, sdf.ErrClaimOrder))
 	case t.pending[0].Path != path:
-		t.err = fmt.Errorf("filesource: watch tracker: claim of %s, but the next pending file is %s", path, t.pending[0].Path)
+		return t.core.FailLocked(fmt.Errorf("filesource: watch tracker: claim of %s, but the next pending file is %s: %w", path, t.pending[0].Path, sdf.ErrClaimOrder))
+	}
+	// The core accepts it: the position is the next one, and the range is
+	// unbounded until a checkpoint, after which stoppedLocked holds.
+	if !t.core.ClaimSplitPointLocked(int64(len(t.claimed))) {
 		return false
 	}
 	t.claimed = append(t.claimed, t.pending[0])
@@ -533,70 +553,59 @@ func (t *watchTracker) TryClaim(pos any) bool {
 // not done, no checkpoint took it over, and the termination condition does
 // not hold at the tracker's clock.
 func (t *watchTracker) pollMore() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.stoppedLocked() && !t.rest.Done && !t.flushed && !t.cond.holds(t.clock(), t.rest.Start, t.lastNew)
+	t.core.Lock()
+	defer t.core.Unlock()
+	rest := t.restLocked()
+	return !t.stoppedLocked() && !rest.Done && !t.flushed && !t.cond.holds(t.clock(), rest.Start, t.lastNew)
 }
 
 // finish ends the watch once every pending file was claimed: the tracker
 // is then done. With files still pending it fails the tracker.
 func (t *watchTracker) finish() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	if t.stoppedLocked() {
 		return
 	}
 	if len(t.pending) > 0 {
-		t.err = fmt.Errorf("filesource: watch tracker: finished with %d files pending, the first %s", len(t.pending), t.pending[0].Path)
+		t.core.FailLocked(fmt.Errorf("filesource: watch tracker: finished with %d files pending, the first %s", len(t.pending), t.pending[0].Path))
 		return
 	}
-	t.finished = true
+	t.core.StopLocked()
 }
 
 // wasCheckpointed reports whether a checkpoint took the rest of the work.
 func (t *watchTracker) wasCheckpointed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.checkpointed
+	t.core.Lock()
+	defer t.core.Unlock()
+	return t.checkpointedLocked()
 }
 
 // GetError returns the error that stopped the tracker, or nil.
-func (t *watchTracker) GetError() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
-}
+func (t *watchTracker) GetError() error { return t.core.GetError() }
 
 // IsDone reports whether the restriction is fully processed: a checkpoint
 // took the rest of it, or the watch ended with every file claimed.
-func (t *watchTracker) IsDone() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err == nil && (t.checkpointed || t.finished)
-}
+func (t *watchTracker) IsDone() bool { return t.core.IsDone() }
 
 // IsBounded is false: a watch may poll forever.
 func (t *watchTracker) IsBounded() bool { return false }
 
 // GetRestriction returns the restriction the tracker is responsible for:
 // the one it was created with, or the primary after a checkpoint.
-func (t *watchTracker) GetRestriction() any {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.rest
-}
+func (t *watchTracker) GetRestriction() any { return t.core.Restriction() }
 
 // GetProgress counts files: done is those claimed, remaining those pending
 // plus one while polling may go on.
 func (t *watchTracker) GetProgress() (done, remaining float64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Lock()
+	defer t.core.Unlock()
 	done = float64(len(t.claimed))
 	if t.stoppedLocked() {
 		return done, 0
 	}
 	remaining = float64(len(t.pending))
-	if !t.rest.Done && !t.flushed {
+	if !t.restLocked().Done && !t.flushed {
 		remaining++
 	}
 	return done, remaining
@@ -608,30 +617,40 @@ func (t *watchTracker) GetProgress() (done, remaining float64) {
 // The tracker is then done and refuses further claims. Any other fraction,
 // or a split of a stopped tracker, is refused (nil residual).
 func (t *watchTracker) TrySplit(fraction float64) (primary, residual any, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if fraction != 0 || t.stoppedLocked() {
-		return t.rest, nil, nil
+	t.core.Lock()
+	defer t.core.Unlock()
+	if fraction != 0 {
+		t.core.CountLocked(false)
+		return t.restLocked(), nil, nil
 	}
-	res := watchRestriction{
+	res, ok := t.core.CheckpointLocked()
+	if !ok {
+		return t.restLocked(), nil, nil
+	}
+	return t.restLocked(), res, nil
+}
+
+// cutLocked is the core's Cutter, called by the checkpoint at pos, the
+// number of files claimed: it builds the primary and the residual from the
+// tracker's state, and leaves nothing pending.
+func (t *watchTracker) cutLocked(rest watchRestriction, pos int64) (primary, residual watchRestriction) {
+	residual = watchRestriction{
 		Seen:     t.seenLocked(),
 		Unstable: slices.Clone(t.unstable),
 		Pending:  slices.Clone(t.pending),
-		Start:    t.rest.Start,
+		Start:    rest.Start,
 		LastNew:  t.lastNew,
-		Done:     t.rest.Done || t.flushed,
+		Done:     rest.Done || t.flushed,
 	}
 	// The primary only emits what was claimed: it needs no seen set.
-	prim := watchRestriction{
+	primary = watchRestriction{
 		Pending: slices.Clone(t.claimed),
-		Start:   t.rest.Start,
+		Start:   rest.Start,
 		LastNew: t.lastNew,
 		Done:    true,
 	}
-	t.rest = prim
 	t.pending = nil
-	t.checkpointed = true
-	return prim, res, nil
+	return primary, residual
 }
 
 // seenLocked is the residual's seen set: the files emitted up to now (the
@@ -645,7 +664,7 @@ func (t *watchTracker) seenLocked() []seenFile {
 		for _, f := range t.claimed {
 			add = append(add, seenFile{Key: keyOf(f.Path), Size: f.Size, LastModified: f.LastModified})
 		}
-		return mergeSeen(t.rest.Seen, add)
+		return mergeSeen(t.restLocked().Seen, add)
 	}
 	pending := make(map[fileKey]bool, len(t.pending))
 	for _, f := range t.pending {
