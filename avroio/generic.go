@@ -391,6 +391,9 @@ func (c *chunk[T]) next() *T {
 // take is an empty slice of capacity n <= maxChunkedItems: appending more
 // than n reallocates it, and so never writes into another value.
 func (c *chunk[T]) take(n int) []T {
+	if n == 0 {
+		return []T{} // empty, not nil (no allocation)
+	}
 	if len(c.free) < n {
 		var zero T
 		c.free = make([]T, max(n, chunkBytes/int(unsafe.Sizeof(zero))))

@@ -86,7 +86,7 @@ var (
 	largeBytes       = flag.Int64("bench_large_bytes", benchdata.DefaultConfig.LargeBytes, "least size of the large file")
 	smallFiles       = flag.Int("bench_small_files", benchdata.DefaultConfig.SmallFiles, "number of small files")
 	smallRecords     = flag.Int64("bench_small_records", benchdata.DefaultConfig.SmallRecords, "records per small file")
-	writeRecords     = flag.Int64("bench_write_records", 1_000_000, "records of each write measurement; 0 skips them")
+	writeRecords     = flag.Int64("bench_write_records", 500_000, "records of each write measurement; 0 skips them")
 	childTimeout     = flag.Duration("bench_child_timeout", 30*time.Minute, "limit of one measurement")
 	verbose          = flag.Bool("bench_v", false, "pass the children's stderr through")
 
