@@ -62,6 +62,14 @@ import (
 // exactly, where Beam's default JSON coder for a map would turn numbers
 // into float64 and bytes into strings; times keep their instant, wall
 // clock and zone offset.
+//
+// To decode fast, ReadGeneric and the coder box the numbers, strings, byte
+// slices, lists and times of consecutive records into shared allocations
+// of at most 1 KiB each (and the coder decodes a record's keys and strings
+// into one copy of its encoding): a value kept after its record is dropped
+// keeps at most that much alive. Values are never shared: byte
+// slices and lists have no spare capacity, so changing or appending to one
+// never touches another.
 type Record map[string]any
 
 // RecordType is the reflect.Type of Record, for ReadAll and ReadFiles of
