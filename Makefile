@@ -66,10 +66,14 @@ fuzz:
 # Then internal/cmd/avrobench: avroio.Read on Prism against Beam Go's avroio,
 # raw decoding and Prism's own ceiling, on a 1 GiB file and 64 small files it
 # generates once under $BENCH_DIR (default /tmp/sdfio-bench; never committed),
-# with issue 3's goals checked in the report. It adds 12-17 minutes on a
+# with issue 3's goals checked in the report, and avroio.Write against Beam
+# Go's avroio.Write on 500,000 records (issue 7). It adds 15-20 minutes on a
 # 2-core machine (one run of Beam Go's avroio on 1 GiB takes 4-6 of them).
 BENCH_PKGS := ./sdf ./offsetsource ./avroio/container
 BENCH_COUNT ?= 5
+# avroio's generic decoding (ReadGeneric's) against goavro's and hamba/avro's
+# generic decoding, and the Record coder's cost per record, on one core.
+AVROIO_BENCH ?= GenericDecode|RecordCoder
 AVROBENCH_COUNT ?= 3
 AVROBENCH_FLAGS ?=
 # internal/cmd/dsbench: datastoreio.Read (8 splits) against Beam Go's datastoreio
@@ -82,6 +86,7 @@ BQBENCH_COUNT ?= 3
 bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
+	set -o pipefail; $(GO) test -run='^$$' -bench='$(AVROIO_BENCH)' -benchmem -count=$(BENCH_COUNT) -cpu 1 -timeout 30m ./avroio | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
 	@set -o pipefail; \

@@ -72,9 +72,12 @@ type node struct {
 	symbols     []string
 	enumDefault string
 	// fixed, decimal fixed
-	size    int
-	arrType reflect.Type
-	scale   int
+	size        int
+	arrType     reflect.Type
+	arrTypeWord unsafe.Pointer // typeWord of arrType
+	scale       int
+	// enum symbols as interfaces, boxed once
+	symbolValues []any
 }
 
 type field struct {
@@ -171,10 +174,15 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		default:
 			n.kind, n.goType = kFixed, "["+strconv.Itoa(n.size)+"]byte"
 			n.arrType = reflect.ArrayOf(n.size, reflect.TypeFor[byte]())
+			n.arrTypeWord = typeWord(reflect.Zero(n.arrType).Interface())
 		}
 	case avro.Enum:
 		es := s.(*avro.EnumSchema)
 		n.kind, n.goType, n.symbols, n.enumDefault = kEnum, "string", es.Symbols(), es.Default()
+		n.symbolValues = make([]any, len(n.symbols))
+		for i, sym := range n.symbols {
+			n.symbolValues[i] = sym
+		}
 	case avro.Array:
 		n.kind, n.goType = kArray, "[]any"
 		elem, err := c.compile(s.(*avro.ArraySchema).Items())
@@ -275,7 +283,7 @@ func defaultValue(n *node, v any) (any, error) {
 	}
 	r := avro.NewReader(nil, 0)
 	r.Reset(b)
-	d := decodeDatum(r, n, 0)
+	d := new(datumDecoder).decode(r, n, 0)
 	return d, r.Error
 }
 
@@ -342,44 +350,197 @@ func fail(r *avro.Reader, err error) {
 	}
 }
 
-// decodeDatum decodes one datum of n from r. On bad data it sets r.Error
-// and returns what it has; loops stop as soon as r.Error is set.
-func decodeDatum(r *avro.Reader, n *node, depth int) any {
+// datumDecoder decodes datums into Record values. Go would allocate every
+// number, string, byte slice, list and time it puts in an interface on its
+// own; the decoder instead boxes them into interfaces that point into
+// chunks of at most chunkBytes that it fills one value after the other (an
+// interface never copies or changes what it points to). Values of a few
+// consecutive records may share a chunk, so a value kept alive keeps at
+// most chunkBytes of other records' values alive per kind, as hamba/avro's
+// reader does with the bytes of strings and byte slices. A decoder is for
+// one reader at a time.
+type datumDecoder struct {
+	words chunk[uint64] // int, int64, float32, float64, time.Duration
+	strs  chunk[string]
+	bytes chunk[[]byte]
+	lists chunk[[]any]
+	items chunk[any] // the items of short arrays
+	times chunk[time.Time]
+}
+
+// chunkBytes is the size of the chunks values are boxed into.
+const chunkBytes = 1024
+
+// maxChunkedItems is the longest array block whose items are taken from a
+// chunk rather than allocated.
+const maxChunkedItems = 16
+
+type chunk[T any] struct{ free []T }
+
+// next is a fresh element to box a value in.
+func (c *chunk[T]) next() *T {
+	if len(c.free) == 0 {
+		var zero T
+		c.free = make([]T, max(1, chunkBytes/int(unsafe.Sizeof(zero))))
+	}
+	p := &c.free[0]
+	c.free = c.free[1:]
+	return p
+}
+
+// take is an empty slice of capacity n <= maxChunkedItems: appending more
+// than n reallocates it, and so never writes into another value.
+func (c *chunk[T]) take(n int) []T {
+	if n == 0 {
+		return []T{} // empty, not nil (no allocation)
+	}
+	if len(c.free) < n {
+		var zero T
+		c.free = make([]T, max(n, chunkBytes/int(unsafe.Sizeof(zero))))
+	}
+	s := c.free[:0:n]
+	c.free = c.free[n:]
+	return s
+}
+
+// eface is the layout of an interface{}: its type word and a pointer to
+// its value (for all types boxed here, which are not pointer-shaped).
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+func typeWord(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
+
+// pack is the interface of type typ (a typeWord) whose value is at p,
+// without copying it; the value at p must never change.
+func pack(typ, p unsafe.Pointer) any {
+	var v any
+	e := (*eface)(unsafe.Pointer(&v))
+	e.typ, e.data = typ, p
+	return v
+}
+
+var (
+	typInt      = typeWord(int(0))
+	typInt64    = typeWord(int64(0))
+	typFloat32  = typeWord(float32(0))
+	typFloat64  = typeWord(float64(0))
+	typDuration = typeWord(time.Duration(0))
+	typString   = typeWord("")
+	typBytes    = typeWord([]byte(nil))
+	typList     = typeWord([]any(nil))
+	typTime     = typeWord(time.Time{})
+)
+
+// word boxes the 8 bytes v as a value of typ (int, int64, float64 or
+// time.Duration). Go boxes values below 256 without allocating; the
+// caller has them boxed by Go.
+func (d *datumDecoder) word(typ unsafe.Pointer, v uint64) any {
+	p := d.words.next()
+	*p = v
+	return pack(typ, unsafe.Pointer(p))
+}
+
+func (d *datumDecoder) int64v(v int64) any {
+	if uint64(v) < 256 {
+		return v
+	}
+	return d.word(typInt64, uint64(v))
+}
+
+func (d *datumDecoder) intv(v int) any {
+	if uint(v) < 256 {
+		return v
+	}
+	return d.word(typInt, uint64(v))
+}
+
+func (d *datumDecoder) float64v(f float64) any { return d.word(typFloat64, math.Float64bits(f)) }
+
+func (d *datumDecoder) float32v(f float32) any {
+	p := d.words.next()
+	*(*float32)(unsafe.Pointer(p)) = f
+	return pack(typFloat32, unsafe.Pointer(p))
+}
+
+func (d *datumDecoder) durationv(v time.Duration) any {
+	return d.word(typDuration, uint64(v))
+}
+
+func (d *datumDecoder) stringv(s string) any {
+	if s == "" {
+		return ""
+	}
+	p := d.strs.next()
+	*p = s
+	return pack(typString, unsafe.Pointer(p))
+}
+
+func (d *datumDecoder) bytesv(b []byte) any {
+	p := d.bytes.next()
+	// hamba/avro hands out byte slices of a shared slab: cap them, so
+	// that appending to one never writes into another value.
+	*p = b[:len(b):len(b)]
+	return pack(typBytes, unsafe.Pointer(p))
+}
+
+func (d *datumDecoder) listv(l []any) any {
+	p := d.lists.next()
+	*p = l
+	return pack(typList, unsafe.Pointer(p))
+}
+
+func (d *datumDecoder) timev(t time.Time) any {
+	p := d.times.next()
+	*p = t
+	return pack(typTime, unsafe.Pointer(p))
+}
+
+// decode decodes one datum of n from r. On bad data it sets r.Error and
+// returns what it has; loops stop as soon as r.Error is set.
+func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 	switch n.kind {
 	case kNull:
 		return nil
 	case kBool:
 		return r.ReadBool()
 	case kInt:
-		return int(r.ReadInt())
+		return d.intv(int(r.ReadInt()))
 	case kLong:
-		return r.ReadLong()
+		return d.int64v(r.ReadLong())
 	case kFloat:
-		return r.ReadFloat()
+		return d.float32v(r.ReadFloat())
 	case kDouble:
-		return r.ReadDouble()
-	case kString, kEnum:
-		if n.kind == kEnum {
-			i := r.ReadInt()
-			if i < 0 || int(i) >= len(n.symbols) {
-				fail(r, fmt.Errorf("enum %s: symbol index %d out of range [0, %d)", n.name, i, len(n.symbols)))
-				return ""
-			}
-			return n.symbols[i]
+		return d.float64v(r.ReadDouble())
+	case kEnum:
+		i := r.ReadInt()
+		if r.Error != nil {
+			return ""
 		}
-		return r.ReadString()
+		if i < 0 || int(i) >= len(n.symbols) {
+			fail(r, fmt.Errorf("enum %s: symbol index %d out of range [0, %d)", n.name, i, len(n.symbols)))
+			return ""
+		}
+		return n.symbolValues[i]
+	case kString:
+		return d.stringv(r.ReadString())
 	case kBytes:
-		return r.ReadBytes()
+		b := r.ReadBytes()
+		if b == nil {
+			return []byte(nil)
+		}
+		return d.bytesv(b)
 	case kDate:
-		return time.Unix(int64(r.ReadInt())*86400, 0).UTC()
+		return d.timev(time.Unix(int64(r.ReadInt())*86400, 0).UTC())
 	case kTimeMillis:
-		return time.Duration(r.ReadInt()) * time.Millisecond
+		return d.durationv(time.Duration(r.ReadInt()) * time.Millisecond)
 	case kTimeMicros:
-		return time.Duration(r.ReadLong()) * time.Microsecond
+		return d.durationv(time.Duration(r.ReadLong()) * time.Microsecond)
 	case kTimestampMillis, kLocalTimestampMillis:
-		return time.UnixMilli(r.ReadLong()).UTC()
+		return d.timev(time.UnixMilli(r.ReadLong()).UTC())
 	case kTimestampMicros, kLocalTimestampMicros:
-		return time.UnixMicro(r.ReadLong()).UTC()
+		return d.timev(time.UnixMicro(r.ReadLong()).UTC())
 	case kDecimalBytes:
 		b := r.ReadBytes()
 		if r.Error != nil {
@@ -401,7 +562,7 @@ func decodeDatum(r *avro.Reader, n *node, depth int) any {
 	case kFixed:
 		a := reflect.New(n.arrType)
 		r.Read(unsafe.Slice((*byte)(a.UnsafePointer()), n.size))
-		return a.Elem().Interface()
+		return pack(n.arrTypeWord, a.UnsafePointer())
 	case kArray:
 		if depth > maxDatumDepth {
 			fail(r, errDepth)
@@ -414,16 +575,20 @@ func decodeDatum(r *avro.Reader, n *node, depth int) any {
 				break
 			}
 			if out == nil {
-				out = make([]any, 0, min(c, 1024))
+				if c <= maxChunkedItems {
+					out = d.items.take(int(c))
+				} else {
+					out = make([]any, 0, min(c, 1024))
+				}
 			}
 			for i := int64(0); i < c && r.Error == nil; i++ {
-				out = append(out, decodeDatum(r, n.elem, depth+1))
+				out = append(out, d.decode(r, n.elem, depth+1))
 			}
 		}
 		if out == nil {
 			out = []any{}
 		}
-		return out
+		return d.listv(out)
 	case kMap:
 		if depth > maxDatumDepth {
 			fail(r, errDepth)
@@ -440,7 +605,7 @@ func decodeDatum(r *avro.Reader, n *node, depth int) any {
 			}
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				k := r.ReadString()
-				out[k] = decodeDatum(r, n.elem, depth+1)
+				out[k] = d.decode(r, n.elem, depth+1)
 			}
 		}
 		if out == nil {
@@ -454,7 +619,7 @@ func decodeDatum(r *avro.Reader, n *node, depth int) any {
 		}
 		m := make(map[string]any, len(n.fields))
 		for _, f := range n.fields {
-			m[f.name] = decodeDatum(r, f.node, depth+1)
+			m[f.name] = d.decode(r, f.node, depth+1)
 			if r.Error != nil {
 				break
 			}
@@ -470,7 +635,7 @@ func decodeDatum(r *avro.Reader, n *node, depth int) any {
 			return nil
 		}
 		b := n.branches[i]
-		v := decodeDatum(r, b, depth+1)
+		v := d.decode(r, b, depth+1)
 		if n.wrap[i] {
 			return map[string]any{b.name: v}
 		}
@@ -921,11 +1086,19 @@ func goTypeOf(v any) string {
 }
 
 // recordDecoder is a container.Reader's decoder of Records: an
-// avro.ValDecoder whose pointer is a *Record.
-type recordDecoder struct{ root *node }
+// avro.ValDecoder whose pointer is a *Record. Each reader has its own (dec
+// set); one without dec decodes with a decoder of its own each time.
+type recordDecoder struct {
+	root *node
+	dec  *datumDecoder
+}
 
 func (d recordDecoder) Decode(ptr unsafe.Pointer, r *avro.Reader) {
-	v := decodeDatum(r, d.root, 0)
+	dec := d.dec
+	if dec == nil {
+		dec = new(datumDecoder)
+	}
+	v := dec.decode(r, d.root, 0)
 	m, _ := v.(map[string]any)
 	*(*Record)(ptr) = m
 }

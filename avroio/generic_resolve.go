@@ -19,7 +19,7 @@ func newRecordDecoder(writer, reader avro.Schema) (avro.ValDecoder, error) {
 		return nil, fmt.Errorf("generic Records need a record schema; the writer schema is %s", w.name)
 	}
 	if reader == nil {
-		return recordDecoder{root: w}, nil
+		return recordDecoder{root: w, dec: new(datumDecoder)}, nil
 	}
 	rd, err := compileSchema(reader)
 	if err != nil {
@@ -33,7 +33,7 @@ func newRecordDecoder(writer, reader avro.Schema) (avro.ValDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolvingDecoder{root: root}, nil
+	return resolvingDecoder{root: root, dec: new(datumDecoder)}, nil
 }
 
 // resolution is how a datum of writer node w is read as a value of reader
@@ -262,57 +262,61 @@ func promotes(w, r avro.Type) bool {
 
 // resolvingDecoder decodes Records of a writer schema resolved to a
 // reader schema.
-type resolvingDecoder struct{ root *resolution }
+type resolvingDecoder struct {
+	root *resolution
+	dec  *datumDecoder
+}
 
 func (d resolvingDecoder) Decode(ptr unsafe.Pointer, r *avro.Reader) {
-	v := decodeResolved(r, d.root, 0)
+	v := d.dec.resolved(r, d.root, 0)
 	m, _ := v.(map[string]any)
 	*(*Record)(ptr) = m
 }
 
-func decodeResolved(r *avro.Reader, res *resolution, depth int) any {
+// resolved decodes one datum by res.
+func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any {
 	if depth > maxDatumDepth {
 		fail(r, errDepth)
 		return nil
 	}
 	switch res.how {
 	case hSame:
-		return decodeDatum(r, res.rd, depth)
+		return d.decode(r, res.rd, depth)
 	case hPromote:
-		v := decodeDatum(r, res.w, depth)
+		v := d.decode(r, res.w, depth)
 		switch res.rd.avroType {
 		case avro.Long:
-			return int64(v.(int))
+			return d.int64v(int64(v.(int)))
 		case avro.Float:
 			switch x := v.(type) {
 			case int:
-				return float32(x)
+				return d.float32v(float32(x))
 			case int64:
-				return float32(x)
+				return d.float32v(float32(x))
 			}
 		case avro.Double:
 			switch x := v.(type) {
 			case int:
-				return float64(x)
+				return d.float64v(float64(x))
 			case int64:
-				return float64(x)
+				return d.float64v(float64(x))
 			case float32:
-				return float64(x)
+				return d.float64v(float64(x))
 			}
 		case avro.String:
 			if b, ok := v.([]byte); ok {
-				return string(b)
+				return d.stringv(string(b))
 			}
 		case avro.Bytes:
 			if s, ok := v.(string); ok {
-				return []byte(s)
+				return d.bytesv([]byte(s))
 			}
 		}
 		return v
 	case hRecord:
 		m := make(map[string]any, len(res.rd.fields))
 		for _, f := range res.fields {
-			v := decodeResolved(r, f.res, depth+1)
+			v := d.resolved(r, f.res, depth+1)
 			if r.Error != nil {
 				return m
 			}
@@ -332,16 +336,20 @@ func decodeResolved(r *avro.Reader, res *resolution, depth int) any {
 				break
 			}
 			if out == nil {
-				out = make([]any, 0, min(c, 1024))
+				if c <= maxChunkedItems {
+					out = d.items.take(int(c))
+				} else {
+					out = make([]any, 0, min(c, 1024))
+				}
 			}
 			for i := int64(0); i < c && r.Error == nil; i++ {
-				out = append(out, decodeResolved(r, res.elem, depth+1))
+				out = append(out, d.resolved(r, res.elem, depth+1))
 			}
 		}
 		if out == nil {
 			out = []any{}
 		}
-		return out
+		return d.listv(out)
 	case hMap:
 		out := map[string]any{}
 		for r.Error == nil {
@@ -351,7 +359,7 @@ func decodeResolved(r *avro.Reader, res *resolution, depth int) any {
 			}
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				k := r.ReadString()
-				out[k] = decodeResolved(r, res.elem, depth+1)
+				out[k] = d.resolved(r, res.elem, depth+1)
 			}
 		}
 		return out
@@ -383,9 +391,9 @@ func decodeResolved(r *avro.Reader, res *resolution, depth int) any {
 			fail(r, fmt.Errorf("the reader schema %s cannot read writer union branch %s", res.rd.name, res.w.branches[i].name))
 			return nil
 		}
-		return decodeResolved(r, b, depth+1)
+		return d.resolved(r, b, depth+1)
 	case hReaderUnion:
-		v := decodeResolved(r, res.inner, depth+1)
+		v := d.resolved(r, res.inner, depth+1)
 		if res.wrap {
 			return map[string]any{res.rd.branches[res.branch].name: v}
 		}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -60,6 +62,14 @@ import (
 // exactly, where Beam's default JSON coder for a map would turn numbers
 // into float64 and bytes into strings; times keep their instant, wall
 // clock and zone offset.
+//
+// To decode fast, ReadGeneric and the coder box the numbers, strings, byte
+// slices, lists and times of consecutive records into shared allocations
+// of at most 1 KiB each (and the coder decodes a record's keys and strings
+// into one copy of its encoding): a value kept after its record is dropped
+// keeps at most that much alive. Values are never shared: byte
+// slices and lists have no spare capacity, so changing or appending to one
+// never touches another.
 type Record map[string]any
 
 // RecordType is the reflect.Type of Record, for ReadAll and ReadFiles of
@@ -94,11 +104,31 @@ const (
 // encodeRecord encodes r deterministically (map keys sorted), so that equal
 // records have equal encodings.
 func encodeRecord(r Record) ([]byte, error) {
-	return appendValue(nil, map[string]any(r))
+	// One allocation for most records: the size of the last one, which
+	// records of one PCollection mostly share.
+	b, err := appendValue(make([]byte, 0, min(lastRecordSize.Load()+32, maxSizeHint)), map[string]any(r))
+	if err == nil {
+		lastRecordSize.Store(int64(len(b)))
+	}
+	return b, err
 }
 
+// lastRecordSize is the length of the last Record encoded, a hint for the
+// next one's buffer (at most maxSizeHint).
+var lastRecordSize atomic.Int64
+
+const maxSizeHint = 64 << 10
+
+// boxers are the datumDecoders that decodeRecord boxes values with: their
+// chunks are shared by consecutive records decoded with one, as the Avro
+// decoder's are (see datumDecoder).
+var boxers = sync.Pool{New: func() any { return new(datumDecoder) }}
+
 func decodeRecord(b []byte) (Record, error) {
-	d := valueDecoder{b: b}
+	box := boxers.Get().(*datumDecoder)
+	defer boxers.Put(box)
+	// Keys and strings are substrings of one copy of the encoding.
+	d := valueDecoder{b: b, src: string(b), box: box}
 	v, err := d.value(0)
 	if err == nil && len(d.b) > 0 {
 		err = fmt.Errorf("%d bytes left after the record", len(d.b))
@@ -154,7 +184,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case Record:
 		return appendValue(b, map[string]any(x))
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var kb [16]string
+		keys := kb[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -210,7 +241,11 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // maxDepth bounds the nesting the Record decoder follows.
 const maxDepth = 1000
 
-type valueDecoder struct{ b []byte }
+type valueDecoder struct {
+	b   []byte // what is left to decode
+	src string // all of it, for substrings
+	box *datumDecoder
+}
 
 var errShortRecord = errors.New("encoding ends early")
 
@@ -257,8 +292,11 @@ func (d *valueDecoder) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p, err := d.fixed(n)
-	return string(p), err
+	off := len(d.src) - len(d.b)
+	if _, err := d.fixed(n); err != nil {
+		return "", err
+	}
+	return d.src[off : off+n], nil
 }
 
 func (d *valueDecoder) value(depth int) (any, error) {
@@ -278,29 +316,43 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		return true, nil
 	case tagInt:
 		v, err := d.varint()
-		return int(v), err
+		if err != nil {
+			return nil, err
+		}
+		return d.box.intv(int(v)), nil
 	case tagInt32:
 		v, err := d.varint()
 		return int32(v), err
 	case tagInt64:
-		return d.varint()
+		v, err := d.varint()
+		if err != nil {
+			return nil, err
+		}
+		return d.box.int64v(v), nil
 	case tagFloat32:
 		p, err := d.fixed(4)
 		if err != nil {
 			return nil, err
 		}
-		return math.Float32frombits(binary.BigEndian.Uint32(p)), nil
+		return d.box.float32v(math.Float32frombits(binary.BigEndian.Uint32(p))), nil
 	case tagFloat64:
 		p, err := d.fixed(8)
 		if err != nil {
 			return nil, err
 		}
-		return math.Float64frombits(binary.BigEndian.Uint64(p)), nil
+		return d.box.float64v(math.Float64frombits(binary.BigEndian.Uint64(p))), nil
 	case tagString:
-		return d.str()
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		return d.box.stringv(s), nil
 	case tagBytes:
 		s, err := d.str()
-		return []byte(s), err
+		if err != nil {
+			return nil, err
+		}
+		return d.box.bytesv([]byte(s)), nil
 	case tagFixed:
 		n, err := d.length()
 		if err != nil {
@@ -318,13 +370,18 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		l := make([]any, n)
+		var l []any
+		if n <= maxChunkedItems {
+			l = d.box.items.take(n)[:n]
+		} else {
+			l = make([]any, n)
+		}
 		for i := range l {
 			if l[i], err = d.value(depth + 1); err != nil {
 				return nil, err
 			}
 		}
-		return l, nil
+		return d.box.listv(l), nil
 	case tagMap:
 		n, err := d.length()
 		if err != nil {
@@ -375,7 +432,7 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		t := time.Unix(sec, int64(nsec))
 		switch zone[0] {
 		case 0:
-			return t.UTC(), nil
+			return d.box.timev(t.UTC()), nil
 		case 1:
 			off, err := d.varint()
 			if err != nil {
@@ -389,7 +446,10 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		return nil, fmt.Errorf("bad time zone tag %d", zone[0])
 	case tagDuration:
 		v, err := d.varint()
-		return time.Duration(v), err
+		if err != nil {
+			return nil, err
+		}
+		return d.box.durationv(time.Duration(v)), nil
 	case tagLogicalDuration:
 		p, err := d.fixed(12)
 		if err != nil {

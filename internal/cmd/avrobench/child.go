@@ -137,6 +137,8 @@ func runChild(ctx context.Context, mode, input string, n, expect int64) error {
 		res.Records, err = decodeHamba(input)
 	case modeDecodeGoavro:
 		res.Records, err = decodeGoavro(input)
+	case modeWriteSdfio, modeWriteSdfioOne, modeWriteSdfioGeneric, modeWriteBeam:
+		res, err = runWrite(ctx, mode, input, n)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

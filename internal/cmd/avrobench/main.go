@@ -17,7 +17,15 @@
 //   - BenchmarkAvroDecode: the raw decode rate on one core (pinned) of the
 //     decoder the read uses, avroio/container's typed Reader (sdfio), of
 //     hamba/avro's own OCF decoder (hamba_ocf), and with -bench_goavro of
-//     goavro's generic one (goavro_generic).
+//     goavro's generic one (goavro_generic);
+//   - BenchmarkAvroWrite: -bench_write_records records of the same schema,
+//     made in the pipeline, written on Prism by sdfio's avroio.Write as
+//     structs with its default sharding (sdfio: one file per bundle) and by
+//     Beam Go's avroio.Write (beam_avroio), which takes Avro JSON text and
+//     groups every record onto its one shard; BenchmarkAvroWriteOneShard
+//     is sdfio with NumShards(1), grouping all records as Beam Go does, and
+//     BenchmarkAvroWriteGeneric sdfio writing avroio.Record values. The
+//     parent counts the files' records after each child.
 //
 // Every pipeline counts records with a combine (which Prism lifts into the
 // read's fused stage), never stats.CountElms (a Flatten that shuffles every
@@ -56,6 +64,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +86,7 @@ var (
 	largeBytes       = flag.Int64("bench_large_bytes", benchdata.DefaultConfig.LargeBytes, "least size of the large file")
 	smallFiles       = flag.Int("bench_small_files", benchdata.DefaultConfig.SmallFiles, "number of small files")
 	smallRecords     = flag.Int64("bench_small_records", benchdata.DefaultConfig.SmallRecords, "records per small file")
+	writeRecords     = flag.Int64("bench_write_records", 500_000, "records of each write measurement; 0 skips them")
 	childTimeout     = flag.Duration("bench_child_timeout", 30*time.Minute, "limit of one measurement")
 	verbose          = flag.Bool("bench_v", false, "pass the children's stderr through")
 
@@ -139,6 +149,20 @@ func cases(set *benchdata.Set) []benchCase {
 	return cs
 }
 
+// writeCases are the write measurements, which need no input files.
+func writeCases() []benchCase {
+	nw, n := *writeRecords, *benchCount
+	if nw <= 0 {
+		return nil
+	}
+	return []benchCase{
+		{"BenchmarkAvroWrite/sdfio", modeWriteSdfio, "", nw, false, n},
+		{"BenchmarkAvroWrite/beam_avroio", modeWriteBeam, "", nw, false, n},
+		{"BenchmarkAvroWriteOneShard/sdfio", modeWriteSdfioOne, "", nw, false, n},
+		{"BenchmarkAvroWriteGeneric/sdfio", modeWriteSdfioGeneric, "", nw, false, n},
+	}
+}
+
 // goals are issue 3's performance targets, checked by benchreport against
 // the medians: "A unit >= Kx B", "A unit <= V", "A unit >= V", or "A unit / B"
 // (a ratio shown without a target), each with a description after " # ".
@@ -154,6 +178,10 @@ var goals = []string{
 	"BenchmarkAvroDecode/sdfio records/cpu-s >= 2000000 # typed decoding outside the pipeline, per core (records per CPU-second, pinned to one core)",
 	"BenchmarkAvroDecode/sdfio records/s / BenchmarkAvroDecode/hamba_ocf # our framing against hamba/avro's own OCF reader",
 	"BenchmarkAvroOneFile/sdfio records/s / BenchmarkAvroDecode/sdfio # the pipeline (2 cores) against raw decoding (1 core)",
+	"BenchmarkAvroWrite/sdfio records/s >= 3x BenchmarkAvroWrite/beam_avroio # issue 7: avroio.Write at least 3x Beam Go's avroio.Write on the same records",
+	"BenchmarkAvroWrite/beam_avroio peak-RSS-MB / BenchmarkAvroWrite/sdfio # writing: Beam Go's peak memory over sdfio's (above 1: sdfio uses less)",
+	"BenchmarkAvroWriteOneShard/sdfio records/s / BenchmarkAvroWrite/beam_avroio # writing one file as Beam Go does (NumShards(1): every record grouped onto one shard)",
+	"BenchmarkAvroWriteGeneric/sdfio records/s / BenchmarkAvroWrite/beam_avroio # writing avroio.Record values against Beam Go's avroio.Write",
 }
 
 func runParent(ctx context.Context) int {
@@ -169,21 +197,33 @@ func runParent(ctx context.Context) int {
 			return 2
 		}
 	}
-	cfg := benchdata.Config{LargeBytes: *largeBytes, SmallFiles: *smallFiles, SmallRecords: *smallRecords}
-	genStart := time.Now()
-	set, err := benchdata.Ensure(*benchDir, cfg, os.Stderr)
-	if err != nil {
+	selected := func(c benchCase) bool { return (filter == nil || filter.MatchString(c.name)) && c.runs >= 1 }
+	// The read cases need the generated files; only write cases do not.
+	var set *benchdata.Set
+	all := writeCases()
+	if readCases := cases(&benchdata.Set{}); slices.ContainsFunc(readCases, selected) {
+		cfg := benchdata.Config{LargeBytes: *largeBytes, SmallFiles: *smallFiles, SmallRecords: *smallRecords}
+		genStart := time.Now()
+		var err error
+		set, err = benchdata.Ensure(*benchDir, cfg, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "avrobench:", err)
+			return 1
+		}
+		if d := time.Since(genStart); d > 2*time.Second {
+			fmt.Fprintf(os.Stderr, "avrobench: files ready in %v\n", d.Round(time.Second))
+		}
+		all = append(cases(set), all...)
+	}
+	if err := os.MkdirAll(*benchDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "avrobench:", err)
 		return 1
-	}
-	if d := time.Since(genStart); d > 2*time.Second {
-		fmt.Fprintf(os.Stderr, "avrobench: files ready in %v\n", d.Round(time.Second))
 	}
 
 	var todo []benchCase
 	skipped := 0
-	for _, c := range cases(set) {
-		if filter != nil && !filter.MatchString(c.name) || c.runs < 1 {
+	for _, c := range all {
+		if !selected(c) {
 			continue
 		}
 		if c.mode == modeSdfio && !*benchSdfio {
@@ -202,9 +242,15 @@ func runParent(ctx context.Context) int {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	fmt.Fprintf(out, "goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/avrobench\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(out, "note: avrobench: large file %s: %d records, %.0f MB (%s); small files %s: %d files, %d records, %.1f MB\n",
-		set.Large.Path, set.Large.Records, float64(set.Large.Bytes)/1e6, benchdata.Codec,
-		set.SmallPattern, len(set.Small), set.SmallRecords(), float64(set.SmallBytes())/1e6)
+	if set != nil {
+		fmt.Fprintf(out, "note: avrobench: large file %s: %d records, %.0f MB (%s); small files %s: %d files, %d records, %.1f MB\n",
+			set.Large.Path, set.Large.Records, float64(set.Large.Bytes)/1e6, benchdata.Codec,
+			set.SmallPattern, len(set.Small), set.SmallRecords(), float64(set.SmallBytes())/1e6)
+	}
+	if slices.ContainsFunc(todo, func(c benchCase) bool { return isWrite(c.mode) }) {
+		fmt.Fprintf(out, "note: avrobench: writes: %d records of the same schema made in the pipeline (%d ranges spread by a Reshuffle), snappy; sdfio writes structs (Generic: avroio.Record values), Beam Go's avroio.Write Avro JSON strings; peak-RSS-MB is the child's VmHWM\n",
+			*writeRecords, writeSeeds)
+	}
 	fmt.Fprintf(out, "note: avrobench: %d runs per measurement, %d of Beam Go's avroio on the large file; medians; every pipeline on Prism in-process, counting with a combine; \"Pinned\" and Decode run under taskset -c 0; other-cores is the CPU the rest of the machine used meanwhile\n",
 		*benchCount, *beamOneFileCount)
 	if skipped > 0 {
@@ -257,6 +303,9 @@ type measurement struct {
 	rssMB      float64
 	cpuSec     float64
 	otherCores float64
+	// of a write: the files it left
+	outBytes int64
+	outFiles int
 }
 
 func (m measurement) rate() float64 { return float64(m.res.Records) / m.res.Seconds }
@@ -268,6 +317,9 @@ func (m measurement) line(c benchCase) string {
 	if c.mode == modeSdfio {
 		fmt.Fprintf(&b, "\t%d splits/run", m.res.Counters[avroio.Namespace+"/splits_accepted"])
 	}
+	if isWrite(c.mode) {
+		fmt.Fprintf(&b, "\t%.1f output-MB\t%d files", float64(m.outBytes)/1e6, m.outFiles)
+	}
 	return b.String()
 }
 
@@ -276,9 +328,18 @@ func measure(ctx context.Context, c benchCase) (measurement, error) {
 	if err != nil {
 		return measurement{}, err
 	}
+	input := c.input
+	if isWrite(c.mode) {
+		dir, err := os.MkdirTemp(*benchDir, "write-")
+		if err != nil {
+			return measurement{}, err
+		}
+		defer os.RemoveAll(dir)
+		input = dir
+	}
 	args := []string{
 		"-avrobench_child=" + c.mode,
-		"-avrobench_input=" + c.input,
+		"-avrobench_input=" + input,
 		"-avrobench_n=" + strconv.FormatInt(c.records, 10),
 		"-avrobench_expect=" + strconv.FormatInt(c.records, 10),
 	}
@@ -335,6 +396,16 @@ func measure(ctx context.Context, c benchCase) (measurement, error) {
 	m.rssMB = float64(m.res.PeakRSSKiB) / 1024
 	if m.res.PeakRSSKiB == 0 {
 		m.rssMB = float64(maxrss) / 1024
+	}
+	if isWrite(c.mode) {
+		n, size, files, err := countWritten(input)
+		if err != nil {
+			return m, fmt.Errorf("%s: reading back what it wrote: %w", c.name, err)
+		}
+		if n != c.records {
+			return m, fmt.Errorf("%s: the files written hold %d records, want %d", c.name, n, c.records)
+		}
+		m.outBytes, m.outFiles = size, files
 	}
 	return m, nil
 }
