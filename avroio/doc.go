@@ -20,7 +20,12 @@
 //     fails, naming the field, instead of silently decoding zero values.
 //     Beam Go's avroio matched fields through JSON: a struct with only
 //     `json` tags must gain `avro` tags. The type must be registered with
-//     beam.RegisterType, as every element type of a pipeline.
+//     beam.RegisterType, as every element type of a pipeline. Decimals go
+//     into *big.Rat fields (a nullable decimal into **big.Rat); a big.Rat
+//     value, and a *big.Rat for a nullable decimal, which hamba/avro would
+//     read as 0, fail the read naming the field. This package registers
+//     big.Rat with Beam's schema coder, so decimals keep their exact value
+//     between stages.
 //   - Record (RecordType; what ReadGeneric yields), a map[string]any of the
 //     record's fields with hamba/avro's generic values (see Record), whose
 //     Beam coder keeps every value and type exactly;

@@ -22,12 +22,6 @@ import (
 // WatchForNewFiles).
 const Namespace = "sdfio/avroio"
 
-// The reads' DoFns and types: package filesource's for this format.
-func init() {
-	filesource.Register[beam.X, format]()
-	beam.RegisterType(reflect.TypeFor[sourceSettings]())
-}
-
 // Read reads the Avro object container files that filepattern matches (a
 // path or glob on any Beam filesystem: local, gs://, memfs://, ...; brace
 // groups {a,b} are expanded on every filesystem) and returns a PCollection
@@ -128,6 +122,18 @@ func checkType(name string, t reflect.Type) {
 			panic(fmt.Sprintf("%s: record type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function", name, t, et))
 		}
 	}
+	if err := checkReadable(t); err != nil {
+		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+// checkReadable refuses record types that hamba/avro would read values
+// into wrongly whatever the schema: a big.Rat held by value.
+func checkReadable(t reflect.Type) error {
+	if p := ratValueField(t); p != "" {
+		return fmt.Errorf("field %s of Go type %v is a big.Rat, into which hamba/avro reads every decimal as 0; make it a *big.Rat", p, t)
+	}
+	return nil
 }
 
 // SplitSubject returns an sdftest.Subject over the Avro file at path read
@@ -149,6 +155,9 @@ func SplitSubject(ctx context.Context, path string, t reflect.Type, opts ...Read
 	}
 	if t == nil {
 		return sdftest.Subject[beam.X]{}, fmt.Errorf("avroio.SplitSubject: nil record type")
+	}
+	if err := checkReadable(t); err != nil {
+		return sdftest.Subject[beam.X]{}, fmt.Errorf("avroio.SplitSubject: %w", err)
 	}
 	return filesource.SplitSubject[beam.X](ctx, path, o.format(t))
 }

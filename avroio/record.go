@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/hamba/avro/v2"
 )
 
@@ -75,10 +74,6 @@ type Record map[string]any
 // RecordType is the reflect.Type of Record, for ReadAll and ReadFiles of
 // generic records.
 var RecordType = reflect.TypeFor[Record]()
-
-func init() {
-	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
-}
 
 // Value tags of the Record coder.
 const (

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths work without an import
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
@@ -41,20 +40,6 @@ var (
 	filesWritten     = beam.NewCounter(Namespace, "files_written")
 	tempFilesRemoved = beam.NewCounter(Namespace, "temp_files_removed")
 )
-
-func init() {
-	register.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})
-	register.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
-	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
-	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
-	register.Emitter1[fileResult]()
-	register.Emitter1[string]()
-	register.Emitter2[int, []byte]()
-	register.Iter1[[]byte]()
-	register.Iter1[fileResult]()
-	beam.RegisterType(reflect.TypeFor[fileResult]())
-	beam.RegisterType(reflect.TypeFor[writeConfig]())
-}
 
 // WriteOption configures Write.
 type WriteOption func(*writeOptions)
@@ -341,70 +326,6 @@ func checkElementType(t reflect.Type, s avro.Schema) error {
 		return nil
 	}
 	return fmt.Errorf("elements of Go type %v cannot be written as Avro record %s: give Write structs or avroio.Record values", t, schemaFullName(s))
-}
-
-// checkWritable makes sure that a struct type t has a field for every
-// field of the record schema s that has no default, as hamba/avro needs to
-// encode it (matched by `avro` tag, else by Go name), recursively through
-// nested records. Other types are checked when records are encoded.
-func checkWritable(t reflect.Type, s avro.Schema) error {
-	return checkWritableStruct(t, s, t.String(), map[reflect.Type]bool{})
-}
-
-func checkWritableStruct(t reflect.Type, s avro.Schema, path string, seen map[reflect.Type]bool) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if ref, ok := s.(*avro.RefSchema); ok {
-		s = ref.Schema()
-	}
-	rs, ok := s.(*avro.RecordSchema)
-	if t.Kind() != reflect.Struct || !ok || seen[t] {
-		return nil
-	}
-	seen[t] = true
-	byName := map[string]reflect.StructField{}
-	var collect func(t reflect.Type)
-	collect = func(t reflect.Type) {
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if f.Anonymous && f.Tag.Get("avro") == "" {
-				et := f.Type
-				for et.Kind() == reflect.Pointer {
-					et = et.Elem()
-				}
-				if et.Kind() == reflect.Struct {
-					collect(et)
-					continue
-				}
-			}
-			if !f.IsExported() {
-				continue
-			}
-			name := f.Name
-			if tag, ok := f.Tag.Lookup("avro"); ok {
-				name, _, _ = strings.Cut(tag, ",")
-			}
-			if _, dup := byName[name]; !dup && name != "-" {
-				byName[name] = f
-			}
-		}
-	}
-	collect(t)
-	for _, af := range rs.Fields() {
-		f, ok := byName[af.Name()]
-		if !ok {
-			if af.HasDefault() {
-				continue
-			}
-			return fmt.Errorf("Go type %v (%s) has no field for field %q of Avro record %s, which has no default; add a field tagged `avro:%q`",
-				t, path, af.Name(), rs.FullName(), af.Name())
-		}
-		if err := checkWritableStruct(f.Type, af.Type(), path+"."+f.Name, seen); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // parsedSchema is the writer schema JSON parsed (through the package's

@@ -1,0 +1,37 @@
+package avroio
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/sdfio/sdfio/offsetsource/filesource"
+)
+
+// The package's one init: everything the workers must find registered.
+func init() {
+	// Reads: package filesource's DoFns and types for this format.
+	filesource.Register[beam.X, format]()
+	beam.RegisterType(reflect.TypeFor[sourceSettings]())
+
+	// Generic records keep every value and type between stages.
+	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
+
+	// Decimals in structs keep their value between stages (rat_coder.go).
+	registerRatCoder()
+
+	// Write's DoFns and types.
+	register.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})
+	register.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
+	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
+	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
+	register.Emitter1[fileResult]()
+	register.Emitter1[string]()
+	register.Emitter2[int, []byte]()
+	register.Iter1[[]byte]()
+	register.Iter1[fileResult]()
+	beam.RegisterType(reflect.TypeFor[fileResult]())
+	beam.RegisterType(reflect.TypeFor[writeConfig]())
+}
