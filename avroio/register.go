@@ -7,6 +7,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
 
@@ -19,8 +20,10 @@ func init() {
 	// Generic records keep every value and type between stages.
 	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
 
-	// Decimals in structs keep their value between stages (rat_coder.go).
-	registerRatCoder()
+	// Decimals (Avro's decimal logical type) decode into *big.Rat fields,
+	// which Beam's schema coder would encode as nothing: every decimal would
+	// arrive as 0 in the next stage. big.Rat's logical type keeps them.
+	beamtypes.RegisterBigRat()
 
 	// Write's DoFns and types.
 	register.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})

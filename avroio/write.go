@@ -470,7 +470,17 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 }
 
 // StartBundle drops the file of a bundle that failed on this instance.
+// touchWriteCounters makes the runner know the write counters from a
+// bundle's first report on: Prism v2.77 keeps only one of two concurrent
+// first reports of a counter it does not know yet, which lost a bundle's
+// records_written under load.
+func touchWriteCounters(ctx context.Context) {
+	recordsWritten.Inc(ctx, 0)
+	bytesWritten.Inc(ctx, 0)
+}
+
 func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(fileResult)) {
+	touchWriteCounters(ctx)
 	if fn.cur != nil {
 		fn.cur.abandon(ctx, fn.fs)
 		fn.cur = nil
@@ -613,6 +623,7 @@ func (fn *writeShardFn) Setup(ctx context.Context) error {
 }
 
 func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
+	touchWriteCounters(ctx)
 	path := fmt.Sprintf("%sshard-%d-%s", fn.Config.TempDir, shard, randomID())
 	f, err := openTempFile(ctx, fn.fs, fn.Config, path)
 	if err != nil {

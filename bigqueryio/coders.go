@@ -3,13 +3,14 @@ package bigqueryio
 import (
 	"fmt"
 	"io"
-	"math/big"
 	"reflect"
 	"time"
 
 	"cloud.google.com/go/civil"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/schema"
+
+	"github.com/sdfio/sdfio/internal/beamtypes"
 )
 
 // Beam's schema coder, which encodes the structs Read emits, cannot keep
@@ -20,50 +21,21 @@ import (
 //   - civil.Date (DATE, and DATETIME, NullDate, NullDateTime through it)
 //     has a time.Month field, a named integer type the schema coder refuses.
 //
-// Both are registered here as schema logical types: big.Rat stored as its
-// exact text ("num/den"), civil.Date as its three numbers. time.Time has a
+// Both are registered as schema logical types: big.Rat stored as its exact
+// text ("num/den", package internal/beamtypes, shared with avroio),
+// civil.Date as its three numbers. time.Time has a
 // logical type in Beam itself (its binary marshalling, exact to the
 // nanosecond); civil.Time, the bigquery.NullX types, nested structs, pointers
 // and slices of them are structs of exported fields the schema coder keeps.
 var (
-	ratType         = reflect.TypeOf(big.Rat{})
-	ratStorageType  = reflect.TypeOf(struct{ RatText string }{})
 	dateType        = reflect.TypeOf(civil.Date{})
 	dateStorageType = reflect.TypeOf(struct{ Year, Month, Day int64 }{})
 )
 
 func init() {
-	schema.RegisterLogicalType(schema.ToLogicalType("sdfio.bigqueryio.BigRat", ratType, ratStorageType))
-	coder.RegisterSchemaProviders(ratType, ratSchemaEnc, ratSchemaDec)
+	beamtypes.RegisterBigRat()
 	schema.RegisterLogicalType(schema.ToLogicalType("sdfio.bigqueryio.CivilDate", dateType, dateStorageType))
 	coder.RegisterSchemaProviders(dateType, dateSchemaEnc, dateSchemaDec)
-}
-
-func ratSchemaEnc(reflect.Type) (func(any, io.Writer) error, error) {
-	return func(v any, w io.Writer) error {
-		r := v.(big.Rat)
-		if err := coder.WriteSimpleRowHeader(1, w); err != nil {
-			return fmt.Errorf("bigqueryio: encoding a big.Rat: %w", err)
-		}
-		return coder.EncodeStringUTF8(r.RatString(), w)
-	}, nil
-}
-
-func ratSchemaDec(reflect.Type) (func(io.Reader) (any, error), error) {
-	return func(rd io.Reader) (any, error) {
-		if err := coder.ReadSimpleRowHeader(1, rd); err != nil {
-			return nil, fmt.Errorf("bigqueryio: decoding a big.Rat: %w", err)
-		}
-		s, err := coder.DecodeStringUTF8(rd)
-		if err != nil {
-			return nil, fmt.Errorf("bigqueryio: decoding a big.Rat: %w", err)
-		}
-		var r big.Rat
-		if _, ok := r.SetString(s); !ok {
-			return nil, fmt.Errorf("bigqueryio: decoding a big.Rat: bad text %q", s)
-		}
-		return r, nil
-	}, nil
 }
 
 func dateSchemaEnc(reflect.Type) (func(any, io.Writer) error, error) {
