@@ -15,20 +15,22 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
-// WriteNamespace is the namespace of the Beam metrics of Write,
-// DeleteEntity and DeleteKey.
-const WriteNamespace = "sdfio/datastoreio"
+// WriteNamespace was the namespace of the Beam metrics of Write,
+// DeleteEntity and DeleteKey; they are in Namespace, with Read's.
+//
+// Deprecated: use Namespace, which it equals.
+const WriteNamespace = Namespace
 
 var (
-	entitiesWritten = beam.NewCounter(WriteNamespace, "entities_written")
-	entitiesDeleted = beam.NewCounter(WriteNamespace, "entities_deleted")
-	commitsCounter  = beam.NewCounter(WriteNamespace, "commits")
-	bytesWritten    = beam.NewCounter(WriteNamespace, "bytes_written")
-	commitRetries   = beam.NewCounter(WriteNamespace, "commit_retries")
-	throttledMsecs  = beam.NewCounter(WriteNamespace, "throttled_msecs")
+	entitiesWritten = beam.NewCounter(Namespace, "entities_written")
+	entitiesDeleted = beam.NewCounter(Namespace, "entities_deleted")
+	commitsCounter  = beam.NewCounter(Namespace, "commits")
+	bytesWritten    = beam.NewCounter(Namespace, "bytes_written")
+	commitRetries   = beam.NewCounter(Namespace, "commit_retries")
+	throttledMsecs  = beam.NewCounter(Namespace, "throttled_msecs")
 
-	adaptiveThrottledMsecs = beam.NewCounter(WriteNamespace, "adaptive_throttled_msecs")
-	throttledCommits       = beam.NewCounter(WriteNamespace, "throttled_commits")
+	adaptiveThrottledMsecs = beam.NewCounter(Namespace, "adaptive_throttled_msecs")
+	throttledCommits       = beam.NewCounter(Namespace, "throttled_commits")
 )
 
 func init() {
