@@ -159,7 +159,7 @@
 // service that refuses commits (RESOURCE_EXHAUSTED) thus gets about 1.25
 // times what it accepts instead of retries at full rate.
 //
-// Write metrics, in namespace WriteNamespace: entities_written,
+// Write metrics, in namespace Namespace (as Read's): entities_written,
 // entities_deleted, commits, bytes_written (encoded mutations of successful
 // commits), commit_retries, throttled_msecs (time spent waiting for the
 // ramp-up budget), throttled_commits and adaptive_throttled_msecs (commits

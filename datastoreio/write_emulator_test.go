@@ -356,7 +356,7 @@ func wWant(ns []string, kind string, from, to, blob int) []wEnt {
 func wCounter(t *testing.T, res beam.PipelineResult, name string) int64 {
 	t.Helper()
 	cs := res.Metrics().Query(func(r metrics.SingleResult) bool {
-		return r.Namespace() == datastoreio.WriteNamespace && r.Name() == name
+		return r.Namespace() == datastoreio.Namespace && r.Name() == name
 	}).Counters()
 	var sum int64
 	for _, c := range cs {
