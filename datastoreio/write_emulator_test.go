@@ -314,35 +314,14 @@ func wID(e wEnt) string {
 // as often, naming missing and extra ones.
 func wSameMultiset(t *testing.T, what string, got, want []wEnt) {
 	t.Helper()
-	count := map[string]int{}
-	for _, e := range want {
-		count[wID(e)]++
-	}
-	for _, e := range got {
-		count[wID(e)]--
-	}
-	var missing, extra []string
-	for s, c := range count {
-		for ; c > 0; c-- {
-			missing = append(missing, s)
+	ids := func(es []wEnt) []string {
+		out := make([]string, len(es))
+		for i, e := range es {
+			out[i] = wID(e)
 		}
-		for ; c < 0; c++ {
-			extra = append(extra, s)
-		}
+		return out
 	}
-	if len(missing)+len(extra) > 0 {
-		slices.Sort(missing)
-		slices.Sort(extra)
-		t.Fatalf("%s: read %d entities, want %d; %d missing %v; %d extra %v",
-			what, len(got), len(want), len(missing), wHead(missing), len(extra), wHead(extra))
-	}
-}
-
-func wHead(s []string) []string {
-	if len(s) > 3 {
-		return s[:3]
-	}
-	return s
+	sameMultiset(t, what, ids(got), ids(want))
 }
 
 func wWant(ns []string, kind string, from, to, blob int) []wEnt {
