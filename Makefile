@@ -105,7 +105,7 @@ demo:
 	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
 	@echo "== avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files, three codecs)"
 	$(GO) run ./examples/avrostats
-	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits of 4 sub-ranges each"
+	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits of up to 4 sub-ranges each"
 	$(GO) run ./examples/datastore --keys_per_split=4
 	@echo "== bigquery: a 200,000-row table on an in-process bqtest Storage Read server, 4 streams"
 	$(GO) run ./examples/bigquery
