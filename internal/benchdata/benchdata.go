@@ -196,11 +196,14 @@ func ensureFile(path, target string, first int64, done func(*container.Writer) (
 	}
 	os.Remove(path + ".json")
 	start := time.Now()
-	tmp := path + ".tmp"
-	out, err := os.Create(tmp)
+	// A temporary file of this process's own: two runs generating the same
+	// file at once used to write into one path.tmp and leave a corrupt file
+	// that its sidecar called complete.
+	out, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return File{}, fmt.Errorf("benchdata: %w", err)
 	}
+	tmp := out.Name()
 	defer os.Remove(tmp) // a no-op once renamed
 	bw := bufio.NewWriterSize(out, 1<<20)
 	w, err := container.NewWriter(bw, Schema, container.WriterOptions{Codec: Codec})
