@@ -53,8 +53,10 @@ fmt-check:
 vet:
 	$(GO) vet -race $(PKGS)
 
+# -vet=off: `make test` has run the full vet (a superset of the checks go
+# test runs) in the same configuration just before.
 unit:
-	$(GO) test -race -timeout 15m $(PKGS)
+	$(GO) test -race -vet=off -timeout 15m $(PKGS)
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS_SHORT); do \
