@@ -114,10 +114,10 @@ func BenchmarkDecode(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			var out []any
+			var bt batch
 			for i := 0; i < b.N; i++ {
 				for _, r := range resps {
-					if out, err = d.decode(r.payload, r.rows, out[:0]); err != nil {
+					if err = d.decodeBatch(r.payload, r.rows, &bt); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -42,9 +42,12 @@
 // a DoFn after an Impulse, through the official client
 // cloud.google.com/go/bigquery (REST):
 //
-//   - finds the query's location: WithQueryLocation, or the location a dry
-//     run of the query reports (the dry run also fails a bad query at once,
-//     with the service's message, before anything is created);
+//   - finds the query's location: WithQueryLocation (then no dry run), or
+//     the location a dry run of the query reports (the dry run also fails a
+//     bad query at once, with the service's message, before anything is
+//     created), or, when it reports none, the location of the first table
+//     it lists as read by the query; with none of them, the job and the
+//     dataset name no location and the service places them (US);
 //   - creates a temporary dataset sdfio_temp_<random> in the billing project
 //     (WithBillingProject, required), in that location, whose default table
 //     expiration is TempExpiration (a day); or, with WithQueryTempDataset,
@@ -140,9 +143,12 @@
 // for a whole batch at once), and the rows of a response fill one new []T,
 // so that a row costs no allocation of its own beyond its strings (and
 // RECORD, repeated, NUMERIC, BYTES, TIME and DATETIME values, which go
-// through the client's value types). Each stream's responses are received
-// and decoded one goroutine ahead of the claims and emissions, so the
-// decoding overlaps the runner's per-row work.
+// through the client's value types). A row is emitted as an interface value
+// pointing into that []T, without a copy; the []T is never reused, as a
+// fused DoFn downstream may keep what it was given (a combine's accumulator,
+// a buffer flushed at the bundle's end). Each stream's responses are
+// received and decoded one goroutine ahead of the claims and emissions, so
+// the decoding overlaps the runner's per-row work.
 //
 // # Metrics
 //

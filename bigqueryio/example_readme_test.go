@@ -46,6 +46,14 @@ func Example_readme() {
 	_, _ = p, words
 }
 
+// Read generic rows (needs a Google Cloud project to run).
+func Example_rows() {
+	p, s := beam.NewPipelineWithRoot()
+	rows := bigqueryio.Read(s, "bigquery-public-data:samples.shakespeare", reflect.TypeOf(bigqueryio.Row{}),
+		bigqueryio.WithBillingProject("my-project")) // PCollection<bigqueryio.Row>: row["word"].(string)
+	_, _ = p, rows
+}
+
 // Read the result of a query (needs a Google Cloud project to run).
 func Example_query() {
 	p, s := beam.NewPipelineWithRoot()

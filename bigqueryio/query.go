@@ -47,7 +47,10 @@ func WithQueryPriority(p bigquery.QueryPriority) ReadOption {
 
 // WithQueryLocation runs Query's job, and creates its temporary dataset, in
 // location (US, EU, europe-west1, ...): the location of the tables the query
-// reads. Without it Query asks a dry run of the query where it runs.
+// reads. Without it Query asks a dry run of the query where it runs; when
+// the dry run does not say, it takes the location of the first table the
+// dry run reports the query reads; failing both (a query of no table), the
+// job and the dataset name no location and the service places them (in US).
 func WithQueryLocation(location string) ReadOption {
 	return func(c *readConfig) { c.Query.Location = location }
 }
@@ -223,7 +226,8 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 
 // runQuery runs cfg's query into a new temporary table, as Beam Java's
 // BigQueryQueryHelper does: the location is cfg's, or the one a dry run of
-// the query reports (the location of its tables); the table is new, in a
+// the query reports (the location of its tables), or that of the first
+// table the dry run lists as referenced, or none; the table is new, in a
 // temporary dataset created in that location (its tables expiring after
 // TempExpiration) or in the dataset WithQueryTempDataset named (the table's
 // expiration set to TempExpiration once written). When the job fails, what

@@ -32,7 +32,7 @@ type fetched struct {
 	rows      int64
 	progress  *storagepb.StreamStats_Progress
 	bytes     int64
-	vals      []any
+	batch     batch
 	err       error
 	decodeErr bool // err is the payload's, not the call's
 }
@@ -68,12 +68,12 @@ func fetch(ctx context.Context, c rowsClient, stream string, off int64, dec batc
 			continue
 		}
 		payload := payloadOf(resp)
-		// The count is the server's: the capacity is bounded by the
-		// payload, the decoders check the count against it.
-		vals, err := dec.decode(payload, n, make([]any, 0, min(n, int64(len(payload))+1)))
-		f := fetched{rows: n, progress: resp.GetStats().GetProgress(), bytes: int64(len(payload)), vals: vals}
-		if err == nil && int64(len(vals)) != n {
-			err = fmt.Errorf("the response says %d rows, its payload holds %d", n, len(vals))
+		f := fetched{rows: n, progress: resp.GetStats().GetProgress(), bytes: int64(len(payload))}
+		// The count is the server's: the decoders check it against the
+		// payload before they allocate for it.
+		err = dec.decodeBatch(payload, n, &f.batch)
+		if err == nil && int64(f.batch.len) != n {
+			err = fmt.Errorf("the response says %d rows, its payload holds %d", n, f.batch.len)
 		}
 		if err != nil {
 			f.err, f.decodeErr = err, true
@@ -139,7 +139,7 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 						st.report(st.rows-rows0, f.bytes)
 					}
 				}
-				for _, v := range f.vals {
+				for i := 0; i < f.batch.len; i++ {
 					ok, sw := rt.claim(off, stream)
 					if !ok {
 						stopped = true
@@ -148,7 +148,7 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 					}
 					off++
 					st.rows++
-					if err := fn(v); err != nil {
+					if err := fn(f.batch.at(i)); err != nil {
 						flush()
 						return err
 					}

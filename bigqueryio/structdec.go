@@ -16,11 +16,31 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// A batchDecoder decodes the rows of one ReadRows response into the values
-// the reader emits, appended to out. The values are new: they outlive the
-// next call.
+// A batchDecoder decodes the rows of one ReadRows response into a batch of
+// the values the reader emits. The values are new: they outlive the next
+// call.
 type batchDecoder interface {
-	decode(payload []byte, n int64, out []any) ([]any, error)
+	decodeBatch(payload []byte, n int64, b *batch) error
+}
+
+// batch is the values of the rows of one response, in order: for a struct
+// type T, len structs of a new []T at base (b.size apart), each emitted as
+// an interface value pointing at its struct (see boxer: no copy, no
+// allocation per row); for other types, vals.
+type batch struct {
+	base unsafe.Pointer
+	size uintptr
+	box  boxer
+	vals []any
+	len  int
+}
+
+// at is the value of row i of the batch.
+func (b *batch) at(i int) any {
+	if b.vals != nil {
+		return b.vals[i]
+	}
+	return b.box.box(unsafe.Add(b.base, uintptr(i)*b.size))
 }
 
 // valuesDecoder makes values of the rows of a rowDecoder with conv (conv
@@ -30,7 +50,9 @@ type valuesDecoder struct {
 	conv func([]bigquery.Value) (any, error)
 }
 
-func (d valuesDecoder) decode(payload []byte, n int64, out []any) ([]any, error) {
+func (d valuesDecoder) decodeBatch(payload []byte, n int64, b *batch) error {
+	// The count is the server's: the capacity is bounded by the payload.
+	out := make([]any, 0, min(max(n, 0), int64(len(payload))+1))
 	err := d.rows.decode(payload, n, func(row []bigquery.Value) error {
 		v, err := d.conv(row)
 		if err != nil {
@@ -39,7 +61,8 @@ func (d valuesDecoder) decode(payload []byte, n int64, out []any) ([]any, error)
 		out = append(out, v)
 		return nil
 	})
-	return out, err
+	*b = batch{vals: out, len: len(out)}
+	return err
 }
 
 // structDecoder decodes rows straight into a new []T per response, T a
@@ -94,11 +117,23 @@ func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, head
 	return d, nil
 }
 
-func (d *structDecoder) decode(payload []byte, n int64, out []any) ([]any, error) {
+func (d *structDecoder) decodeBatch(payload []byte, n int64, b *batch) error {
+	*b = batch{size: d.typ.Size(), box: d.box}
 	if d.format == int32(Avro) {
-		return d.decodeAvro(payload, n, out)
+		return d.decodeAvro(payload, n, b)
 	}
-	return d.decodeArrow(payload, n, out)
+	return d.decodeArrow(payload, n, b)
+}
+
+// decode appends the values of the n rows of payload to out: decodeBatch
+// for tests and benchmarks.
+func (d *structDecoder) decode(payload []byte, n int64, out []any) ([]any, error) {
+	var b batch
+	err := d.decodeBatch(payload, n, &b)
+	for i := 0; i < b.len; i++ {
+		out = append(out, b.at(i))
+	}
+	return out, err
 }
 
 // rows makes a []T of n rows, returning its first element's address.
@@ -106,99 +141,111 @@ func (d *structDecoder) rows(n int) unsafe.Pointer {
 	return reflect.MakeSlice(reflect.SliceOf(d.typ), n, n).UnsafePointer()
 }
 
-func (d *structDecoder) decodeAvro(payload []byte, n int64, out []any) ([]any, error) {
+// decodeAvro decodes the rows into b; b.len counts the rows decoded whole,
+// also when it fails.
+func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 	if n <= 0 {
-		return out, nil
+		return nil
 	}
 	// Every row takes at least a byte unless the struct has no columns: a
 	// hostile count fails at the end of the payload, not in a huge []T.
 	if n > int64(len(payload)) && len(d.avro) > 0 {
-		return out, fmt.Errorf("the response says %d rows in %d bytes of Avro", n, len(payload))
+		return fmt.Errorf("the response says %d rows in %d bytes of Avro", n, len(payload))
 	}
-	size := d.typ.Size()
-	base := d.rows(int(n))
+	size := b.size
+	b.base = d.rows(int(n))
 	r := d.r.Reset(payload)
 	for i := int64(0); i < n; i++ {
-		p := unsafe.Add(base, uintptr(i)*size)
+		p := unsafe.Add(b.base, uintptr(i)*size)
 		for c, op := range d.avro {
 			if err := op(r, p); err != nil {
-				return out, fmt.Errorf("Avro row %d of %d in the response, column %s: %w", i, n, d.schema[c].Name, err)
+				return fmt.Errorf("Avro row %d of %d in the response, column %s: %w", i, n, d.schema[c].Name, err)
 			}
 		}
 		if r.Error != nil {
-			return out, fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
+			return fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
 		}
-		out = append(out, d.box(p))
+		b.len++
 	}
-	return out, nil
+	return nil
 }
 
-func (d *structDecoder) decodeArrow(payload []byte, n int64, out []any) ([]any, error) {
+// decodeArrow decodes the rows into b, one []T for all the record batches
+// of the response; b.len counts the rows decoded, also when it fails.
+func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
+	// Every row of a BigQuery column takes at least a bit (of its validity
+	// bitmap): a count more than the bytes can hold allocates nothing of
+	// its size.
+	if n < 0 || n > 8*int64(len(payload))+64 {
+		return fmt.Errorf("the response says %d rows in %d bytes of Arrow", n, len(payload))
+	}
 	d.buf = append(append(d.buf[:0], d.header...), payload...)
 	r, err := ipc.NewReader(bytes.NewReader(d.buf))
 	if err != nil {
-		return out, fmt.Errorf("Arrow record batch: %w", err)
+		return fmt.Errorf("Arrow record batch: %w", err)
 	}
 	defer r.Release()
-	size := d.typ.Size()
+	size := b.size
+	b.base = d.rows(int(n))
 	var got int64
 	for r.Next() {
 		rec := r.RecordBatch()
 		if int(rec.NumCols()) != len(d.schema) {
-			return out, fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
+			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
 		}
 		m := int(rec.NumRows())
-		// Every row of a BigQuery column takes at least a bit (of its
-		// validity bitmap): a batch claiming more rows than its bytes can
-		// hold allocates nothing of its size.
-		if m < 0 || int64(m) > 8*int64(len(payload))+64 {
-			return out, fmt.Errorf("Arrow record batch claims %d rows in %d bytes", m, len(payload))
+		if m < 0 || got+int64(m) > n {
+			return fmt.Errorf("Arrow record batch holds more than the %d rows the response says", n)
 		}
-		if got+int64(m) > n {
-			return out, fmt.Errorf("Arrow record batch holds more than the %d rows the response says", n)
-		}
-		base := d.rows(m)
+		base := unsafe.Add(b.base, uintptr(got)*size)
 		for c, op := range d.arrow {
 			col := rec.Column(c)
 			if col.Len() < m {
-				return out, fmt.Errorf("Arrow column %s has %d values for %d rows", d.schema[c].Name, col.Len(), m)
+				return fmt.Errorf("Arrow column %s has %d values for %d rows", d.schema[c].Name, col.Len(), m)
 			}
 			if err := op(col, base, size, m); err != nil {
-				return out, fmt.Errorf("Arrow rows %d-%d of the response, column %s: %w", got, got+int64(m)-1, d.schema[c].Name, err)
+				return fmt.Errorf("Arrow rows %d-%d of the response, column %s: %w", got, got+int64(m)-1, d.schema[c].Name, err)
 			}
 		}
-		for i := 0; i < m; i++ {
-			out = append(out, d.box(unsafe.Add(base, uintptr(i)*size)))
-		}
 		got += int64(m)
+		b.len = int(got)
 	}
 	if err := r.Err(); err != nil {
-		return out, fmt.Errorf("Arrow record batch: %w", err)
+		return fmt.Errorf("Arrow record batch: %w", err)
 	}
 	if got != n {
-		return out, fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
+		return fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
 	}
-	return out, nil
+	return nil
 }
 
 // A boxer makes the interface value of the T at p without copying it: the
 // value's data word is p itself, so p must never be written again (each
-// response decodes into a new []T). Types stored directly in an interface
-// word (a struct of one pointer) are copied by reflect instead.
-type boxer func(p unsafe.Pointer) any
+// response decodes into a new []T: a fused downstream DoFn may keep the
+// value, in an accumulator or a buffer, long after it was emitted). Types
+// stored directly in an interface word (a struct of one pointer) are
+// copied by reflect instead.
+type boxer struct {
+	t   reflect.Type
+	typ unsafe.Pointer // the type word of an interface value holding a T; nil: copy through reflect
+}
 
 func newBoxer(t reflect.Type) boxer {
 	if t.Size() <= unsafe.Sizeof(uintptr(0)) {
-		return func(p unsafe.Pointer) any { return reflect.NewAt(t, p).Elem().Interface() }
+		return boxer{t: t}
 	}
 	zero := reflect.New(t).Elem().Interface()
-	typ := (*[2]unsafe.Pointer)(unsafe.Pointer(&zero))[0]
-	return func(p unsafe.Pointer) any {
-		var v any
-		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
-		w[0], w[1] = typ, p
-		return v
+	return boxer{t: t, typ: (*[2]unsafe.Pointer)(unsafe.Pointer(&zero))[0]}
+}
+
+func (b boxer) box(p unsafe.Pointer) any {
+	if b.typ == nil {
+		return reflect.NewAt(b.t, p).Elem().Interface()
 	}
+	var v any
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
+	w[0], w[1] = b.typ, p
+	return v
 }
 
 func nullInto(f reflect.StructField) error {

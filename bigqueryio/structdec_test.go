@@ -191,6 +191,13 @@ func TestStructDecoderBadInput(t *testing.T) {
 	if _, err := sd.decode([]byte{2, 'a'}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "rows in 2 bytes") {
 		t.Errorf("hostile count: %v", err)
 	}
+	asd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Arrow), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asd.decode([]byte{1, 2, 3}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "rows in 3 bytes of Arrow") {
+		t.Errorf("hostile Arrow count: %v", err)
+	}
 	// A string longer than the payload.
 	if _, err := sd.decode([]byte{20, 'a'}, 1, nil); err == nil || !strings.Contains(err.Error(), "Avro row 0 of 1") {
 		t.Errorf("short string: %v", err)

@@ -109,6 +109,13 @@ func (e *avroEncoder) row(schema bigquery.Schema, row []bigquery.Value) {
 	}
 }
 
+// projected appends the row of schema whose column i is full[cols[i]].
+func (e *avroEncoder) projected(schema bigquery.Schema, full []bigquery.Value, cols []int) {
+	for i, f := range schema {
+		e.field(f, full[cols[i]])
+	}
+}
+
 func (e *avroEncoder) field(f *bigquery.FieldSchema, v bigquery.Value) {
 	switch {
 	case f.Repeated:
@@ -144,7 +151,9 @@ func (e *avroEncoder) value(f *bigquery.FieldSchema, v bigquery.Value) {
 			e.buf = append(e.buf, 0)
 		}
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
-		e.bytes([]byte(v.(string)))
+		s := v.(string)
+		e.long(int64(len(s)))
+		e.buf = append(e.buf, s...)
 	case bigquery.BytesFieldType:
 		e.bytes(v.([]byte))
 	case bigquery.NumericFieldType:

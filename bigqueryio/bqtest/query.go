@@ -28,18 +28,29 @@ type QueryResult struct {
 	// invalidQuery): a dry run answers HTTP 400, a job ends DONE with it as
 	// its error result.
 	Err string
+	// DryRunWithoutLocation makes a dry run answer with no location in its
+	// job reference, as for a query the service cannot place by itself.
+	DryRunWithoutLocation bool
+	// ReferencedTables are the tables (project.dataset.table) a dry run
+	// reports the query reads (statistics.query.referencedTables).
+	ReferencedTables []string
 }
 
 // QueryJob is a query job the REST server received.
 type QueryJob struct {
 	Project, JobID string
-	Location       string // the job's location, as the client sent it
-	SQL            string
-	LegacySQL      bool
-	Priority       string // INTERACTIVE, BATCH, or "" (the service's default, INTERACTIVE)
-	DryRun         bool
-	Destination    string // projects/p/datasets/d/tables/t, or "" for none
-	Err            string // the error the job failed with, "" if it succeeded
+	// Location is where the job ran: the location the request named, or
+	// else the query's (QueryResult.Location).
+	Location string
+	// RequestLocation is the location the jobs.insert request named in its
+	// job reference, "" for none.
+	RequestLocation string
+	SQL             string
+	LegacySQL       bool
+	Priority        string // INTERACTIVE, BATCH, or "" (the service's default, INTERACTIVE)
+	DryRun          bool
+	Destination     string // projects/p/datasets/d/tables/t, or "" for none
+	Err             string // the error the job failed with, "" if it succeeded
 }
 
 // Dataset is a dataset created through the REST server (datasets.insert).
@@ -62,8 +73,10 @@ type queryState struct {
 
 type job struct {
 	QueryJob
-	schema bq.TableSchema
-	rows   int
+	schema     bq.TableSchema
+	rows       int
+	noLocation bool                 // a dry run answering without a location
+	referenced []*bq.TableReference // a dry run's referenced tables
 }
 
 // AddQuery makes query jobs whose SQL text is sql (compared after trimming
@@ -357,7 +370,7 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) 
 	}
 	ref.ProjectId = proj
 	j := &job{QueryJob: QueryJob{
-		Project: proj, JobID: ref.JobId, Location: ref.Location, SQL: q.Query,
+		Project: proj, JobID: ref.JobId, Location: ref.Location, RequestLocation: ref.Location, SQL: q.Query,
 		// The API's default is legacy SQL.
 		LegacySQL: q.UseLegacySql == nil || *q.UseLegacySql, Priority: q.Priority, DryRun: cfg.DryRun,
 	}}
@@ -403,6 +416,16 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) 
 		if j.Err != "" {
 			restErrorReason(w, http.StatusBadRequest, "invalidQuery", j.Err)
 			return
+		}
+		j.noLocation = res.DryRunWithoutLocation
+		for _, name := range res.ReferencedTables {
+			rn, err := TableResource(name)
+			if err != nil {
+				restErrorReason(w, http.StatusInternalServerError, "internalError", fmt.Sprintf("bqtest: referenced table of the query %q: %v", q.Query, err))
+				return
+			}
+			p := strings.Split(rn, "/")
+			j.referenced = append(j.referenced, &bq.TableReference{ProjectId: p[1], DatasetId: p[3], TableId: p[5]})
 		}
 		writeJSON(w, s.jobJSON(j, cfg))
 		return
@@ -453,14 +476,18 @@ func (s *Server) writeDestinationLocked(j *job, q *bq.JobConfigurationQuery, res
 }
 
 func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
+	loc := j.Location
+	if j.noLocation {
+		loc = ""
+	}
 	out := &bq.Job{
 		Kind:          "bigquery#job",
-		Id:            j.Project + ":" + j.Location + "." + j.JobID,
-		JobReference:  &bq.JobReference{ProjectId: j.Project, JobId: j.JobID, Location: j.Location},
+		Id:            j.Project + ":" + loc + "." + j.JobID,
+		JobReference:  &bq.JobReference{ProjectId: j.Project, JobId: j.JobID, Location: loc},
 		Configuration: cfg,
 		Status:        &bq.JobStatus{State: "DONE"},
 		Statistics: &bq.JobStatistics{
-			Query: &bq.JobStatistics2{StatementType: "SELECT"},
+			Query: &bq.JobStatistics2{StatementType: "SELECT", ReferencedTables: j.referenced},
 		},
 	}
 	if j.Err != "" {

@@ -10,14 +10,24 @@
 //     iterating the rows into the same struct;
 //   - BenchmarkBQRead/raw_1core: a raw loop on one core (GOMAXPROCS 1): one
 //     stream, ReadRows, each response's Avro rows decoded into a struct with
-//     hamba/avro.
+//     hamba/avro;
+//   - BenchmarkBQRead/prism_floor: no connector, no server: Beam Go's own
+//     per-element work on Prism for the same number of rows, in the same
+//     graph (Impulse, --streams elements, a Reshuffle, a DoFn emitting the
+//     rows, the same counting sink), the rows pre-built (a ring of 1024
+//     Events boxed once, emitted as bigqueryio.Read emits its rows, without a
+//     copy). Prism runs the read stage's elements as one bundle, on one
+//     goroutine, so no reader on Prism emits faster than this.
 //
 // The server runs in a child process (this binary with --serve), so that its
 // CPU is measured apart: server-cpu-share is the server's share of all the
 // CPU the run used (server and reader), cpu-cores the reader's CPU seconds
 // per second of wall time, reader-cpu-ns/row and server-cpu-ns/row the CPU
 // each side spent per row (for sdfio the reader's includes Prism's, which
-// runs in the same process). Rates are rows per second of wall time. On a
+// runs in the same process), rows/cpu-s the rows per second of the reader's
+// CPU (per core: the raw loop's is its rows/s on its one core) and
+// total-cpu-ns/row the reader's and the server's CPU per row together.
+// Rates are rows per second of wall time. On a
 // machine shared with other work the rates follow the CPU the run gets; the
 // CPU per row does much less, and the note gives the load average.
 package main
@@ -58,7 +68,9 @@ var (
 	count   = flag.Int("count", 3, "runs per benchmark")
 	streams = flag.Int("streams", 4, "streams of bigqueryio.Read and of the official client's session")
 	serve   = flag.Bool("serve", false, "internal: serve the table and print its addresses")
-	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the sdfio runs to this file")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile from the first to the last run of the -profile case to this file (it holds the other cases' runs in between too: use with -only)")
+	memProf = flag.String("memprofile", "", "write the allocation profile after the last run of the -profile case to this file (it counts every allocation of the process: use with -only)")
+	profOf  = flag.String("profile", "sdfio", "the case that -cpuprofile and -memprofile profile")
 	only    = flag.String("only", "", "run only the case of this name")
 )
 
@@ -98,12 +110,59 @@ func (fn *countFn) FinishBundle(ctx context.Context, _ func(int64)) {
 
 func discard(int64) {}
 
+// floorStreamsFn emits the rows of each of Streams elements, as the read
+// session emits its streams.
+type floorStreamsFn struct{ Rows, Streams int64 }
+
+func (fn *floorStreamsFn) ProcessElement(_ []byte, emit func(int64)) {
+	for i := int64(0); i < fn.Streams; i++ {
+		emit(fn.Rows*(i+1)/fn.Streams - fn.Rows*i/fn.Streams)
+	}
+}
+
+// floorRowsFn emits n rows built beforehand: a ring of Events boxed once in
+// Setup, so that an emit neither copies nor allocates, as bigqueryio.Read's
+// interface values point into the []T its response was decoded into.
+type floorRowsFn struct{ ring []any }
+
+func (fn *floorRowsFn) Setup() {
+	fn.ring = make([]any, 1024)
+	for i := range fn.ring {
+		v := rowOf(i)
+		e := Event{ID: v[0].(int64), Score: v[2].(float64), Kind: v[3].(string)}
+		if v[1] != nil {
+			e.Name = bigquery.NullString{StringVal: v[1].(string), Valid: true}
+		}
+		fn.ring[i] = e
+	}
+}
+
+func (fn *floorRowsFn) ProcessElement(n int64, emit func(beam.X)) {
+	for i := int64(0); i < n; i++ {
+		emit(fn.ring[i&1023])
+	}
+}
+
 func init() {
 	register.Function1x0(discard)
 	register.DoFn2x0[Event, func(int64)](&countFn{})
+	register.DoFn2x0[[]byte, func(int64)](&floorStreamsFn{})
+	register.DoFn2x0[int64, func(beam.X)](&floorRowsFn{})
 	register.Emitter1[int64]()
+	register.Emitter1[beam.X]()
 	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
 }
+
+// rowOf is row i of the table.
+func rowOf(i int) []bigquery.Value {
+	var name bigquery.Value = "user-" + strconv.Itoa(i%5000)
+	if i%10 == 0 {
+		name = nil
+	}
+	return []bigquery.Value{int64(i), name, float64(i%1000) / 8, kinds[i%3]}
+}
+
+var kinds = []string{"click", "view", "buy"}
 
 func main() {
 	flag.Parse()
@@ -128,13 +187,8 @@ func serveTable(n int) error {
 	}
 	defer srv.Close()
 	data := make([][]bigquery.Value, n)
-	kinds := []string{"click", "view", "buy"}
 	for i := range data {
-		var name bigquery.Value = "user-" + strconv.Itoa(i%5000)
-		if i%10 == 0 {
-			name = nil
-		}
-		data[i] = []bigquery.Value{int64(i), name, float64(i%1000) / 8, kinds[i%3]}
+		data[i] = rowOf(i)
 	}
 	err = srv.AddTable(table, bqtest.Table{Schema: bigquery.Schema{
 		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
@@ -194,9 +248,14 @@ func run() error {
 	grpcAddr, restURL := f[1], f[2]
 
 	fmt.Printf("goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/bqbench\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; %d runs each, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
+	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; prism_floor is Beam's per-element work alone on Prism (the rows pre-built, no server, same graph and sink); %d runs each, the cases alternating, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1x BenchmarkBQRead/official_client # at least the official client's own Storage API reader")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1.8x BenchmarkBQRead/raw_1core # close to 2x the raw single-core ReadRows loop")
+	fmt.Println("goal: BenchmarkBQRead/prism_floor rows/cpu-s / BenchmarkBQRead/raw_1core # Beam's own per-element floor on Prism (pre-built rows, same graph and sink), rows per CPU-second against the raw loop's: Prism emits a stage's rows on one goroutine, so no Read on Prism reaches 2x the one-core loop unless this is well above 2x")
+	fmt.Println("goal: BenchmarkBQRead/prism_floor rows/s / BenchmarkBQRead/raw_1core # the floor's rate against the raw loop's (each follows the CPU the load leaves it)")
+	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s / BenchmarkBQRead/prism_floor # sdfio against that floor")
+	fmt.Println("goal: BenchmarkBQRead/sdfio rows/cpu-s / BenchmarkBQRead/raw_1core # per core: rows per second of reader CPU (Prism included) against the raw loop's")
+	fmt.Println("goal: BenchmarkBQRead/prism_floor reader-cpu-ns/row / BenchmarkBQRead/sdfio # the share of sdfio's reader CPU per row that is Beam's floor")
 	fmt.Println("goal: BenchmarkBQRead/sdfio reader-cpu-ns/row / BenchmarkBQRead/raw_1core # reader CPU per row (Prism included) against the raw loop's")
 	fmt.Println("goal: BenchmarkBQRead/sdfio reader-cpu-ns/row / BenchmarkBQRead/official_client # reader CPU per row against the official client's")
 	cases := []struct {
@@ -206,6 +265,7 @@ func run() error {
 		{"sdfio", func(ctx context.Context) (int64, error) { return readSdfio(ctx, grpcAddr) }},
 		{"official_client", func(ctx context.Context) (int64, error) { return readOfficial(ctx, grpcAddr, restURL) }},
 		{"raw_1core", func(ctx context.Context) (int64, error) { return readRaw(ctx, grpcAddr) }},
+		{"prism_floor", readFloor},
 	}
 	ctx := context.Background()
 	for i := 0; i < *count; i++ {
@@ -214,19 +274,27 @@ func run() error {
 				continue
 			}
 			runtime.GC()
-			if c.name == "sdfio" && *cpuProf != "" {
+			prof := c.name == *profOf && *cpuProf != ""
+			if prof && i == 0 {
 				f, err := os.Create(*cpuProf)
 				if err != nil {
 					return err
 				}
-				pprof.StartCPUProfile(f)
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
 			}
 			s0, c0, t0 := cpuOf(child.Process.Pid), selfCPU(), time.Now()
 			n, err := c.fn(ctx)
 			wall := time.Since(t0)
 			s1, c1 := cpuOf(child.Process.Pid), selfCPU()
-			if c.name == "sdfio" && *cpuProf != "" {
+			if prof && i == *count-1 {
 				pprof.StopCPUProfile()
+			}
+			if c.name == *profOf && *memProf != "" && i == *count-1 {
+				if err := writeHeapProfile(*memProf); err != nil {
+					return err
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -239,12 +307,30 @@ func run() error {
 			if srvCPU+ownCPU > 0 {
 				share = srvCPU / (srvCPU + ownCPU)
 			}
-			fmt.Printf("BenchmarkBQRead/%s\t1\t%d ns/op\t%.0f rows/s\t%.3f server-cpu-share\t%.2f cpu-cores\t%.0f reader-cpu-ns/row\t%.0f server-cpu-ns/row\n",
-				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), share, ownCPU/wall.Seconds(), ownCPU*1e9/float64(n), srvCPU*1e9/float64(n))
+			perCPU := 0.0
+			if ownCPU > 0 {
+				perCPU = float64(n) / ownCPU
+			}
+			fmt.Printf("BenchmarkBQRead/%s\t1\t%d ns/op\t%.0f rows/s\t%.0f rows/cpu-s\t%.3f server-cpu-share\t%.2f cpu-cores\t%.0f reader-cpu-ns/row\t%.0f server-cpu-ns/row\t%.0f total-cpu-ns/row\n",
+				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), perCPU, share, ownCPU/wall.Seconds(), ownCPU*1e9/float64(n), srvCPU*1e9/float64(n), (ownCPU+srvCPU)*1e9/float64(n))
 		}
 	}
 	fmt.Printf("note: bqbench: load average after the runs %s\n", loadAvg())
 	return nil
+}
+
+// writeHeapProfile writes the allocation profile of the process to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile is as of the last GC
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // loadAvg is the 1, 5 and 15 minute load averages of the machine.
@@ -263,6 +349,21 @@ func loadAvg() string {
 func readSdfio(ctx context.Context, addr string) (int64, error) {
 	p, s := beam.NewPipelineWithRoot()
 	col := bigqueryio.Read(s, table, reflect.TypeOf(Event{}), bigqueryio.WithEndpoint(addr), bigqueryio.WithInsecure(), bigqueryio.WithMaxStreams(*streams))
+	return countRows(ctx, p, s, col)
+}
+
+// readFloor is the prism_floor case: the same graph as readSdfio's with
+// the rows pre-built, no server, no connector.
+func readFloor(ctx context.Context) (int64, error) {
+	p, s := beam.NewPipelineWithRoot()
+	elms := beam.Reshuffle(s, beam.ParDo(s, &floorStreamsFn{Rows: int64(*rows), Streams: int64(*streams)}, beam.Impulse(s)))
+	col := beam.ParDo(s, &floorRowsFn{}, elms, beam.TypeDefinition{Var: beam.XType, T: reflect.TypeOf(Event{})})
+	return countRows(ctx, p, s, col)
+}
+
+// countRows runs p on Prism with col's rows reaching countFn, and returns the
+// rows it saw.
+func countRows(ctx context.Context, p *beam.Pipeline, s beam.Scope, col beam.PCollection) (int64, error) {
 	beam.ParDo0(s, discard, beam.Reshuffle(s, beam.ParDo(s, &countFn{}, col)))
 	pr, err := prism.Execute(ctx, p)
 	if err != nil {
