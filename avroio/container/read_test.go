@@ -154,17 +154,18 @@ func readAll[T any](t testing.TB, path string, start int64, opts Options) ([]rea
 }
 
 // TestPeersMatchAvrocat: every record we decode generically from a peer's
-// file equals what avrocat prints for it (for the codecs Avro C lacks,
-// avrocat's print of the null-codec file python wrote with the same records).
+// file equals what avrocat prints for it, for every file avrocat reads (the
+// codecs Avro C lacks, bzip2, zstandard and xz, hold the datums of py-null:
+// TestPeersTyped checks their decompression record by record).
 func TestPeersMatchAvrocat(t *testing.T) {
 	ps := peerFiles(t)
 	writer := avro.MustParse(allSchema)
 	for _, key := range ps.order {
+		lines, ok := ps.avrocatJSON[key]
+		if !ok {
+			continue
+		}
 		t.Run(key, func(t *testing.T) {
-			lines, ok := ps.avrocatJSON[key]
-			if !ok {
-				lines = ps.avrocatJSON["py-null"]
-			}
 			if len(lines) != peerRecords {
 				t.Fatalf("avrocat printed %d records, want %d", len(lines), peerRecords)
 			}
