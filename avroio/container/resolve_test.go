@@ -109,3 +109,23 @@ func TestResolveErrorNamesField(t *testing.T) {
 		t.Fatalf("a promotable reader schema: %v", err)
 	}
 }
+
+// TestResolveErrorRecursive: the walk ends on recursive schemas and names
+// the field once.
+func TestResolveErrorRecursive(t *testing.T) {
+	const node = `{"type":"record","name":"Node","fields":[{"name":"v","type":"long"},{"name":"next","type":["null","Node"]}]}`
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, node, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reader := avro.MustParse(strings.Replace(node, `"type":"long"`, `"type":"string"`, 1))
+	_, err = OpenReader[map[string]any]("list.avro", bytesOpener(buf.Bytes()), 0, Options{ReaderSchema: reader})
+	e := checkErr(t, err, ErrSchema, "list.avro")
+	if msg := e.Error(); !strings.Contains(msg, `field "v": reader string, writer long`) || strings.Count(msg, `field "`) != 1 {
+		t.Fatalf("error %q, want field \"v\" named once", msg)
+	}
+}
