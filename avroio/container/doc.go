@@ -32,6 +32,23 @@
 // (records, offsets, split points, errors and where they surface) of the
 // sequential reader; Close stops that goroutine.
 //
+// Local timestamps (local-timestamp-millis, local-timestamp-micros) decode
+// as zone-free wall clocks, as avroio's generic Records do: a time.Time in
+// UTC whose UTC fields are the wall clock, the same on every machine
+// whatever its TZ (hamba/avro alone gives a time.Local, an hour off inside
+// a daylight-saving gap), and Writer.Append writes a Time's UTC fields.
+// hamba/avro decodes by a copy of the schemas with these relabelled
+// timestamp-millis/micros, so in generic values (map[string]any) a union's
+// local-timestamp branch is a bare time.Time, as a timestamp branch is,
+// not hamba/avro's {"long.local-timestamp-millis": v}. A union of both
+// timestamp-millis and local-timestamp-millis (or -micros) cannot be read
+// or written typed: an ErrSchema error names the field.
+//
+// A reader schema that does not resolve against the writer's is an
+// ErrSchema error naming the fields responsible by their path from the
+// top record ("driver.id", "stops[].at" for a field of an array's records,
+// "tags{}" for a map's values) and what each side has there.
+//
 // # Offsets and split points
 //
 // The block at offset B is preceded by the sync marker at B-16; the first

@@ -41,7 +41,8 @@ type Options struct {
 	// fields missing from the reader are skipped, int/long/float promote to
 	// wider numbers, string and bytes convert, named types match by name or
 	// alias, a writer branch resolves to a reader union). Records are decoded
-	// into T by the reader schema. Incompatible schemas are an ErrSchema error.
+	// into T by the reader schema. Incompatible schemas are an ErrSchema error
+	// naming the fields responsible (`field "driver.id": reader string, writer long`).
 	ReaderSchema avro.Schema
 	// Config customises hamba/avro's decoding (struct tag key, union type
 	// registration); its MaxByteSliceSize and MaxSliceAllocSize are set from
@@ -150,30 +151,52 @@ func maxElemSize(t reflect.Type) int64 {
 // NewReader reads the records of the blocks that br yields. It parses the
 // writer schema from br's header and resolves opts.ReaderSchema against it.
 func NewReader[T any](br *BlockReader, opts Options) (*Reader[T], error) {
-	return newReader[T](br, reflect.TypeFor[T](), opts)
+	return newReader[T](br, reflect.TypeFor[T](), opts, true)
 }
 
 // newReader reads records into values of goType, which is T unless T is
-// any and the reader is one made by NewReaderOf.
-func newReader[T any](br *BlockReader, goType reflect.Type, opts Options) (*Reader[T], error) {
+// any and the reader is one made by NewReaderOf. typed says that
+// hamba/avro decodes the records (not a decoder of NewReaderWith's): its
+// decoder then decodes by the schemas with local timestamps relabelled.
+func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed bool) (*Reader[T], error) {
 	lim := opts.Limits.withDefaults()
 	h := br.Header()
 	name := br.Name()
 	serr := func(err error, format string, args ...any) error {
 		return headerErr(name, h.Size, ErrSchema, err, format, args...)
 	}
-	writer, info, err := parseWriterSchema(h.Schema)
+	ps, err := parseWriterSchema(h.Schema)
 	if err != nil {
 		return nil, serr(err, "writer schema")
 	}
+	writer, info := ps.schema, ps.info
 	if int64(info.maxFixed) > lim.MaxAlloc {
 		return nil, headerErr(name, h.Size, ErrLimit, nil, "writer schema has a fixed of %d bytes, over the %d-byte limit", info.maxFixed, lim.MaxAlloc)
 	}
-	schema := writer
+	// schema is what Schema reports; decode what hamba/avro decodes by.
+	schema, decode := writer, writer
+	if typed {
+		if ps.decodeErr != nil {
+			return nil, serr(ps.decodeErr, "writer schema, for a typed read")
+		}
+		decode = ps.decode
+	}
 	if opts.ReaderSchema != nil {
-		schema, err = avro.NewSchemaCompatibility().Resolve(opts.ReaderSchema, writer)
+		schema, err = resolve(opts.ReaderSchema, writer)
 		if err != nil {
 			return nil, serr(err, "resolving the reader schema against the writer schema")
+		}
+		decode = schema
+		if typed {
+			rdec, changed, err := decodingReaderSchema(opts.ReaderSchema)
+			if err != nil {
+				return nil, serr(err, "reader schema, for a typed read")
+			}
+			if changed || ps.relabelled {
+				if decode, err = avro.NewSchemaCompatibility().Resolve(rdec, ps.decode); err != nil {
+					return nil, serr(err, "resolving the reader schema against the writer schema, local timestamps relabelled")
+				}
+			}
 		}
 	}
 	cfg := opts.Config
@@ -190,7 +213,7 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options) (*Read
 		ar:     avro.NewReader(nil, 0, avro.WithReaderConfig(api)),
 		goType: goType,
 	}
-	r.dec = api.DecoderOf(schema, reflect2.Type2(reflect.PointerTo(goType)))
+	r.dec = api.DecoderOf(decode, reflect2.Type2(reflect.PointerTo(goType)))
 	if opts.DecodeAhead {
 		r.ahead = newAhead[T]()
 	}
@@ -270,32 +293,40 @@ var schemaBytes int // the text length of the cached schemas; schemasMu
 type parsedSchema struct {
 	schema avro.Schema
 	info   *schemaInfo
+	// decode is what hamba/avro decodes typed reads by: schema with its
+	// local timestamps relabelled (see localtime.go), or schema itself;
+	// decodeErr says why there is none.
+	decode     avro.Schema
+	relabelled bool // decode is a relabelled copy
+	decodeErr  error
 }
 
-func parseWriterSchema(text string) (avro.Schema, *schemaInfo, error) {
+func parseWriterSchema(text string) (parsedSchema, error) {
 	schemasMu.Lock()
 	p, ok := schemas[text]
 	schemasMu.Unlock()
 	if ok {
-		return p.schema, p.info, nil
+		return p, nil
 	}
 	// A fresh cache per file: named types of one file's schema must not
 	// leak into, or clash with, another's.
 	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("parsing: %w", err)
+		return parsedSchema{}, fmt.Errorf("parsing: %w", err)
 	}
 	info, err := analyze(s)
 	if err != nil {
-		return nil, nil, err
+		return parsedSchema{}, err
 	}
+	p = parsedSchema{schema: s, info: info}
+	p.decode, p.relabelled, p.decodeErr = decodingSchema(s, text)
 	schemasMu.Lock()
 	if _, dup := schemas[text]; !dup && len(schemas) < maxCachedSchemas && schemaBytes+len(text) <= maxCachedSchemaBytes {
-		schemas[text] = parsedSchema{s, info}
+		schemas[text] = p
 		schemaBytes += len(text)
 	}
 	schemasMu.Unlock()
-	return s, info, nil
+	return p, nil
 }
 
 // Header is the file's header.

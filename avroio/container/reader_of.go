@@ -19,10 +19,14 @@ import (
 // value in an interface: the value is decoded in place, in memory the
 // interface then points to, without a copy.
 func NewReaderOf(br *BlockReader, typ reflect.Type, opts Options) (*Reader[any], error) {
+	return newReaderOf(br, typ, opts, true)
+}
+
+func newReaderOf(br *BlockReader, typ reflect.Type, opts Options, typed bool) (*Reader[any], error) {
 	if typ == nil {
 		return nil, errors.New("avro container " + br.Name() + ": NewReaderOf needs a record type")
 	}
-	r, err := newReader[any](br, typ, opts)
+	r, err := newReader[any](br, typ, opts, typed)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +63,7 @@ type DecoderFunc func(writer, reader avro.Schema) (avro.ValDecoder, error)
 // The schemas are still checked and resolved as for NewReaderOf, and blocks
 // are validated as they would be for hamba/avro's decoder of typ.
 func NewReaderWith(br *BlockReader, typ reflect.Type, newDec DecoderFunc, opts Options) (*Reader[any], error) {
-	r, err := NewReaderOf(br, typ, opts)
+	r, err := newReaderOf(br, typ, opts, false)
 	if err != nil {
 		return nil, err
 	}

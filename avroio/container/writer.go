@@ -137,7 +137,9 @@ func codecFor(codec string, level int) (writeCodec, error) {
 type Writer struct {
 	w        io.Writer
 	schema   avro.Schema
-	name     string // the schema's name, for errors
+	encode   avro.Schema // schema, local timestamps relabelled (localtime.go)
+	encErr   error       // why Append cannot encode by schema
+	name     string      // the schema's name, for errors
 	codec    string
 	comp     compressor
 	sync     [SyncSize]byte
@@ -191,9 +193,12 @@ func NewWriter(w io.Writer, schema string, opts WriterOptions) (*Writer, error) 
 	if api == nil {
 		api = avro.DefaultConfig
 	}
+	enc, _, encErr := decodingSchema(s, schema)
 	cw := &Writer{
 		w:        w,
 		schema:   s,
+		encode:   enc,
+		encErr:   encErr,
 		name:     schemaName(s),
 		codec:    codec,
 		comp:     comp,
@@ -280,12 +285,22 @@ func (w *Writer) usable() error {
 // a struct (fields matched by `avro` tags or names), map[string]any for a
 // record, or any value hamba/avro encodes by the schema. When the block's
 // serialized records reach the sync interval the block is written.
+//
+// A local-timestamp-millis/micros takes a time.Time whose UTC fields are
+// the wall clock, as Reader gives them: a Time is written as its wall
+// clock in UTC, on every machine whatever its TZ (hamba/avro alone would
+// write its wall clock in time.Local). A schema with a union of both
+// timestamp-millis and local-timestamp-millis (or -micros) cannot be
+// encoded by Append, which refuses every record; AppendEncoded takes them.
 func (w *Writer) Append(v any) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	if w.encErr != nil {
+		return fmt.Errorf("avro container: encoding record %d (%T) by schema %s: %w", w.records, v, w.name, w.encErr)
+	}
 	prev := w.enc.Buffered()
-	w.enc.WriteVal(w.schema, v)
+	w.enc.WriteVal(w.encode, v)
 	if err := w.enc.Error; err != nil {
 		// Drop the part of the record written before the failure.
 		w.enc.Error = nil

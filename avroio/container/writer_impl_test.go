@@ -626,10 +626,11 @@ print("ok", n)
 `
 
 // TestWriterPeers: files we write are read back exactly by python3-avro
-// (every codec: it reads null, deflate, bzip2, snappy and zstandard, and xz
-// through Python's lzma module) and by Avro C's avrocat (null, deflate,
-// snappy), whose JSON for our file must equal, line for line, its JSON for
-// python3-avro's own file of the same records.
+// (every codec and level: it reads null, deflate, bzip2, snappy and
+// zstandard, and xz through Python's lzma module) and by Avro C's avrocat
+// (null, deflate, snappy, at their default levels), whose JSON for our file
+// must equal, line for line, its JSON for python3-avro's own file of the
+// same records.
 func TestWriterPeers(t *testing.T) {
 	ps := peerFiles(t)
 	dir := t.TempDir()
@@ -640,6 +641,14 @@ func TestWriterPeers(t *testing.T) {
 	pyLines := ps.avrocatJSON["py-null"]
 	if len(pyLines) != peerRecords {
 		t.Fatalf("avrocat printed %d records of py-null, want %d", len(pyLines), peerRecords)
+	}
+	pyJSON := make([]any, len(pyLines))
+	for i, line := range pyLines {
+		v, err := decodeJSONLine(line)
+		if err != nil {
+			t.Fatalf("avrocat line %d of py-null: %v", i, err)
+		}
+		pyJSON[i] = v
 	}
 	schema := avro.MustParse(allSchema)
 	for _, c := range writeCases {
@@ -656,6 +665,12 @@ func TestWriterPeers(t *testing.T) {
 			if c.codec == "zstandard" || c.codec == "xz" {
 				return // Avro C reads neither
 			}
+			if c.level != 0 {
+				// Another level is another stream for the same inflater:
+				// python3-avro's zlib read it above; Avro C's zlib reads
+				// the default level's.
+				return
+			}
 			out, err = exec.Command("avrocat", path).Output()
 			if err != nil {
 				t.Fatalf("avrocat: %v", err)
@@ -666,9 +681,8 @@ func TestWriterPeers(t *testing.T) {
 			}
 			// Equal JSON values: Avro maps have no order, Go's have none either.
 			for i := range lines {
-				ours, err1 := decodeJSONLine(lines[i])
-				theirs, err2 := decodeJSONLine(pyLines[i])
-				if err1 != nil || err2 != nil || !reflect.DeepEqual(ours, theirs) {
+				ours, err := decodeJSONLine(lines[i])
+				if err != nil || !reflect.DeepEqual(ours, pyJSON[i]) {
 					t.Fatalf("record %d: avrocat prints our file as\n%s\nand python3-avro's as\n%s", i, lines[i], pyLines[i])
 				}
 			}
