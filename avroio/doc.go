@@ -15,43 +15,99 @@
 //
 //   - a Go struct (or pointer to one) whose fields are matched to the
 //     record's fields by `avro:"name"` tags, or else by their Go names,
-//     exactly. Every exported field must name a field of the schema records
-//     are read with (tag it `avro:"-"` to leave it out); otherwise the read
-//     fails, naming the field, instead of silently decoding zero values.
-//     Beam Go's avroio matched fields through JSON: a struct with only
-//     `json` tags must gain `avro` tags. The type must be registered with
-//     beam.RegisterType, as every element type of a pipeline. Decimals go
-//     into *big.Rat fields (a nullable decimal into **big.Rat); a big.Rat
-//     value, and a *big.Rat for a nullable decimal, which hamba/avro would
-//     read as 0, fail the read naming the field. This package registers
-//     big.Rat with Beam's schema coder, so decimals keep their exact value
-//     between stages.
+//     exactly, with hamba/avro's rule for embedded structs (the fields of
+//     every embedded struct or *struct count as the outer struct's,
+//     breadth first, an outer field shadowing an inner one of the same
+//     name). Every exported field must name a field of the schema records
+//     are read with (tag it `avro:"-"` to leave it out), in nested records
+//     too; otherwise the read fails, naming the Go field, the file and the
+//     record's fields, instead of silently decoding zero values. Beam Go's
+//     avroio matched fields through JSON: a struct with only `json` tags
+//     must gain `avro` tags. A union of null and one type goes into a
+//     pointer (nil for null), as hamba/avro does. The type must be
+//     registered with beam.RegisterType, as every element type of a
+//     pipeline; Read panics at construction when it is not.
 //   - Record (RecordType; what ReadGeneric yields), a map[string]any of the
-//     record's fields with hamba/avro's generic values (see Record), whose
-//     Beam coder keeps every value and type exactly;
+//     record's fields, whose Beam coder keeps every value and type exactly.
+//     Record's documentation gives the Go type of each Avro type and the
+//     shape of unions: where two branches of a union share a Go type (date
+//     and timestamp-millis, two records, ...) the value names its branch,
+//     so that writing it back picks the same branch.
 //   - any other type hamba/avro decodes a record into (map[string]any, say,
-//     which Beam encodes as JSON between stages). Beam Go's avroio also took
-//     reflect.TypeOf("") for records as JSON text; here, read Records and
-//     encode them as needed.
+//     which Beam encodes as JSON between stages, turning numbers into
+//     float64). Beam Go's avroio also took reflect.TypeOf("") for records
+//     as JSON text; here, read Records and encode them as needed.
 //
 // With ReaderSchema, each file's records are read by Avro's schema
 // resolution from the file's writer schema to the reader schema: fields
 // only the reader has take their defaults, fields only the writer has are
 // skipped, numbers promote, names match by alias. A file whose schema
-// cannot be resolved fails the read, naming the file.
+// cannot be resolved fails the read, naming the file and the fields that
+// do not resolve.
+//
+// # Decimals
+//
+// Avro decimals (bytes or fixed) go into *big.Rat fields of structs, and
+// nullable decimals into **big.Rat; Records hold *big.Rat. hamba/avro
+// (v2.31) reads every decimal as 0 into a big.Rat held by value, and into
+// a *big.Rat for a nullable decimal: Read panics at construction for a
+// big.Rat value anywhere in the type, and a *big.Rat for a nullable decimal
+// fails the read naming the field and the file. This package registers
+// big.Rat as a Beam schema logical type, so that decimals in structs keep
+// their exact value between stages (Beam's schema coder would otherwise
+// encode a *big.Rat as nothing, and every decimal would arrive as 0).
+// Write takes big.Rat values and pointers. A Record's decimal with more
+// digits after the point than the schema's scale, or too large for its
+// fixed, fails the write; structs are encoded by hamba/avro, which cuts
+// such digits off (rounding toward negative infinity) and fails only on
+// more digits than the schema's precision.
+//
+// # Local timestamps
+//
+// Avro's local-timestamp-millis and local-timestamp-micros are wall clocks
+// without a zone ("2024-03-10 02:30", a time New York skips). They have one
+// rule here, for structs and Records, on reads and on Write, and it never
+// depends on the time zone of the worker: the wall clock is the UTC fields
+// of a time.Time.
+//
+//   - A read gives a time.Time in UTC whose fields are the wall clock: the
+//     local-timestamp-millis v is time.UnixMilli(v).UTC().
+//   - Write writes the UTC fields of a time.Time t (t.UTC()), that is
+//     t.UnixMilli() or t.UnixMicro(): the long a timestamp of the same
+//     instant has. Values that avroio read are in UTC, so reading and
+//     writing back changes nothing. To write a wall clock, build it in
+//     time.UTC: time.Date(2024, 3, 10, 2, 30, 0, 0, time.UTC). A time in
+//     another zone is written by its UTC fields, not by its wall clock in
+//     that zone; to write that wall clock, rebuild it first:
+//     time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(),
+//     t.Second(), t.Nanosecond(), time.UTC).
+//
+// The rule follows a time's instant, not its zone, because the zone is not
+// the same on every worker: time.Now() is in the worker's zone, and Beam
+// Go's coder for time.Time gives a time back in UTC, time.Local or a fixed
+// zone, by its offset. (That coder writes RFC 3339 text, whose offsets are
+// whole minutes: a time in a zone whose offset has seconds, as New York's
+// before 1883, moves by those seconds between stages; a time in UTC, as
+// avroio reads them, does not.) hamba/avro's own rule, the wall clock of
+// t.Local(), is not used. A union that holds both timestamp-millis and
+// local-timestamp-millis (or both -micros) cannot be written from a struct,
+// whose time.Time cannot say which branch it is: Write refuses it at
+// construction, naming the field. Records name the branch
+// ({"long.local-timestamp-millis": t}) and write such unions.
 //
 // # Files and patterns
 //
 // A pattern is a path or glob on any Beam filesystem. Local paths and gs://
 // work without further imports; others (memfs://, s3://) need their
-// filesystem package imported, as in any Beam Go pipeline. Read lists the
-// matching files while the pipeline is built (so the process that builds it
-// must be able to list them) and puts them in the pipeline;
-// with MatchesManyFiles (Java's withHintMatchesManyFiles) it lists them in a
-// step of the pipeline instead, as ReadAll does, for patterns of tens of
-// thousands of files. ReadAll expands each pattern of a PCollection in the
-// pipeline and shuffles the list of files (file names only; records are
-// never shuffled). ReadFiles reads fileio.ReadableFiles (from Beam Go's
+// filesystem package imported, as in any Beam Go pipeline. Brace groups
+// ({a,b}) are expanded on every filesystem. Read lists the matching files
+// while the pipeline is built (so the process that builds it must be able
+// to list them) and puts them in the pipeline; with MatchesManyFiles
+// (Java's withHintMatchesManyFiles) it lists them in a step of the
+// pipeline instead, as ReadAll does, for patterns of tens of thousands of
+// files. ReadAll expands each pattern of a PCollection in the pipeline and
+// shuffles the list of files (file names only; records are never
+// shuffled). ReadFiles reads fileio.ReadableFiles (from Beam Go's
 // io/fileio); a file gzip-compressed as a whole cannot be split and is an
 // error.
 //
@@ -60,12 +116,17 @@
 // panics while building the pipeline; with MatchesManyFiles, and in
 // ReadAll, the pipeline fails); EmptyMatchAllow reads nothing;
 // EmptyMatchAllowIfWildcard (ReadAll's default) reads nothing if the
-// pattern has a glob wildcard and is an error otherwise. Directories that a
-// local pattern matches are skipped. An empty (0-byte) file holds no
-// records.
+// pattern has a wildcard (*, ?, [...] or a brace group) and is an error
+// otherwise. Directories that a glob matches are skipped; a directory given
+// as the pattern itself is an error saying so. An empty (0-byte) file holds
+// no records.
 //
-// WatchForNewFiles and WatchAllForNewFiles go on polling patterns and read
-// each new file once, as an unbounded PCollection (see their docs).
+// Each file's size and modification time are recorded when it is matched,
+// and a file that changed by the time a range of it is read (appended to,
+// replaced) fails the read, naming the file (filesource.ErrChanged), rather
+// than being read in part. WatchForNewFiles and WatchAllForNewFiles go on
+// polling patterns and read each new file once it is stable, as an
+// unbounded PCollection (see their docs, and MatchUpdatedFiles).
 //
 // # The read contract
 //
@@ -77,15 +138,17 @@
 // a block's first record is a split point. While a range is read, the
 // runner may split off the rest of it (Beam Go's TrySplit, a fraction of
 // the remaining bytes); progress inside a block advances by the records
-// read of the block's records.
+// read of the block's records. SplitSubject hands this very source, over a
+// file of your own, to the split checks of package sdf/sdftest.
 //
 // A file is cut into initial bundles of DesiredBundleSize bytes (64 MiB by
 // default), none smaller than MinBundleSize (128,000 bytes by default, twice
 // Avro's default sync interval; a file smaller than that is one bundle).
 //
-// A reader of a range reads the file's header, then starts 16 bytes before
-// A and searches for the sync marker. It does not read the bytes between
-// the header and A: it seeks where the filesystem's stream can seek (local
+// A reader of a range reads the file's header (parsed once per worker
+// process and file, for all its ranges), then starts 16 bytes before A and
+// searches for the sync marker. It does not read the bytes between the
+// header and A: it seeks where the filesystem's stream can seek (local
 // files), makes ranged reads on gs:// (and on schemes registered with
 // RegisterRangeReader), and only where neither is possible (memfs://) reads
 // and discards them.
@@ -97,19 +160,27 @@
 //
 // Nothing is skipped: a file that cannot be read fails the read with an
 // error that names the file, the byte offset, the block and what was wrong
-// (see package avroio/container for the kinds: bad magic, truncation, sync
-// marker mismatch, record count, checksum, corrupt data, lengths over the
-// MaxAlloc limit, unknown codec, schema errors). MaxAlloc bounds what one
-// length field in a file may make the reader allocate.
+// (a *container.Error; see package avroio/container for its kinds: bad
+// magic, truncation, sync marker mismatch, record count, checksum, corrupt
+// data, lengths over the MaxAlloc limit, unknown codec, schema errors,
+// among them a struct field that names no field of the schema). A file that
+// cannot be opened (gone, a directory, no access) is an error of kind
+// filesource.ErrOpen, never "truncated"; one that changed since it was
+// matched, of kind filesource.ErrChanged. MaxAlloc bounds what one length
+// field in a file may make the reader allocate, and a header's metadata
+// and schema are bounded too, so that a hostile file costs memory in
+// proportion to MaxAlloc.
 //
 // # Metrics
 //
-// Reads count, in the Beam metrics namespace "sdfio/avroio" (Namespace):
-// records, bytes_read (the bytes of the blocks whose records were read),
-// splits_accepted and splits_refused (dynamic splits of running reads),
-// ranges_read (ranges opened: initial bundles and split-off pieces) and
-// files_matched (files matched in the pipeline by ReadAll, MatchesManyFiles
-// and ReadFiles).
+// Reads and writes count, in the Beam metrics namespace "sdfio/avroio"
+// (Namespace). Reads: records, bytes_read (the bytes of the blocks whose
+// records were read), splits_accepted and splits_refused (dynamic splits of
+// running reads), ranges_read (ranges opened: initial bundles and
+// split-off pieces), files_matched (files matched in the pipeline by
+// ReadAll, MatchesManyFiles and ReadFiles), and the watch's counters (see
+// WatchForNewFiles). Write: records_written, bytes_written, files_written
+// and temp_files_removed (see Write).
 //
 // # Writing
 //
@@ -117,6 +188,8 @@
 // named from a prefix and a shard template, as Beam Java's AvroIO.write:
 // each bundle (or each of NumShards shards) writes a temporary file, and a
 // finalize step renames the committed ones, so files appear whole or not
-// at all. Its documentation has the options, the file names and the commit
-// protocol.
+// at all, and a failed bundle removes what it wrote. An element type that
+// cannot hold the schema (a string for a record, a struct lacking a field
+// without a default) panics at construction. Write's documentation has the
+// options, the file names and the commit protocol.
 package avroio

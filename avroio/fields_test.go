@@ -76,3 +76,45 @@ func TestStructFieldsEmbedding(t *testing.T) {
 		t.Errorf("write check of nested records: %v", err)
 	}
 }
+
+// hintUntagged's UserID names Avro field "UserID" by its Go name.
+type hintUntagged struct {
+	UserID int64
+	Score  float64 `avro:"Score_pct"`
+}
+
+// hintTagged's tag differs from the Avro field's name in case only.
+type hintTagged struct {
+	UserID int64   `avro:"user_id"`
+	Score  float64 `avro:"score_PCT"`
+}
+
+// hintNoMatch's field is like none of the record's.
+type hintNoMatch struct {
+	Zzz int64
+}
+
+// TestFieldHintNamesARealField: the error for a Go field that names no
+// Avro field suggests a tag with a field the record really has (the one
+// equal but for case and underscores, else the first), never a literal
+// `avro:"name"`, which reads like advice to use a field called name.
+func TestFieldHintNamesARealField(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"H","namespace":"ns","fields":[{"name":"user_id","type":"long"},{"name":"Score_pct","type":"double"}]}`)
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want string
+	}{
+		{reflect.TypeFor[hintUntagged](), "field UserID of Go type avroio.hintUntagged is Avro field \"UserID\" by its Go name, as it has no `avro` tag, but Avro record ns.H has no such field (its fields: user_id, Score_pct); tag the Go field with the Avro field it holds, as in `avro:\"user_id\"`, or with `avro:\"-\"` to leave it out"},
+		{reflect.TypeFor[hintTagged](), "field Score of Go type avroio.hintTagged is Avro field \"score_PCT\" by its `avro` tag, but Avro record ns.H has no such field (its fields: user_id, Score_pct); tag the Go field with the Avro field it holds, as in `avro:\"Score_pct\"`"},
+		{reflect.TypeFor[hintNoMatch](), "as in `avro:\"user_id\"`"},
+	} {
+		err := checkFields(tc.typ, s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v\nwant it to say %s", tc.typ, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "`avro:\"name\"`") {
+			t.Errorf("%v: the hint is a literal avro:\"name\": %v", tc.typ, err)
+		}
+	}
+}

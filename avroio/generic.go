@@ -840,10 +840,8 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		if !ok {
 			return nil, typeErr(n, v)
 		}
-		if n.kind == kLocalTimestampMillis || n.kind == kLocalTimestampMicros {
-			// The wall clock, in the Time's own location.
-			t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-		}
+		// A local timestamp is the wall clock of t's UTC fields, whatever
+		// t's location (localtime.go): the same long as a timestamp.
 		switch n.kind {
 		case kDate:
 			sec := t.Unix()

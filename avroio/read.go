@@ -18,8 +18,9 @@ import (
 // bytes_read (the bytes of the blocks read), splits_accepted and
 // splits_refused (dynamic splits of running reads), files_matched,
 // ranges_read (the ranges of files opened: initial bundles and the pieces
-// dynamic splits made of them), and the watch's counters (see
-// WatchForNewFiles).
+// dynamic splits made of them), the watch's counters (see
+// WatchForNewFiles), and Write's records_written, bytes_written,
+// files_written and temp_files_removed (see Write).
 const Namespace = "sdfio/avroio"
 
 // Read reads the Avro object container files that filepattern matches (a

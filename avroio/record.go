@@ -32,9 +32,9 @@ import (
 //	record          map[string]any (a nested record; the top one is a Record)
 //	decimal         *big.Rat (bytes or fixed)
 //	date, timestamp-millis/micros: time.Time in UTC
-//	local-timestamp-millis/micros: time.Time whose UTC fields are the wall
-//	                clock (zone-free: the same on every worker, whatever its
-//	                time zone)
+//	local-timestamp-millis/micros: time.Time in UTC whose fields are the
+//	                wall clock (the same on every worker, whatever its time
+//	                zone; see "Local timestamps" in the package doc)
 //	time-millis, time-micros: time.Duration
 //	duration        avro.LogicalDuration
 //
@@ -51,7 +51,9 @@ import (
 // ["int","string"] 5 or "x", and ["null","int.date","long.timestamp-millis"]
 // nil, {"int.date": t} or {"long.timestamp-millis": t}. Write, given
 // Records, encodes them back by the same branches: a bare value by the
-// branch of its Go type, a one-key map by the branch it names.
+// branch of its Go type, a one-key map by the branch it names. It writes a
+// local timestamp by the UTC fields of the time.Time, whatever its zone,
+// as it does for structs, so a Record read is written back unchanged.
 //
 // With a reader schema (ReaderSchema), Records have the reader schema's
 // shape: its fields, defaults and unions.

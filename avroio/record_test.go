@@ -155,7 +155,7 @@ func TestGenericUnionsFromAvsc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := newRecordEncoder(avrotest.UnionsSchema)
+	enc, err := newElementEncoder(writeConfig{Schema: avrotest.UnionsSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestGenericUnionsFromAvsc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := appendElement(w, enc, r2); err != nil {
+			if err := enc.append(w, r2); err != nil {
 				t.Fatalf("record %d: %v", i, err)
 			}
 		}

@@ -127,6 +127,10 @@ type writeConfig struct {
 	Prefix, Template, Suffix string
 	// Schema is the writer schema's JSON.
 	Schema string
+	// StructSchema, when set, is the schema hamba/avro encodes elements
+	// other than Records by: Schema with its local timestamps relabelled as
+	// timestamps (same encoding; see localtime.go).
+	StructSchema string
 	// Codec, Level, SyncInterval and Metadata configure container.Writer.
 	Codec        string
 	Level        int
@@ -173,7 +177,12 @@ type fileResult struct {
 // values, in the form ReadGeneric returns them (see Record; unions whose
 // branches share a Go type are one-key maps naming the branch, so a Record
 // read is written back by the same branch). Records are encoded by this
-// package's own encoder; other types by hamba/avro. Other named map types
+// package's own encoder; other types by hamba/avro, except that local
+// timestamps are written by the package's rule, the UTC fields of the
+// time.Time, for every type and on every worker whatever its time zone
+// (see "Local timestamps" in the package documentation; a struct cannot
+// write a union of both a timestamp and a local timestamp of one unit,
+// and is refused at construction, naming the field). Other named map types
 // work too, but Beam Go gives them its JSON coder, which turns numbers
 // into float64 wherever the PCollection is encoded (across a shuffle, or
 // between stages), and such records then fail to encode; Record's own
@@ -282,6 +291,22 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 		if _, err := newRecordEncoder(schema); err != nil {
 			return fail("%v", err)
 		}
+	} else {
+		// Structs (and other types hamba/avro encodes) write local
+		// timestamps by the package's rule, not by the worker's zone.
+		if err := checkTimestampUnions(parsedSchema(schema)); err != nil {
+			return fail("%v", err)
+		}
+		relabelled, changed, err := relabelLocalTimestamps(schema)
+		if err != nil {
+			return fail("relabelling local timestamps: %v", err)
+		}
+		if changed {
+			if _, err := cachedSchema(relabelled); err != nil {
+				return fail("the schema with local timestamps relabelled does not parse: %v", err)
+			}
+			cfg.StructSchema = relabelled
+		}
 	}
 	base := o.tempDir
 	if base == "" {
@@ -365,6 +390,64 @@ func (e *recordEncoder) encode(r Record) ([]byte, error) {
 	return b, nil
 }
 
+// elementEncoder encodes the elements of a write: Records by the
+// package's own encoder, anything else by hamba/avro, by the writer schema
+// or, when it has local timestamps, by writeConfig.StructSchema.
+type elementEncoder struct {
+	rec *recordEncoder
+	// schema and enc encode other elements when the writer schema has
+	// local timestamps (relabelled; writeConfig.StructSchema); else
+	// container.Writer.Append encodes them.
+	schema     avro.Schema
+	name       string // the writer schema's full name, for errors
+	enc        *avro.Writer
+	relabelled bool
+}
+
+func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
+	rec, err := newRecordEncoder(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512)}
+	e.name = schemaFullName(e.schema)
+	if cfg.StructSchema != "" {
+		e.schema, e.relabelled = parsedSchema(cfg.StructSchema), true
+	}
+	return e, nil
+}
+
+// encode returns the datum of elem; the slice is reused by the next call.
+func (e *elementEncoder) encode(elem any) ([]byte, error) {
+	if r, ok := elem.(Record); ok {
+		d, err := e.rec.encode(r)
+		if err != nil {
+			return nil, fmt.Errorf("encoding an avroio.Record by schema %s: %w", e.name, err)
+		}
+		return d, nil
+	}
+	e.enc.Reset(nil)
+	e.enc.Error = nil
+	e.enc.WriteVal(e.schema, elem)
+	if err := e.enc.Error; err != nil {
+		e.enc.Error = nil
+		return nil, fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+	}
+	return e.enc.Buffer(), nil
+}
+
+// append adds elem to w.
+func (e *elementEncoder) append(w *container.Writer, elem any) error {
+	if _, ok := elem.(Record); !ok && !e.relabelled {
+		return w.Append(elem) // straight into the block
+	}
+	d, err := e.encode(elem)
+	if err != nil {
+		return fmt.Errorf("record %d: %w", w.Records(), err)
+	}
+	return w.AppendEncoded(d)
+}
+
 // randomID is 128 random bits in hex: the unique part of temporary names.
 func randomID() string {
 	var b [16]byte
@@ -418,7 +501,11 @@ func openTempFile(ctx context.Context, fs filesystem.Interface, cfg writeConfig,
 	}
 	cw, err := container.NewWriter(wc, cfg.Schema, cfg.writerOptions())
 	if err != nil {
+		// The header could not be written: remove what was.
 		wc.Close()
+		if rm, ok := fs.(filesystem.Remover); ok {
+			rm.Remove(ctx, path)
+		}
 		return nil, fmt.Errorf("avroio.Write: temporary file %s: %w", path, err)
 	}
 	return &tempFile{path: path, wc: wc, cw: cw}, nil
@@ -454,7 +541,7 @@ type writeBundleFn struct {
 
 	fs  filesystem.Interface
 	cur *tempFile
-	rec *recordEncoder
+	enc *elementEncoder
 }
 
 func (fn *writeBundleFn) Setup(ctx context.Context) error {
@@ -463,7 +550,7 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("avroio.Write: %w", err)
 	}
 	fn.fs = fs
-	if fn.rec, err = newRecordEncoder(fn.Config.Schema); err != nil {
+	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
 		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
 	}
 	return nil
@@ -492,11 +579,12 @@ func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func
 		// A new name for every bundle attempt.
 		f, err := openTempFile(ctx, fn.fs, fn.Config, fn.Config.TempDir+randomID())
 		if err != nil {
+			removeLocalDir(fn.Config.TempDir)
 			return err
 		}
 		fn.cur = f
 	}
-	if err := appendElement(fn.cur.cw, fn.rec, elem); err != nil {
+	if err := fn.enc.append(fn.cur.cw, elem); err != nil {
 		err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
 		// The attempt failed: remove what it wrote.
 		fn.cur.abandon(ctx, fn.fs)
@@ -505,20 +593,6 @@ func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func
 		return err
 	}
 	return nil
-}
-
-// appendElement adds elem to w: a Record by rec, anything else by
-// hamba/avro.
-func appendElement(w *container.Writer, rec *recordEncoder, elem any) error {
-	r, ok := elem.(Record)
-	if !ok || rec == nil {
-		return w.Append(elem)
-	}
-	d, err := rec.encode(r)
-	if err != nil {
-		return fmt.Errorf("encoding record %d (avroio.Record): %w", w.Records(), err)
-	}
-	return w.AppendEncoded(d)
 }
 
 func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)) error {
@@ -556,18 +630,13 @@ func (fn *writeBundleFn) Teardown(ctx context.Context) error {
 type shardFn struct {
 	Config writeConfig
 
-	schema avro.Schema
-	enc    *avro.Writer
-	rec    *recordEncoder
-	next   int
-	n      int64
+	enc  *elementEncoder
+	next int
 }
 
 func (fn *shardFn) Setup() error {
-	fn.schema = parsedSchema(fn.Config.Schema)
-	fn.enc = avro.NewWriter(nil, 512)
 	var err error
-	if fn.rec, err = newRecordEncoder(fn.Config.Schema); err != nil {
+	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
 		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
 	}
 	return nil
@@ -578,23 +647,11 @@ func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
 }
 
 func (fn *shardFn) ProcessElement(ctx context.Context, elem beam.X, emit func(int, []byte)) error {
-	if r, ok := elem.(Record); ok {
-		d, err := fn.rec.encode(r)
-		if err != nil {
-			return fmt.Errorf("avroio.Write to %s: encoding a record (avroio.Record) by schema %s: %w", fn.Config.Prefix, schemaFullName(fn.schema), err)
-		}
-		emit(fn.next, append([]byte(nil), d...))
-		fn.next = (fn.next + 1) % fn.Config.NumShards
-		return nil
+	d, err := fn.enc.encode(elem)
+	if err != nil {
+		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
 	}
-	fn.enc.Reset(nil)
-	fn.enc.Error = nil
-	fn.enc.WriteVal(fn.schema, elem)
-	if err := fn.enc.Error; err != nil {
-		fn.enc.Error = nil
-		return fmt.Errorf("avroio.Write to %s: encoding a record (%T) by schema %s: %w", fn.Config.Prefix, elem, schemaFullName(fn.schema), err)
-	}
-	emit(fn.next, append([]byte(nil), fn.enc.Buffer()...))
+	emit(fn.next, append([]byte(nil), d...))
 	fn.next = (fn.next + 1) % fn.Config.NumShards
 	return nil
 }
@@ -627,6 +684,7 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 	path := fmt.Sprintf("%sshard-%d-%s", fn.Config.TempDir, shard, randomID())
 	f, err := openTempFile(ctx, fn.fs, fn.Config, path)
 	if err != nil {
+		removeLocalDir(fn.Config.TempDir)
 		return err
 	}
 	var d []byte

@@ -41,6 +41,7 @@ type options struct {
 	bundleCount       int64
 	outputType        reflect.Type
 	namespace         string
+	sourceCounters    []string
 }
 
 // DesiredBundleSize sets the size, in bytes, of the initial bundles each
@@ -74,6 +75,14 @@ func MetricsNamespace(ns string) Option {
 	return func(o *options) { o.namespace = ns }
 }
 
+// SourceCounters names counters of the read's metrics namespace that its
+// sources increment themselves (package filesource's ranges_read, say), so
+// that the read reports them from the start of every bundle, as it does its
+// own (see readFn.StartBundle). Several SourceCounters options add up.
+func SourceCounters(names ...string) Option {
+	return func(o *options) { o.sourceCounters = append(o.sourceCounters, names...) }
+}
+
 // Read reads src with a splittable DoFn and returns a PCollection of its
 // records. The source type S must have been registered with Register[T, S]
 // in an init function.
@@ -103,7 +112,7 @@ func parseOptions(opts []Option) options {
 }
 
 func newReadFn[T any, S Source[T]](o options) *readFn[T, S] {
-	fn := &readFn[T, S]{DesiredBundleSize: o.desiredBundleSize, BundleCount: o.bundleCount}
+	fn := &readFn[T, S]{DesiredBundleSize: o.desiredBundleSize, BundleCount: o.bundleCount, SourceCounters: o.sourceCounters}
 	if o.namespace != Namespace {
 		fn.Namespace = o.namespace
 	}
@@ -146,6 +155,41 @@ type readFn[T any, S Source[T]] struct {
 	// Namespace, when set, is the namespace of the metrics instead of
 	// the package's Namespace.
 	Namespace string
+	// SourceCounters are the counters the sources increment, in the same
+	// namespace (the SourceCounters option).
+	SourceCounters []string
+}
+
+// counters are the read's own counters, in its namespace.
+func (fn *readFn[T, S]) counters() (records, bytes, accepted, refused beam.Counter) {
+	if ns := fn.Namespace; ns != "" {
+		return beam.NewCounter(ns, "records"), beam.NewCounter(ns, "bytes_read"),
+			beam.NewCounter(ns, "splits_accepted"), beam.NewCounter(ns, "splits_refused")
+	}
+	return recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
+}
+
+// StartBundle reports every counter of the read, adding 0, from the start
+// of the bundle, before any restriction of it ends. Prism (v2.77) keeps
+// only one of two first reports of a counter whose id it does not know yet
+// when they arrive together, and bundles that finish together are a
+// restriction's and the residual a runner split off it: when the counters
+// first appeared in the bundles' final reports, one bundle's counts could
+// be lost. Touched here, they are in the progress reports a runner splits
+// on, and Prism learns their ids from the report before it splits.
+func (fn *readFn[T, S]) StartBundle(ctx context.Context, _ func(T)) {
+	records, bytes, accepted, refused := fn.counters()
+	records.Inc(ctx, 0)
+	bytes.Inc(ctx, 0)
+	accepted.Inc(ctx, 0)
+	refused.Inc(ctx, 0)
+	ns := fn.Namespace
+	if ns == "" {
+		ns = Namespace
+	}
+	for _, name := range fn.SourceCounters {
+		beam.NewCounter(ns, name).Inc(ctx, 0)
+	}
 }
 
 // CreateInitialRestriction is the source's range, its end resolved with
@@ -244,11 +288,7 @@ func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src
 	}
 	scaleProgress[T](src, rt)
 	st, err := readRestriction[T](ctx, src, rt, emit)
-	records, bytes, accepted, refused := recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
-	if ns := fn.Namespace; ns != "" {
-		records, bytes = beam.NewCounter(ns, "records"), beam.NewCounter(ns, "bytes_read")
-		accepted, refused = beam.NewCounter(ns, "splits_accepted"), beam.NewCounter(ns, "splits_refused")
-	}
+	records, bytes, accepted, refused := fn.counters()
 	records.Inc(ctx, st.records)
 	bytes.Inc(ctx, st.bytes)
 	nAccepted, nRefused := rt.SplitStats()

@@ -191,6 +191,7 @@ func readSources[T any, F Format[T]](s beam.Scope, srcs beam.PCollection, o opti
 	opts := []offsetsource.Option{
 		offsetsource.MetricsNamespace(o.namespace),
 		offsetsource.DesiredBundleSize(o.desiredBundleSize),
+		offsetsource.SourceCounters("ranges_read"), // Source.Open counts it
 	}
 	if o.outputType != nil {
 		opts = append(opts, offsetsource.OutputType(o.outputType))
@@ -210,6 +211,12 @@ type matchFn[T any, F Format[T]] struct {
 	EmptyMatch int
 	Format     F
 	Namespace  string
+}
+
+// StartBundle reports files_matched from the bundle's start, for the
+// reason offsetsource's read does its counters (see its StartBundle).
+func (fn *matchFn[T, F]) StartBundle(ctx context.Context, _ func(Source[T, F])) {
+	counter(fn.Namespace, "files_matched").Inc(ctx, 0)
 }
 
 func (fn *matchFn[T, F]) ProcessElement(ctx context.Context, pattern string, emit func(Source[T, F])) error {
@@ -235,6 +242,12 @@ const (
 	fileioCompressionAuto = 0
 	fileioCompressionGzip = 1
 )
+
+// StartBundle reports files_matched from the bundle's start (see
+// matchFn.StartBundle).
+func (fn *readableFileFn[T, F]) StartBundle(ctx context.Context, _ func(Source[T, F])) {
+	counter(fn.Namespace, "files_matched").Inc(ctx, 0)
+}
 
 func (fn *readableFileFn[T, F]) ProcessElement(ctx context.Context, f fileio.ReadableFile, emit func(Source[T, F])) error {
 	path := f.Metadata.Path
