@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // TestRelabelLocalTimestamps: every local timestamp in a schema position
@@ -25,7 +26,7 @@ func TestRelabelLocalTimestamps(t *testing.T) {
 	 {"name":"g","type":{"type":"long","logicalType":"timestamp-millis"}},
 	 {"name":"h","type":"long","logicalType":"local-timestamp-millis"}
 	]}`
-	got, changed, err := relabelLocalTimestamps(schema)
+	got, changed, err := container.RelabelLocalTimestamps(schema)
 	if err != nil || !changed {
 		t.Fatalf("relabelLocalTimestamps: changed %v, %v", changed, err)
 	}
@@ -49,7 +50,7 @@ func TestRelabelLocalTimestamps(t *testing.T) {
 		t.Errorf("relabelled schema does not parse: %v", err)
 	}
 	plain := `{"type":"record","name":"P","fields":[{"name":"a","type":{"type":"long","logicalType":"timestamp-millis"}}]}`
-	if got, changed, err := relabelLocalTimestamps(plain); err != nil || changed || got != plain {
+	if got, changed, err := container.RelabelLocalTimestamps(plain); err != nil || changed || got != plain {
 		t.Errorf("a schema without local timestamps: %q, %v, %v", got, changed, err)
 	}
 }
@@ -83,8 +84,8 @@ func TestWriteTimestampUnions(t *testing.T) {
 		In in    `avro:"in"`
 	}
 	_, err := newWriteConfig("/x/out", schema, reflect.TypeFor[u](), nil)
-	if err == nil || !strings.Contains(err.Error(), "field ns.U.in.when[] holds a union of timestamp-micros and local-timestamp-micros") {
-		t.Fatalf("struct type: %v, want the union refused naming field ns.U.in.when[]", err)
+	if err == nil || !strings.Contains(err.Error(), `field "in.when[]": the union holds both timestamp-micros and local-timestamp-micros`) {
+		t.Fatalf("struct type: %v, want the union refused naming field in.when[]", err)
 	}
 	cfg, err := newWriteConfig("/x/out", schema, RecordType, nil)
 	if err != nil {

@@ -294,12 +294,9 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	} else {
 		// Structs (and other types hamba/avro encodes) write local
 		// timestamps by the package's rule, not by the worker's zone.
-		if err := checkTimestampUnions(parsedSchema(schema)); err != nil {
-			return fail("%v", err)
-		}
-		relabelled, changed, err := relabelLocalTimestamps(schema)
+		relabelled, changed, err := container.RelabelLocalTimestamps(schema)
 		if err != nil {
-			return fail("relabelling local timestamps: %v", err)
+			return fail("%v", err)
 		}
 		if changed {
 			if _, err := cachedSchema(relabelled); err != nil {
@@ -390,18 +387,38 @@ func (e *recordEncoder) encode(r Record) ([]byte, error) {
 	return b, nil
 }
 
+// Local timestamps (Avro's local-timestamp-millis and -micros) are wall
+// clocks with no zone. This package has one rule for them, for structs and
+// Records, on reads and writes (see "Local timestamps" in the package
+// documentation): the wall clock is the UTC fields of a time.Time. A
+// local-timestamp-millis of value v is the time.Time time.UnixMilli(v).UTC(),
+// and a time.Time t is written as t.UnixMilli(), exactly as a
+// timestamp-millis is. The binary encodings of a local timestamp and of a
+// timestamp of the same unit are the same long, so the rule is what
+// hamba/avro does for timestamps.
+//
+// hamba/avro (v2.31) encodes a struct's local timestamp as the wall clock
+// of t.Local(), which depends on the time zone of the worker. So Write
+// encodes structs by a copy of the writer schema in which every
+// local-timestamp-* is relabelled as the timestamp-* of its unit
+// (container.RelabelLocalTimestamps, which also refuses a union of a
+// timestamp and a local timestamp of one unit, naming the field); the
+// files' headers keep the schema as the user gave it; container.Writer's
+// Append, which the runner-sharded path uses, encodes by the same copy.
+// Records are encoded by this package's own encoder (generic.go), which
+// keeps the rule itself.
+
 // elementEncoder encodes the elements of a write: Records by the
 // package's own encoder, anything else by hamba/avro, by the writer schema
 // or, when it has local timestamps, by writeConfig.StructSchema.
 type elementEncoder struct {
 	rec *recordEncoder
-	// schema and enc encode other elements when the writer schema has
-	// local timestamps (relabelled; writeConfig.StructSchema); else
-	// container.Writer.Append encodes them.
-	schema     avro.Schema
-	name       string // the writer schema's full name, for errors
-	enc        *avro.Writer
-	relabelled bool
+	// schema and enc encode other elements for the NumShards path, by
+	// writeConfig.StructSchema when the writer schema has local timestamps
+	// (container.Writer.Append encodes them on the runner-sharded path).
+	schema avro.Schema
+	name   string // the writer schema's full name, for errors
+	enc    *avro.Writer
 }
 
 func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
@@ -412,7 +429,7 @@ func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
 	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512)}
 	e.name = schemaFullName(e.schema)
 	if cfg.StructSchema != "" {
-		e.schema, e.relabelled = parsedSchema(cfg.StructSchema), true
+		e.schema = parsedSchema(cfg.StructSchema)
 	}
 	return e, nil
 }
@@ -438,8 +455,10 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 
 // append adds elem to w.
 func (e *elementEncoder) append(w *container.Writer, elem any) error {
-	if _, ok := elem.(Record); !ok && !e.relabelled {
-		return w.Append(elem) // straight into the block
+	if _, ok := elem.(Record); !ok {
+		// Straight into the block; Append encodes local timestamps by
+		// the relabelled schema itself.
+		return w.Append(elem)
 	}
 	d, err := e.encode(elem)
 	if err != nil {

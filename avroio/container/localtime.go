@@ -45,12 +45,18 @@ var localRelabel = map[string]string{
 	string(avro.LocalTimestampMicros): string(avro.TimestampMicros),
 }
 
-// relabelLocalJSON returns the schema JSON text with every local timestamp
-// relabelled (see above) and whether it changed anything. It fails when a
-// union would then hold the same branch twice, naming the field by its
-// path from the top record: fields joined by dots, "[]" for an array's
-// items, "{}" for a map's values.
-func relabelLocalJSON(text string) (string, bool, error) {
+// RelabelLocalTimestamps returns the schema JSON text with every
+// local-timestamp-millis/micros relabelled timestamp-millis/micros, and
+// whether it changed anything: the schema by which hamba/avro reads and
+// writes Go structs with zone-free local timestamps (see the package
+// documentation); both encode the same long. Only positions that hold a
+// schema are rewritten, never defaults or other properties. It fails when
+// a union would then hold the same branch twice (a union of a timestamp
+// and a local timestamp of one unit, which a struct cannot tell apart),
+// naming the field by its path from the top record: fields joined by dots,
+// "[]" for an array's items, "{}" for a map's values. avroio.Write encodes
+// structs by it.
+func RelabelLocalTimestamps(text string) (string, bool, error) {
 	if !strings.Contains(text, "local-timestamp-") {
 		return text, false, nil
 	}
@@ -95,7 +101,7 @@ func (rl *relabeller) schema(v any, path string) error {
 			}
 			if seen[name] {
 				lt := strings.TrimPrefix(name, "long.")
-				return fmt.Errorf("%s: the union holds both %s and local-%s, which a typed read decodes alike (hamba/avro gives both a time.Time); read the file as generic records that keep the branch (avroio.Record)", fieldName(path), lt, lt)
+				return fmt.Errorf("%s: the union holds both %s and local-%s, which a Go struct cannot tell apart (both are a time.Time); read or write it as avroio.Record values, which keep the branch", fieldName(path), lt, lt)
 			}
 			seen[name] = true
 		}
@@ -166,7 +172,7 @@ func fieldName(path string) string {
 // decodingSchema parses the relabelled copy of a schema's JSON text, or
 // returns s itself (and changed false) when it has no local timestamps.
 func decodingSchema(s avro.Schema, text string) (_ avro.Schema, changed bool, _ error) {
-	rel, changed, err := relabelLocalJSON(text)
+	rel, changed, err := RelabelLocalTimestamps(text)
 	if err != nil {
 		return nil, false, err
 	}

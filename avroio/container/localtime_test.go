@@ -408,7 +408,7 @@ func TestRelabelLocalJSON(t *testing.T) {
 		{in: `{"type":"record","name":"R","fields":[{"name":"d","type":"double","default":1.00000000000000000001}, {"name":"t","type":{"type":"long","logicalType":"local-timestamp-millis"}}]}`,
 			want: `{"fields":[{"default":1.00000000000000000001,"name":"d","type":"double"},{"name":"t","type":{"logicalType":"timestamp-millis","type":"long"}}],"name":"R","type":"record"}`},
 	} {
-		got, changed, err := relabelLocalJSON(c.in)
+		got, changed, err := RelabelLocalTimestamps(c.in)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want %q", c.in, err, c.err)
@@ -419,7 +419,7 @@ func TestRelabelLocalJSON(t *testing.T) {
 			t.Errorf("%s:\n got %s, %v, %v\nwant %s", c.in, got, changed, err, c.want)
 		}
 	}
-	if _, _, err := relabelLocalJSON(`{"type":"long","logicalType":"local-timestamp-millis"`); err == nil || errors.Unwrap(err) == nil {
+	if _, _, err := RelabelLocalTimestamps(`{"type":"long","logicalType":"local-timestamp-millis"`); err == nil || errors.Unwrap(err) == nil {
 		t.Errorf("malformed JSON: %v, want a wrapped error", err)
 	}
 }
