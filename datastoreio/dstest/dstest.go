@@ -397,6 +397,19 @@ func sharedEmulator() (e *Emulator, err error, ok bool) {
 	return shared.e, shared.err, true
 }
 
+// Shared returns the emulator of RunShared, starting it on first use, for
+// work a TestMain starts before its tests (loading a fixture in the
+// background, say). It fails outside RunShared, and with the error Start
+// would report when no emulator can be had; a test that then calls Start
+// gets the same error, as a failure under CI=true.
+func Shared() (*Emulator, error) {
+	e, err, ok := sharedEmulator()
+	if !ok {
+		return nil, errors.New("dstest: Shared called outside RunShared")
+	}
+	return e, err
+}
+
 // Start returns an emulator for the test: the shared one under RunShared, the
 // one named by DATASTORE_EMULATOR_HOST, or a new one that is stopped when the
 // test ends. When none can be had it fails the test under CI=true and skips
