@@ -380,7 +380,10 @@ func head(s []string) []string {
 // pipeline's two steps do.
 func readPlanned(t testing.TB, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
 	t.Helper()
-	ctx := context.Background()
+	return readRanges(context.Background(), project, q, opts...)
+}
+
+func readRanges(ctx context.Context, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
 	ranges, err := datastoreio.Plan(ctx, project, q, opts...)
 	if err != nil {
 		return nil, nil, err

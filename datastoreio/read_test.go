@@ -38,7 +38,10 @@ import (
 // emulator serves the two projects on two threads. When the whole package
 // runs (no -run), TestMain starts loading both sets in the background, so
 // that the loads overlap the tests that run first; otherwise the first test
-// that needs a set loads it.
+// that needs a set loads it. The reads of TestReadExact, a minute of the
+// emulator's time, run in the same background work right after the load
+// (the test then checks what they read), so that they overlap the other
+// tests too, which query the other project.
 var large, medium dataSet
 
 type dataSet struct {
@@ -50,22 +53,43 @@ type dataSet struct {
 	took    time.Duration
 	emuErr  error // no emulator: the tests report it as dstest.Start does
 	err     error
+	// reads are the results of the reads done in the background after the
+	// load, one per case given to start.
+	reads []readResult
+}
+
+// readResult is what a readCase read.
+type readResult struct {
+	ranges []datastoreio.Range
+	got    []item
+	err    error
+	took   time.Duration
+}
+
+// largeReads are the reads of TestReadExact.
+var largeReads = []readCase{
+	{8, 4, 8, 8, 29},
+	{200, 1, 8, 200, 200},
+	// One split still samples 63 keys, all kept: 64 sub-ranges of about
+	// 312 entities, one page each.
+	{1, 64, 64, 1, 64},
 }
 
 func startLarge() {
-	large.start(func(e *dstest.Emulator) string { return e.Project() + "-large" }, "large", 20000, 1)
+	large.start(func(e *dstest.Emulator) string { return e.Project() + "-large" }, "large", 20000, 1, largeReads)
 }
 
 func startMedium() {
-	medium.start(func(e *dstest.Emulator) string { return e.Project() }, "medium", 1000, 2)
+	medium.start(func(e *dstest.Emulator) string { return e.Project() }, "medium", 1000, 2, nil)
 }
 
 func loadLarge(t *testing.T) (project string)  { startLarge(); return large.wait(t) }
 func loadMedium(t *testing.T) (project string) { startMedium(); return medium.wait(t) }
 
 // start loads n entities into a new namespace of project(e), and the
-// decoys, in the background, once.
-func (d *dataSet) start(project func(*dstest.Emulator) string, name string, n int, seed uint64) {
+// decoys, in the background, once; then it reads them as each of reads
+// says.
+func (d *dataSet) start(project func(*dstest.Emulator) string, name string, n int, seed uint64, reads []readCase) {
 	d.once.Do(func() {
 		d.done = make(chan struct{})
 		go func() {
@@ -91,6 +115,9 @@ func (d *dataSet) start(project func(*dstest.Emulator) string, name string, n in
 				return
 			}
 			d.items, d.took = items, time.Since(begin)
+			for _, rc := range reads {
+				d.reads = append(d.reads, rc.read(ctx, d.project, d.ns))
+			}
 		}()
 	})
 }
@@ -114,7 +141,7 @@ func (d *dataSet) wait(t *testing.T) (project string) {
 // splits, planning and reading each range as the pipeline does: the
 // multiset of entities read must be the one written (and no decoy of the
 // other namespace). TestReadExactSecondNamespace does the same on 1,000 of
-// the other project.
+// the other project. The reads ran in the background (see the data sets).
 //
 // What bounds the cost is the emulator (see the data sets): every query
 // scans the kind, so a read costs about its number of queries; a sub-range
@@ -122,21 +149,16 @@ func (d *dataSet) wait(t *testing.T) (project string) {
 // 20,000 each) took about 3 minutes; the single split below is cut into 64
 // sub-ranges of about 312 entities, one page each; the 8 splits into 29
 // sub-ranges of about 690, two pages each; the 200 splits are 200 queries.
-// It runs in parallel with the tests that read the other project.
 func TestReadExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 20,000 entities take minutes on a loaded emulator")
 	}
-	t.Parallel()
+	t.Parallel() // after the others: what it checks was read in the background meanwhile
 	project := loadLarge(t)
 	t.Logf("%d entities loaded into project %s in %v", len(large.items), project, large.took)
-	readExact(t, project, large.ns, large.items, []readCase{
-		{8, 4, 8, 8, 29},
-		{200, 1, 8, 200, 200},
-		// One split still samples 63 keys, all kept: 64 sub-ranges of
-		// about 312 entities, one page each.
-		{1, 64, 64, 1, 64},
-	})
+	for i, c := range largeReads {
+		c.check(t, large.ns, large.items, large.reads[i])
+	}
 }
 
 // TestReadExactSecondNamespace is TestReadExact on the 1,000 entities of
@@ -165,27 +187,39 @@ type readCase struct {
 func readExact(t *testing.T, project, ns string, want []item, cases []readCase) {
 	t.Helper()
 	for _, c := range cases {
-		start := time.Now()
-		ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(ns),
-			datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys), datastoreio.SubRangesPerSplit(c.grid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var subRanges int64
-		for _, r := range ranges {
-			subRanges += r.SubRanges()
-		}
-		t.Logf("namespace %s, %d splits asked, %d keys per split, %d sub-ranges per split: %d ranges, %d sub-ranges, %d entities in %v",
-			ns, c.splits, c.keys, c.grid, len(ranges), subRanges, len(got), time.Since(start))
-		if len(ranges) != c.wantRanges || subRanges != int64(c.wantSubs) {
-			t.Errorf("%d splits, %d keys per split, %d sub-ranges per split asked: %d ranges, %d sub-ranges; want %d, %d",
-				c.splits, c.keys, c.grid, len(ranges), subRanges, c.wantRanges, c.wantSubs)
-		}
-		sameMultiset(t, ns, ids(got), ids(want))
-		for _, it := range got[:10] {
-			if it.Name == "" || len(it.Tags) != 2 || it.Inner.B != "Item" || it.Inner.A != it.N*2 {
-				t.Fatalf("entity loaded wrongly: %+v", it)
-			}
+		c.check(t, ns, want, c.read(context.Background(), project, ns))
+	}
+}
+
+// read plans and reads c's read of the kind Item of namespace ns.
+func (c readCase) read(ctx context.Context, project, ns string) readResult {
+	start := time.Now()
+	ranges, got, err := readRanges(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(ns),
+		datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys), datastoreio.SubRangesPerSplit(c.grid))
+	return readResult{ranges, got, err, time.Since(start)}
+}
+
+// check fails t unless res, read as c says, planned the ranges c wants and
+// read exactly want.
+func (c readCase) check(t *testing.T, ns string, want []item, res readResult) {
+	t.Helper()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	var subRanges int64
+	for _, r := range res.ranges {
+		subRanges += r.SubRanges()
+	}
+	t.Logf("namespace %s, %d splits asked, %d keys per split, %d sub-ranges per split: %d ranges, %d sub-ranges, %d entities in %v",
+		ns, c.splits, c.keys, c.grid, len(res.ranges), subRanges, len(res.got), res.took)
+	if len(res.ranges) != c.wantRanges || subRanges != int64(c.wantSubs) {
+		t.Errorf("%d splits, %d keys per split, %d sub-ranges per split asked: %d ranges, %d sub-ranges; want %d, %d",
+			c.splits, c.keys, c.grid, len(res.ranges), subRanges, c.wantRanges, c.wantSubs)
+	}
+	sameMultiset(t, ns, ids(res.got), ids(want))
+	for _, it := range res.got[:10] {
+		if it.Name == "" || len(it.Tags) != 2 || it.Inner.B != "Item" || it.Inner.A != it.N*2 {
+			t.Fatalf("entity loaded wrongly: %+v", it)
 		}
 	}
 }
