@@ -71,11 +71,11 @@ const DefaultProject = "dstest-project"
 
 // jvmFlags are the emulator JVM's options. C1 compilation only
 // (TieredStopAtLevel=1): a test run is over before the JVM's optimising
-// compiler pays for itself. Measured on a shared 2-core machine (one pair of
-// runs, so roughly), with the
-// datastoreio tests: the emulator took 62 s of CPU instead of 73 and loaded
-// 20,000 entities in 11 s instead of 28, while its queries ran about as
-// fast. JAVA_TOOL_OPTIONS still applies, before these.
+// compiler pays for itself. Measured on a shared 2-core machine (one pair
+// of runs, so roughly) with the datastoreio tests: the emulator took 62 s
+// of CPU instead of 73 and loaded 20,000 entities in 11 s instead of 28,
+// while its queries ran about as fast. JAVA_TOOL_OPTIONS still applies,
+// before these.
 var jvmFlags = []string{"-XX:TieredStopAtLevel=1"}
 
 // startTimeout bounds the emulator's start-up.
