@@ -2,6 +2,7 @@ package datastoreio_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -31,9 +32,20 @@ import (
 )
 
 // One emulator for the test binary; worker processes of workertest never
-// start one.
+// start one. When the whole package runs (no -run), the data sets start
+// loading in the background before the first test (see the data sets in
+// read_test.go).
 func TestMain(m *testing.M) {
-	os.Exit(dstest.RunSharedFunc(func() int { return ptest.MainRetWithDefault(m, "prism") }))
+	os.Exit(dstest.RunSharedFunc(func() int {
+		flag.Parse()
+		if worker := flag.Lookup("worker"); (worker == nil || worker.Value.String() != "true") && flag.Lookup("test.run").Value.String() == "" {
+			startMedium()
+			if !testing.Short() {
+				startLarge()
+			}
+		}
+		return ptest.MainRetWithDefault(m, "prism")
+	}))
 }
 
 // item is the entity of the tests: a key field, scalars, a slice and a
@@ -68,7 +80,8 @@ func init() {
 func (it item) id() string { return fmt.Sprintf("%s|%s=%d", it.K.Namespace, it.K.String(), it.N) }
 
 // hook is a gRPC client interceptor the tests steer (they do not run in
-// parallel): it injects errors, cuts responses, slows queries, answers
+// parallel; tests that use neither hook nor wHook run in parallel after
+// them): it injects errors, cuts responses, slows queries, answers
 // statistics queries and records read times.
 var hook hookState
 
@@ -249,7 +262,12 @@ func client(t testing.TB) (*dstest.Emulator, *datastore.Client) {
 // put writes items with PutMulti of 500, four requests at a time.
 func put(t testing.TB, c *datastore.Client, items []item) {
 	t.Helper()
-	ctx := context.Background()
+	if err := putItems(context.Background(), c, items); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putItems(ctx context.Context, c *datastore.Client, items []item) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, (len(items)+499)/500)
 	sem := make(chan struct{}, 4)
@@ -271,8 +289,9 @@ func put(t testing.TB, c *datastore.Client, items []item) {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		t.Fatalf("PutMulti: %v", err)
+		return fmt.Errorf("PutMulti: %w", err)
 	}
+	return nil
 }
 
 // mixedItems makes n entities of kind in ns: about 70% numeric ids over the
@@ -361,7 +380,10 @@ func head(s []string) []string {
 // pipeline's two steps do.
 func readPlanned(t testing.TB, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
 	t.Helper()
-	ctx := context.Background()
+	return readRanges(context.Background(), project, q, opts...)
+}
+
+func readRanges(ctx context.Context, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
 	ranges, err := datastoreio.Plan(ctx, project, q, opts...)
 	if err != nil {
 		return nil, nil, err

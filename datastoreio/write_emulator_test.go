@@ -489,6 +489,10 @@ func TestWriteCutsAt9MB(t *testing.T) {
 // emulator and loses the answer of every third that did: retries give
 // exactly what was written.
 func TestWriteSurvivesFaults(t *testing.T) {
+	// Every failed attempt also counts against the adaptive throttler,
+	// which would hold commits back 5 s at random (this test took from 8
+	// to 66 s); TestWriteThrottlesOnResourceExhausted tests the throttling.
+	defer datastoreio.FastThrottle()()
 	project, c := wEmulator(t)
 	ns := []string{dstest.Namespace(t)}
 	wHook.reset(func(h *wHookState) { h.failEvery, h.lostEvery = 2, 3 })

@@ -8,7 +8,8 @@
 // starts the emulator that ships with the Google Cloud CLI
 // (platform/cloud-datastore-emulator/CloudDatastore.jar under the SDK root) on
 // a free loopback port, in testing mode (strong consistency, in memory). It
-// runs Java directly on the jar, in its own process group, with the kernel
+// runs Java directly on the jar (with C1 compilation only, which suits
+// short runs), in its own process group, with the kernel
 // told to kill it if the test process dies, and Stop kills the group, so no
 // Java process outlives the tests. The SDK root is found through
 // CLOUDSDK_ROOT_DIR, the usual install locations, or `gcloud info`; Java
@@ -67,6 +68,15 @@ import (
 // DefaultProject is the project id tests use against an emulator dstest
 // started (the emulator accepts any id).
 const DefaultProject = "dstest-project"
+
+// jvmFlags are the emulator JVM's options. C1 compilation only
+// (TieredStopAtLevel=1): a test run is over before the JVM's optimising
+// compiler pays for itself. Measured on a shared 2-core machine (one pair
+// of runs, so roughly) with the datastoreio tests: the emulator took 62 s
+// of CPU instead of 73 and loaded 20,000 entities in 11 s instead of 28,
+// while its queries ran about as fast. JAVA_TOOL_OPTIONS still applies,
+// before these.
+var jvmFlags = []string{"-XX:TieredStopAtLevel=1"}
 
 // startTimeout bounds the emulator's start-up.
 const startTimeout = 60 * time.Second
@@ -216,8 +226,8 @@ func start(ctx context.Context) (*Emulator, error) {
 
 func launch(ctx context.Context, java, jar string, port int) (*Emulator, error) {
 	host := fmt.Sprintf("localhost:%d", port)
-	cmd := exec.Command(java, "-cp", jar, "com.google.cloud.datastore.emulator.CloudDatastore",
-		"start", "--host=localhost", fmt.Sprintf("--port=%d", port), "--testing")
+	cmd := exec.Command(java, append(jvmFlags, "-cp", jar, "com.google.cloud.datastore.emulator.CloudDatastore",
+		"start", "--host=localhost", fmt.Sprintf("--port=%d", port), "--testing")...)
 	out := &tailBuffer{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = os.TempDir()
@@ -395,6 +405,19 @@ func sharedEmulator() (e *Emulator, err error, ok bool) {
 		}
 	}
 	return shared.e, shared.err, true
+}
+
+// Shared returns the emulator of RunShared, starting it on first use, for
+// work a TestMain starts before its tests (loading a fixture in the
+// background, say). It fails outside RunShared, and with the error Start
+// would report when no emulator can be had; a test that then calls Start
+// gets the same error, as a failure under CI=true.
+func Shared() (*Emulator, error) {
+	e, err, ok := sharedEmulator()
+	if !ok {
+		return nil, errors.New("dstest: Shared called outside RunShared")
+	}
+	return e, err
 }
 
 // Start returns an emulator for the test: the shared one under RunShared, the
