@@ -828,6 +828,10 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		}
 		res, err := f.finish()
 		if err != nil {
+			// Remove what this attempt wrote (a retry makes a new name).
+			if rm, ok := fs.(filesystem.Remover); ok {
+				rm.Remove(ctx, path)
+			}
 			return st, err
 		}
 		moves[i] = move{temp: path, empty: true}

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
 
 	"github.com/sdfio/sdfio/avroio"
 )
@@ -24,7 +24,7 @@ import (
 
 func init() {
 	register.DoFn2x0[[]byte, func(evRecord)](&badEventFn{})
-	filesystem.Register(closeFailScheme, func(context.Context) filesystem.Interface { return closeFailFS{} })
+	filesystem.Register(closeFailScheme, newCloseFailFS)
 }
 
 // badEventFn emits the records [0, Good) and then one that cannot be
@@ -106,7 +106,7 @@ func TestWriteFailedBundleLeavesNothing(t *testing.T) {
 			// 3,000 records: the file has written blocks when the bad one comes.
 			in := beam.ParDo(s, &badEventFn{Good: 3000}, beam.Impulse(s))
 			avroio.Write(s, filepath.Join(dir, "out/part"), eventSchema, in, tc.opts(dir)...)
-			err := ptest.Run(p)
+			err := runFailing(p)
 			if err == nil || !strings.Contains(err.Error(), "NOT_A_SYMBOL") {
 				t.Fatalf("pipeline error %v, want one naming the bad enum symbol", err)
 			}
@@ -130,42 +130,28 @@ func TestWriteFailedBundleLeavesNothing(t *testing.T) {
 	}
 }
 
-// closeFailFS is the local filesystem under closefailfs://, whose writers
-// of temporary files fail when closed, as an object store's upload fails
-// when it is committed. Its Remove removes a file's directory with its
-// last file, as directories come and go with their objects there.
-type closeFailFS struct{}
+// runFailing runs a pipeline that is meant to fail on Beam Go's direct
+// runner, in this process with no job server. On Prism, Beam Go v2.77's
+// harness closes its response channel when the control stream ends
+// (harness.go, MainWithOptions) with no synchronisation the race detector
+// can see against the bundle goroutine's last send, which comes through
+// Prism over gRPC: a pipeline that fails at once is reported as a data race
+// now and then under -race, in Beam's code, not ours. What these tests prove
+// is this package's cleanup, which runs the same on every runner.
+func runFailing(p *beam.Pipeline) error {
+	_, err := direct.Execute(context.Background(), p)
+	return err
+}
 
+// closefailfs:// is the local filesystem (localSchemeFS) whose writers
+// fail when closed, as an object store's upload fails when it is
+// committed; it has no Rename.
 const closeFailScheme = "closefailfs"
 
 var errCommit = errors.New("closefailfs: upload refused")
 
-func closeFailPath(p string) string { return strings.TrimPrefix(p, closeFailScheme+"://") }
-
-func (closeFailFS) Close() error { return nil }
-
-func (closeFailFS) List(_ context.Context, glob string) ([]string, error) {
-	m, err := filepath.Glob(closeFailPath(glob))
-	for i := range m {
-		m[i] = closeFailScheme + "://" + m[i]
-	}
-	return m, err
-}
-
-func (closeFailFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
-	return os.Open(closeFailPath(name))
-}
-
-func (closeFailFS) OpenWrite(_ context.Context, name string) (io.WriteCloser, error) {
-	p := closeFailPath(name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(p)
-	if err != nil {
-		return nil, err
-	}
-	return failingCloser{f}, nil
+func newCloseFailFS(context.Context) filesystem.Interface {
+	return localSchemeFS{scheme: closeFailScheme, wrap: func(_ string, f *os.File) io.WriteCloser { return failingCloser{f} }}
 }
 
 type failingCloser struct{ *os.File }
@@ -175,23 +161,6 @@ func (w failingCloser) Close() error {
 		return err
 	}
 	return errCommit
-}
-
-func (closeFailFS) Size(_ context.Context, name string) (int64, error) {
-	st, err := os.Stat(closeFailPath(name))
-	if err != nil {
-		return -1, err
-	}
-	return st.Size(), nil
-}
-
-func (closeFailFS) Remove(_ context.Context, name string) error {
-	p := closeFailPath(name)
-	if err := os.Remove(p); err != nil {
-		return err
-	}
-	os.Remove(filepath.Dir(p)) // fails unless empty
-	return nil
 }
 
 // TestWriteFailedCommitLeavesNothing: a bundle whose temporary file fails
@@ -204,7 +173,7 @@ func TestWriteFailedCommitLeavesNothing(t *testing.T) {
 			dir := t.TempDir()
 			p, s := beam.NewPipelineWithRoot()
 			avroio.Write(s, closeFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100), avroio.NumShards(shards))
-			err := ptest.Run(p)
+			err := runFailing(p)
 			if err == nil || !strings.Contains(err.Error(), errCommit.Error()) {
 				t.Fatalf("pipeline error %v, want one saying %q", err, errCommit)
 			}

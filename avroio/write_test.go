@@ -112,7 +112,7 @@ func init() {
 	register.Emitter1[avroio.Record]()
 	beam.RegisterType(reflect.TypeFor[evRecord]())
 	beam.RegisterType(reflect.TypeFor[evInner]())
-	filesystem.Register(attemptScheme, func(context.Context) filesystem.Interface { return attemptFS{} })
+	filesystem.Register(attemptScheme, newAttemptFS)
 }
 
 // eventsFn emits the records [From, To) on an impulse. Records are made where
@@ -477,28 +477,51 @@ func TestWriteSeparateWorker(t *testing.T) {
 // failed attempt of the same bundle would: a copy cut in half (a worker
 // that died while writing) and a whole copy (an attempt whose output the
 // runner discarded). Neither may reach the final files.
-type attemptFS struct{}
+type attemptFS struct{ localSchemeFS }
 
 const attemptScheme = "attemptfs"
 
-func stripScheme(p string) string { return strings.TrimPrefix(p, attemptScheme+"://") }
+func newAttemptFS(context.Context) filesystem.Interface {
+	return attemptFS{localSchemeFS{scheme: attemptScheme, wrap: func(p string, f *os.File) io.WriteCloser {
+		if !strings.Contains(p, "/.temp-sdfio-") {
+			return f
+		}
+		return &leavingWriter{File: f, path: p}
+	}}}
+}
 
-func (attemptFS) Close() error { return nil }
+func (a attemptFS) Rename(_ context.Context, from, to string) error {
+	return os.Rename(a.local(from), a.local(to))
+}
 
-func (attemptFS) List(_ context.Context, glob string) ([]string, error) {
-	m, err := filepath.Glob(stripScheme(glob))
+// localSchemeFS is the local filesystem under scheme://, for test
+// filesystems that change one thing about it (attemptFS, closeFailFS).
+// Its Remove removes a file, and its directory with its last file, as
+// directories come and go with their objects on object stores. wrap, when
+// set, wraps every file opened for writing.
+type localSchemeFS struct {
+	scheme string
+	wrap   func(path string, f *os.File) io.WriteCloser
+}
+
+func (l localSchemeFS) local(p string) string { return strings.TrimPrefix(p, l.scheme+"://") }
+
+func (localSchemeFS) Close() error { return nil }
+
+func (l localSchemeFS) List(_ context.Context, glob string) ([]string, error) {
+	m, err := filepath.Glob(l.local(glob))
 	for i := range m {
-		m[i] = attemptScheme + "://" + m[i]
+		m[i] = l.scheme + "://" + m[i]
 	}
 	return m, err
 }
 
-func (attemptFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
-	return os.Open(stripScheme(name))
+func (l localSchemeFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
+	return os.Open(l.local(name))
 }
 
-func (attemptFS) OpenWrite(_ context.Context, name string) (io.WriteCloser, error) {
-	p := stripScheme(name)
+func (l localSchemeFS) OpenWrite(_ context.Context, name string) (io.WriteCloser, error) {
+	p := l.local(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
@@ -506,33 +529,27 @@ func (attemptFS) OpenWrite(_ context.Context, name string) (io.WriteCloser, erro
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(p, "/.temp-sdfio-") {
+	if l.wrap == nil {
 		return f, nil
 	}
-	return &leavingWriter{File: f, path: p}, nil
+	return l.wrap(p, f), nil
 }
 
-func (attemptFS) Size(_ context.Context, name string) (int64, error) {
-	st, err := os.Stat(stripScheme(name))
+func (l localSchemeFS) Size(_ context.Context, name string) (int64, error) {
+	st, err := os.Stat(l.local(name))
 	if err != nil {
 		return -1, err
 	}
 	return st.Size(), nil
 }
 
-// Remove removes a file, and its directory with its last file, as
-// directories come and go with their objects on object stores.
-func (attemptFS) Remove(_ context.Context, name string) error {
-	p := stripScheme(name)
+func (l localSchemeFS) Remove(_ context.Context, name string) error {
+	p := l.local(name)
 	if err := os.Remove(p); err != nil {
 		return err
 	}
 	os.Remove(filepath.Dir(p)) // fails unless empty
 	return nil
-}
-
-func (attemptFS) Rename(_ context.Context, from, to string) error {
-	return os.Rename(stripScheme(from), stripScheme(to))
 }
 
 type leavingWriter struct {
