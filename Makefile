@@ -92,9 +92,9 @@ AVROBENCH_FLAGS ?=
 # (8 shards) on 20,000 entities in a Cloud Datastore emulator it starts.
 DSBENCH_COUNT ?= 3
 # internal/cmd/bqbench: bigqueryio.Read on Prism against the official client's
-# Storage API reader, a raw one-core ReadRows loop and Beam's own per-element
-# floor on Prism (pre-built rows), on a 1M-row bqtest table served by a child
-# process (about a minute).
+# Storage API reader, a raw ReadRows loop on one core and on two, and Beam's
+# own per-element floor on Prism (pre-built rows), on a 2M-row bqtest table
+# served by a child process from its response cache (about a minute).
 BQBENCH_COUNT ?= 3
 bench:
 	@mkdir -p docs

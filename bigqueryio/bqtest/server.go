@@ -69,6 +69,16 @@ type table struct {
 	Table
 	rowBytes int64     // estimated bytes per row, for estimated_total_bytes_scanned
 	expires  time.Time // set by tables.patch; not enforced
+
+	cacheMu sync.Mutex
+	cache   map[avroKey][]byte // WithResponseCache: Avro rows as first encoded
+}
+
+// avroKey names the Avro encoding of n consecutive table rows from first,
+// projected to the columns cols (their indexes, as a string).
+type avroKey struct {
+	cols     string
+	first, n int
 }
 
 type session struct {
@@ -121,6 +131,7 @@ type Stats struct {
 	SplitCalls       int   // SplitReadStream calls
 	SplitsAccepted   int   // splits that returned a primary and a remainder
 	SplitsRefused    int   // splits that returned the empty response
+	CachedResponses  int   // ReadRows responses whose rows WithResponseCache served
 }
 
 type config struct {
@@ -128,6 +139,7 @@ type config struct {
 	responseRows   int
 	defaultStreams int
 	seed           int64
+	cache          bool
 }
 
 // Option configures a Server.
@@ -146,6 +158,15 @@ func WithResponseRows(n int) Option { return func(c *config) { c.responseRows = 
 // more streams than blocks, and an empty table gives a session without
 // streams.
 func WithDefaultStreams(n int) Option { return func(c *config) { c.defaultStreams = max(n, 1) } }
+
+// WithResponseCache makes the server encode the Avro rows of a response
+// once and send the same bytes each time the same table rows are read with
+// the same columns and no row restriction, whichever session or stream
+// reads them. It is for benchmarks, where the server shares the machine
+// with the reader it serves: a read then costs the server little more than
+// gRPC's send. Rows changed in a table's Rows after AddTable may be served
+// as they were.
+func WithResponseCache() Option { return func(c *config) { c.cache = true } }
 
 // WithSeed seeds the random choices of fault injection (default 1).
 func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
@@ -486,13 +507,10 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 			// Encoded from the table's rows as they are, in a buffer sized
 			// by the last response: the server shares the reader's CPU in
 			// tests and benchmarks, so it should cost little.
-			enc := avroEncoder{buf: make([]byte, 0, sizeHint)}
-			for k := 0; k < n; k++ {
-				enc.projected(sess.schema, sess.table.Rows[st.rows[i+k]], sess.cols)
-			}
-			sizeHint = len(enc.buf) + len(enc.buf)/8
-			resp.Rows = &storagepb.ReadRowsResponse_AvroRows{AvroRows: &storagepb.AvroRows{SerializedBinaryRows: enc.buf}}
-			resp.UncompressedByteSize = proto.Int64(int64(len(enc.buf)))
+			buf := s.avroRows(sess, st.rows[i:i+n], sizeHint)
+			sizeHint = len(buf) + len(buf)/8
+			resp.Rows = &storagepb.ReadRowsResponse_AvroRows{AvroRows: &storagepb.AvroRows{SerializedBinaryRows: buf}}
+			resp.UncompressedByteSize = proto.Int64(int64(len(buf)))
 			if first {
 				resp.Schema = &storagepb.ReadRowsResponse_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: sess.avroJSON}}
 			}
@@ -527,6 +545,41 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 		sent += n
 	}
 	return nil
+}
+
+// avroRows is the Avro encoding of the table rows rows, projected to the
+// session's columns; with WithResponseCache, from the table's cache when the
+// session has no row restriction (its rows are then consecutive).
+func (s *Server) avroRows(sess *session, rows []int, sizeHint int) []byte {
+	encode := func() []byte {
+		enc := avroEncoder{buf: make([]byte, 0, sizeHint)}
+		for _, r := range rows {
+			enc.projected(sess.schema, sess.table.Rows[r], sess.cols)
+		}
+		return enc.buf
+	}
+	if !s.cfg.cache || sess.pred != nil {
+		return encode()
+	}
+	t := sess.table
+	key := avroKey{cols: fmt.Sprint(sess.cols), first: rows[0], n: len(rows)}
+	t.cacheMu.Lock()
+	b, ok := t.cache[key]
+	t.cacheMu.Unlock()
+	if ok {
+		s.mu.Lock()
+		s.stats.CachedResponses++
+		s.mu.Unlock()
+		return b
+	}
+	b = encode()
+	t.cacheMu.Lock()
+	if t.cache == nil {
+		t.cache = map[avroKey][]byte{}
+	}
+	t.cache[key] = b
+	t.cacheMu.Unlock()
+	return b
 }
 
 // SplitReadStream implements storagepb.BigQueryReadServer with the service's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"testing"
@@ -437,6 +438,93 @@ func TestTableResource(t *testing.T) {
 	for _, bad := range []string{"", "p.d", "p.d.t.x", "p:d", "example.com:proj", "example.com:p:q:d.t", "projects/p/datasets/d"} {
 		if _, err := bqtest.TableResource(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// readRecords reads a stream of an Avro session from offset, each row as
+// hamba/avro's generic map.
+func readRecords(t *testing.T, c *bqstorage.BigQueryReadClient, s *storagepb.ReadSession, stream string, offset int64) []map[string]any {
+	t.Helper()
+	rc, err := c.ReadRows(context.Background(), &storagepb.ReadRowsRequest{ReadStream: stream, Offset: offset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := avro.MustParse(s.GetAvroSchema().GetSchema())
+	var recs []map[string]any
+	for {
+		resp, err := rc.Recv()
+		if errors.Is(err, io.EOF) {
+			return recs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := avro.NewReader(bytes.NewReader(resp.GetAvroRows().GetSerializedBinaryRows()), 1024)
+		for i := int64(0); i < resp.GetRowCount(); i++ {
+			recs = append(recs, r.ReadNext(sch).(map[string]any))
+		}
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+	}
+}
+
+// TestResponseCache reads the same table from a server with
+// WithResponseCache and one without, in sessions that share responses
+// (the same streams again) and sessions that must not (other columns, other
+// stream boundaries, an offset, a row restriction): every read gives the
+// same rows, and the repeated ones come from the cache.
+func TestResponseCache(t *testing.T) {
+	cached, cc := newServer(t, 1000, bqtest.WithBlockRows(10), bqtest.WithResponseRows(33), bqtest.WithResponseCache())
+	_, pc := newServer(t, 1000, bqtest.WithBlockRows(10), bqtest.WithResponseRows(33))
+	type read struct {
+		streams int32
+		opts    *storagepb.ReadSession_TableReadOptions
+		offset  int64
+	}
+	reads := []read{
+		{7, nil, 0},
+		{7, nil, 0}, // the same responses again: from the cache
+		{3, nil, 0},
+		{7, &storagepb.ReadSession_TableReadOptions{SelectedFields: []string{"score"}}, 0},
+		{7, &storagepb.ReadSession_TableReadOptions{SelectedFields: []string{"name", "id"}}, 0},
+		{7, &storagepb.ReadSession_TableReadOptions{SelectedFields: []string{"id", "name"}}, 0},
+		{7, nil, 5},
+		{7, &storagepb.ReadSession_TableReadOptions{RowRestriction: "id > 500 OR name IS NULL"}, 0},
+	}
+	for i, r := range reads {
+		cs := session(t, cc, storagepb.DataFormat_AVRO, r.streams, r.opts)
+		ps := session(t, pc, storagepb.DataFormat_AVRO, r.streams, r.opts)
+		before := cached.Stats().CachedResponses
+		n := 0
+		for k, st := range cs.GetStreams() {
+			got := readRecords(t, cc, cs, st.GetName(), r.offset)
+			want := readRecords(t, pc, ps, ps.GetStreams()[k].GetName(), r.offset)
+			if len(got) != len(want) {
+				t.Fatalf("read %d, stream %d: %d rows cached, %d not", i, k, len(got), len(want))
+			}
+			for j := range got {
+				if fmt.Sprint(got[j]) != fmt.Sprint(want[j]) {
+					t.Fatalf("read %d, stream %d, row %d: cached %v, not cached %v", i, k, j, got[j], want[j])
+				}
+			}
+			n += len(got)
+		}
+		if n == 0 {
+			t.Fatalf("read %d gave no rows", i)
+		}
+		hits := cached.Stats().CachedResponses - before
+		switch i {
+		case 1, 5: // read 0 again; read 4's columns (a session's columns are in table order)
+			if hits == 0 {
+				t.Errorf("read %d was not served from the cache", i)
+			}
+		case 2: // 3 streams: the first response of stream 0 is read 0's
+		default:
+			if hits != 0 {
+				t.Errorf("read %d: %d responses from the cache, which holds none of its responses", i, hits)
+			}
 		}
 	}
 }

@@ -11,6 +11,10 @@
 //   - BenchmarkBQRead/raw_1core: a raw loop on one core (GOMAXPROCS 1): one
 //     stream, ReadRows, each response's Avro rows decoded into a struct with
 //     hamba/avro;
+//   - BenchmarkBQRead/raw_2core: the same loop on two cores (GOMAXPROCS 2),
+//     a session of two streams, each read by its own goroutine: what two
+//     cores of this machine give a reader with no Beam and nothing but
+//     decoding per row, beside the server;
 //   - BenchmarkBQRead/prism_floor: no connector, no server: Beam Go's own
 //     per-element work on Prism for the same number of rows, in the same
 //     graph (Impulse, --streams elements, a Reshuffle, a DoFn emitting the
@@ -19,8 +23,11 @@
 //     copy). Prism runs the read stage's elements as one bundle, on one
 //     goroutine, so no reader on Prism emits faster than this.
 //
-// The server runs in a child process (this binary with --serve), so that its
-// CPU is measured apart: server-cpu-share is the server's share of all the
+// The server runs in a child process (this binary with --serve), with
+// bqtest.WithResponseCache, filled by one read before the measured runs, so
+// that it spends as little as it can of the two cores the reader shares with
+// it (BigQuery's CPU is not the worker's), and so that its CPU is measured
+// apart: server-cpu-share is the server's share of all the
 // CPU the run used (server and reader), cpu-cores the reader's CPU seconds
 // per second of wall time, reader-cpu-ns/row and server-cpu-ns/row the CPU
 // each side spent per row (for sdfio the reader's includes Prism's, which
@@ -64,7 +71,7 @@ import (
 )
 
 var (
-	rows    = flag.Int("rows", 1_000_000, "rows of the table")
+	rows    = flag.Int("rows", 2_000_000, "rows of the table")
 	count   = flag.Int("count", 3, "runs per benchmark")
 	streams = flag.Int("streams", 4, "streams of bigqueryio.Read and of the official client's session")
 	serve   = flag.Bool("serve", false, "internal: serve the table and print its addresses")
@@ -181,7 +188,7 @@ func main() {
 }
 
 func serveTable(n int) error {
-	srv, err := bqtest.NewServer(bqtest.WithBlockRows(1024), bqtest.WithResponseRows(1024))
+	srv, err := bqtest.NewServer(bqtest.WithBlockRows(1024), bqtest.WithResponseRows(1024), bqtest.WithResponseCache())
 	if err != nil {
 		return err
 	}
@@ -248,11 +255,13 @@ func run() error {
 	grpcAddr, restURL := f[1], f[2]
 
 	fmt.Printf("goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/bqbench\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, so server-cpu-share is the share of the run's CPU the server used; prism_floor is Beam's per-element work alone on Prism (the rows pre-built, no server, same graph and sink); %d runs each, the cases alternating, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
+	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, its Avro encoded once and cached (bqtest.WithResponseCache), so server-cpu-share is the share of the run's CPU the server used; prism_floor is Beam's per-element work alone on Prism (the rows pre-built, no server, same graph and sink); %d runs each, the cases alternating, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1x BenchmarkBQRead/official_client # at least the official client's own Storage API reader")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1.8x BenchmarkBQRead/raw_1core # close to 2x the raw single-core ReadRows loop")
 	fmt.Println("goal: BenchmarkBQRead/prism_floor rows/cpu-s / BenchmarkBQRead/raw_1core # Beam's own per-element floor on Prism (pre-built rows, same graph and sink), rows per CPU-second against the raw loop's: Prism emits a stage's rows on one goroutine, so no Read on Prism reaches 2x the one-core loop unless this is well above 2x")
 	fmt.Println("goal: BenchmarkBQRead/prism_floor rows/s / BenchmarkBQRead/raw_1core # the floor's rate against the raw loop's (each follows the CPU the load leaves it)")
+	fmt.Println("goal: BenchmarkBQRead/raw_2core rows/s / BenchmarkBQRead/raw_1core # what a second core gives the raw loop, with the server on the same two cores")
+	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s / BenchmarkBQRead/raw_2core # sdfio on Prism against the raw loop on the same two cores")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s / BenchmarkBQRead/prism_floor # sdfio against that floor")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/cpu-s / BenchmarkBQRead/raw_1core # per core: rows per second of reader CPU (Prism included) against the raw loop's")
 	fmt.Println("goal: BenchmarkBQRead/prism_floor reader-cpu-ns/row / BenchmarkBQRead/sdfio # the share of sdfio's reader CPU per row that is Beam's floor")
@@ -265,9 +274,15 @@ func run() error {
 		{"sdfio", func(ctx context.Context) (int64, error) { return readSdfio(ctx, grpcAddr) }},
 		{"official_client", func(ctx context.Context) (int64, error) { return readOfficial(ctx, grpcAddr, restURL) }},
 		{"raw_1core", func(ctx context.Context) (int64, error) { return readRaw(ctx, grpcAddr) }},
+		{"raw_2core", func(ctx context.Context) (int64, error) { return readRawOn(ctx, grpcAddr, 2) }},
 		{"prism_floor", readFloor},
 	}
 	ctx := context.Background()
+	// One read before the measured runs fills the server's response cache
+	// (bqtest.WithResponseCache): every case then reads the same bytes.
+	if _, err := readRaw(ctx, grpcAddr); err != nil {
+		return fmt.Errorf("warming the server: %w", err)
+	}
 	for i := 0; i < *count; i++ {
 		for _, c := range cases {
 			if *only != "" && c.name != *only {
@@ -402,15 +417,19 @@ func readOfficial(ctx context.Context, addr, restURL string) (int64, error) {
 	}
 }
 
-func readRaw(ctx context.Context, addr string) (int64, error) {
-	old := runtime.GOMAXPROCS(1)
+func readRaw(ctx context.Context, addr string) (int64, error) { return readRawOn(ctx, addr, 1) }
+
+// readRawOn is the raw loop on procs cores (GOMAXPROCS procs): a session of
+// procs streams, each read by its own goroutine.
+func readRawOn(ctx context.Context, addr string, procs int) (int64, error) {
+	old := runtime.GOMAXPROCS(procs)
 	defer runtime.GOMAXPROCS(old)
 	c, err := bqstorage.NewBigQueryReadClient(ctx, bqtest.Endpoint(addr)...)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	s, err := c.CreateReadSession(ctx, &storagepb.CreateReadSessionRequest{Parent: "projects/bench", MaxStreamCount: 1,
+	s, err := c.CreateReadSession(ctx, &storagepb.CreateReadSessionRequest{Parent: "projects/bench", MaxStreamCount: int32(procs),
 		ReadSession: &storagepb.ReadSession{Table: "projects/bench/datasets/ds/tables/events", DataFormat: storagepb.DataFormat_AVRO}})
 	if err != nil {
 		return 0, err
@@ -419,31 +438,52 @@ func readRaw(ctx context.Context, addr string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n int64
+	type result struct {
+		n   int64
+		err error
+	}
+	res := make(chan result, len(s.GetStreams()))
 	for _, st := range s.GetStreams() {
-		rc, err := c.ReadRows(ctx, &storagepb.ReadRowsRequest{ReadStream: st.GetName()})
+		go func() {
+			n, err := readRawStream(ctx, c, st.GetName(), schema)
+			res <- result{n, err}
+		}()
+	}
+	var n int64
+	var errs []error
+	for range s.GetStreams() {
+		r := <-res
+		n += r.n
+		errs = append(errs, r.err)
+	}
+	return n, errors.Join(errs...)
+}
+
+// readRawStream reads one stream with ReadRows, decoding each response's
+// rows into rawEvent with hamba/avro.
+func readRawStream(ctx context.Context, c *bqstorage.BigQueryReadClient, stream string, schema avro.Schema) (int64, error) {
+	rc, err := c.ReadRows(ctx, &storagepb.ReadRowsRequest{ReadStream: stream})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	r := avro.NewReader(nil, 0)
+	for {
+		resp, err := rc.Recv()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
 		if err != nil {
 			return n, err
 		}
-		r := avro.NewReader(nil, 0)
-		for {
-			resp, err := rc.Recv()
-			if errors.Is(err, io.EOF) {
-				break
+		r.Reset(resp.GetAvroRows().GetSerializedBinaryRows())
+		for i := int64(0); i < resp.GetRowCount(); i++ {
+			var e rawEvent
+			r.ReadVal(schema, &e)
+			if r.Error != nil {
+				return n, r.Error
 			}
-			if err != nil {
-				return n, err
-			}
-			r.Reset(resp.GetAvroRows().GetSerializedBinaryRows())
-			for i := int64(0); i < resp.GetRowCount(); i++ {
-				var e rawEvent
-				r.ReadVal(schema, &e)
-				if r.Error != nil {
-					return n, r.Error
-				}
-				n++
-			}
+			n++
 		}
 	}
-	return n, nil
 }
