@@ -18,8 +18,10 @@ import (
 // rowDecoder turns the rows of one ReadRows response into values, as the
 // official client's RowIterator yields them ([]bigquery.Value per row).
 type rowDecoder interface {
-	// decode decodes the n rows of a response's payload, calling fn for
-	// each in order; fn's row is valid only during the call.
+	// decode decodes every row of a response's payload, calling fn for
+	// each in order; fn's row is valid only during the call. It fails when
+	// the payload does not hold n rows, the response's count (after the
+	// calls: the caller drops what fn kept).
 	decode(payload []byte, n int64, fn func(row []bigquery.Value) error) error
 }
 
@@ -36,19 +38,27 @@ func newAvroDecoder(schema bigquery.Schema) *avroDecoder {
 }
 
 func (d *avroDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
-	r := d.r.Reset(payload)
-	for i := int64(0); i < n; i++ {
+	r := resetAvro(d.r, payload)
+	// Rows until the bytes end: the schema has a column, so every row
+	// takes a byte at least.
+	var i int64
+	for ; avroMore(r); i++ {
 		for c, f := range d.schema {
 			d.row[c] = readAvroField(r, f)
 		}
 		if r.Error != nil {
-			return fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, r.Error)
 		}
-		if err := fn(d.row); err != nil {
-			return err
+		if i < n {
+			if err := fn(d.row); err != nil {
+				return err
+			}
 		}
 	}
-	return r.Error
+	if i != n {
+		return countMismatch(n, i)
+	}
+	return nil
 }
 
 func readAvroField(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
@@ -173,19 +183,30 @@ func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
 
 func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
 	d.buf = append(append(d.buf[:0], d.header...), payload...)
-	r, err := ipc.NewReader(bytes.NewReader(d.buf))
+	rd := bytes.NewReader(d.buf)
+	r, err := ipc.NewReader(rd)
 	if err != nil {
 		return fmt.Errorf("Arrow record batch: %w", err)
 	}
 	defer r.Release()
+	// The rows are those of the record batches, by their own lengths.
 	var got int64
 	for r.Next() {
 		rec := r.RecordBatch()
 		if int(rec.NumCols()) != len(d.schema) {
 			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
 		}
+		m := rec.NumRows()
+		if err := arrowRows(m, got, payload); err != nil {
+			return err
+		}
 		cols := rec.Columns()
-		for i := 0; i < int(rec.NumRows()); i++ {
+		for c := range cols {
+			if int64(cols[c].Len()) < m {
+				return fmt.Errorf("Arrow column %s has %d values for %d rows", d.schema[c].Name, cols[c].Len(), m)
+			}
+		}
+		for i := 0; i < int(m); i++ {
 			for c, f := range d.schema {
 				v, err := arrowValue(cols[c], i, f, false)
 				if err != nil {
@@ -193,17 +214,22 @@ func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value)
 				}
 				d.row[c] = v
 			}
-			if err := fn(d.row); err != nil {
-				return err
+			if got+int64(i) < n {
+				if err := fn(d.row); err != nil {
+					return err
+				}
 			}
 		}
-		got += rec.NumRows()
+		got += m
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("Arrow record batch: %w", err)
 	}
+	if err := arrowTail(rd); err != nil {
+		return err
+	}
 	if got != n {
-		return fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
+		return countMismatch(n, got)
 	}
 	return nil
 }

@@ -35,6 +35,15 @@
 // once with the server's message. Errors name the table, the session, the
 // stream and the offset.
 //
+// A response's rows are those its payload holds: the Avro rows decoded
+// until its bytes end, or the lengths of its Arrow record batches. They
+// must be as many as its row_count says (or, from a server that sets only
+// that, the deprecated count inside its rows; both set and different is an
+// error), and nothing may follow them. A response that disagrees with
+// itself fails the read, naming the table, session, stream and offset and
+// both counts, and none of its rows is emitted: a count is never trusted
+// over the payload, nor the payload over the count.
+//
 // # Queries
 //
 // Query(s, sql, t, opts...) reads the result of a query, as Beam Java's

@@ -34,7 +34,17 @@ func sessionInfoOf(s *storagepb.ReadSession) (sessionInfo, error) {
 }
 
 // decoder parses the session's schema and returns it with a row decoder.
+// A schema of no columns is refused: its rows would take no bytes, so a
+// payload could not be counted.
 func (info sessionInfo) decoder() (bigquery.Schema, rowDecoder, error) {
+	schema, dec, err := info.parse()
+	if err == nil && len(schema) == 0 {
+		return nil, nil, fmt.Errorf("session %s: the schema has no columns", info.Session)
+	}
+	return schema, dec, err
+}
+
+func (info sessionInfo) parse() (bigquery.Schema, rowDecoder, error) {
 	switch storagepb.DataFormat(info.Format) {
 	case storagepb.DataFormat_AVRO:
 		s, err := avro.ParseWithCache(info.Avro, "", &avro.SchemaCache{})

@@ -63,22 +63,28 @@ func fetch(ctx context.Context, c rowsClient, stream string, off int64, dec batc
 			send(fetched{err: err})
 			return
 		}
-		n := resp.GetRowCount()
-		if n <= 0 {
-			continue
-		}
 		payload := payloadOf(resp)
+		n, err := rowCount(resp)
+		if err == nil && n == 0 && len(payload) == 0 {
+			continue // no rows: the stats of a response, say
+		}
 		f := fetched{rows: n, progress: resp.GetStats().GetProgress(), bytes: int64(len(payload))}
-		// The count is the server's: the decoders check it against the
-		// payload before they allocate for it.
-		err = dec.decodeBatch(payload, n, &f.batch)
+		// The decoders decode every row the payload holds and fail when
+		// those are not the n the response says (see rowcount.go); the
+		// count bounds nothing they allocate.
+		if err == nil {
+			err = dec.decodeBatch(payload, n, &f.batch)
+		}
 		if err == nil && int64(f.batch.len) != n {
-			err = fmt.Errorf("the response says %d rows, its payload holds %d", n, f.batch.len)
+			err = countMismatch(n, int64(f.batch.len))
 		}
 		if err != nil {
 			f.err, f.decodeErr = err, true
 			send(f)
 			return
+		}
+		if n == 0 {
+			continue // a payload of no rows, as its count says
 		}
 		if !send(f) {
 			return

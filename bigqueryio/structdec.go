@@ -141,62 +141,107 @@ func (d *structDecoder) rows(n int) unsafe.Pointer {
 	return reflect.MakeSlice(reflect.SliceOf(d.typ), n, n).UnsafePointer()
 }
 
-// decodeAvro decodes the rows into b; b.len counts the rows decoded whole,
-// also when it fails.
+// decodeAvro decodes every row of the payload into b, failing when they
+// are not n; b.len counts the rows decoded whole, also when it fails.
 func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
-	if n <= 0 {
-		return nil
+	if n < 0 {
+		return fmt.Errorf("the response's row count is %d", n)
 	}
-	// Every row takes at least a byte unless the struct has no columns: a
-	// hostile count fails at the end of the payload, not in a huge []T.
-	if n > int64(len(payload)) && len(d.avro) > 0 {
-		return fmt.Errorf("the response says %d rows in %d bytes of Avro", n, len(payload))
-	}
+	// Every row takes at least a byte (the schema has a column): at most
+	// len(payload) rows, whatever the count says.
+	capRows := min(n, int64(len(payload)))
 	size := b.size
-	b.base = d.rows(int(n))
-	r := d.r.Reset(payload)
-	for i := int64(0); i < n; i++ {
+	if capRows > 0 {
+		b.base = d.rows(int(capRows))
+	}
+	r := resetAvro(d.r, payload)
+	var i int64
+	for ; avroMore(r); i++ {
+		if i == capRows {
+			// More rows than the count says: count them, for the error.
+			return d.countAvro(r, i, n)
+		}
 		p := unsafe.Add(b.base, uintptr(i)*size)
 		for c, op := range d.avro {
 			if err := op(r, p); err != nil {
-				return fmt.Errorf("Avro row %d of %d in the response, column %s: %w", i, n, d.schema[c].Name, err)
+				return fmt.Errorf("Avro row %d of the response (whose row count is %d), column %s: %w", i, n, d.schema[c].Name, err)
 			}
 		}
 		if r.Error != nil {
-			return fmt.Errorf("Avro row %d of %d in the response: %w", i, n, r.Error)
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, r.Error)
 		}
 		b.len++
+	}
+	if i != n {
+		return countMismatch(n, i)
 	}
 	return nil
 }
 
-// decodeArrow decodes the rows into b, one []T for all the record batches
-// of the response; b.len counts the rows decoded, also when it fails.
+// countAvro decodes the rows left in r, after the got rows the count n
+// allowed, and returns the error of a payload of more rows than its count.
+func (d *structDecoder) countAvro(r *avro.Reader, got, n int64) error {
+	for ; avroMore(r); got++ {
+		for _, f := range d.schema {
+			readAvroField(r, f)
+		}
+		if r.Error != nil {
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", got, n, r.Error)
+		}
+	}
+	return countMismatch(n, got)
+}
+
+// decodeArrow decodes the rows of every record batch of the payload, by
+// the batches' own lengths, into one []T, failing when they are not n;
+// b.len counts the rows decoded, also when it fails.
 func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
-	// Every row of a BigQuery column takes at least a bit (of its validity
-	// bitmap): a count more than the bytes can hold allocates nothing of
-	// its size.
-	if n < 0 || n > 8*int64(len(payload))+64 {
-		return fmt.Errorf("the response says %d rows in %d bytes of Arrow", n, len(payload))
+	if n < 0 {
+		return fmt.Errorf("the response's row count is %d", n)
 	}
 	d.buf = append(append(d.buf[:0], d.header...), payload...)
-	r, err := ipc.NewReader(bytes.NewReader(d.buf))
+	rd := bytes.NewReader(d.buf)
+	r, err := ipc.NewReader(rd)
 	if err != nil {
 		return fmt.Errorf("Arrow record batch: %w", err)
 	}
 	defer r.Release()
-	size := b.size
-	b.base = d.rows(int(n))
-	var got int64
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	var total int64
 	for r.Next() {
 		rec := r.RecordBatch()
 		if int(rec.NumCols()) != len(d.schema) {
 			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
 		}
-		m := int(rec.NumRows())
-		if m < 0 || got+int64(m) > n {
-			return fmt.Errorf("Arrow record batch holds more than the %d rows the response says", n)
+		if err := arrowRows(rec.NumRows(), total, payload); err != nil {
+			return err
 		}
+		rec.Retain()
+		recs = append(recs, rec)
+		total += rec.NumRows()
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("Arrow record batch: %w", err)
+	}
+	if err := arrowTail(rd); err != nil {
+		return err
+	}
+	if total != n {
+		return countMismatch(n, total)
+	}
+	if total == 0 {
+		return nil
+	}
+	size := b.size
+	b.base = d.rows(int(total))
+	var got int64
+	for _, rec := range recs {
+		m := int(rec.NumRows())
 		base := unsafe.Add(b.base, uintptr(got)*size)
 		for c, op := range d.arrow {
 			col := rec.Column(c)
@@ -209,12 +254,6 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 		}
 		got += int64(m)
 		b.len = int(got)
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("Arrow record batch: %w", err)
-	}
-	if got != n {
-		return fmt.Errorf("Arrow record batch holds %d rows, the response says %d", got, n)
 	}
 	return nil
 }

@@ -187,19 +187,20 @@ func TestStructDecoderBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A hostile row count allocates nothing of its size.
-	if _, err := sd.decode([]byte{2, 'a'}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "rows in 2 bytes") {
+	// A hostile row count allocates nothing of its size: the rows are the
+	// payload's, and the count disagrees with them.
+	if _, err := sd.decode([]byte{2, 'a'}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "row count is 1099511627776, but its payload holds 1 rows") {
 		t.Errorf("hostile count: %v", err)
 	}
 	asd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Arrow), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := asd.decode([]byte{1, 2, 3}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "rows in 3 bytes of Arrow") {
+	if _, err := asd.decode([]byte{1, 2, 3}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "Arrow record batch") {
 		t.Errorf("hostile Arrow count: %v", err)
 	}
 	// A string longer than the payload.
-	if _, err := sd.decode([]byte{20, 'a'}, 1, nil); err == nil || !strings.Contains(err.Error(), "Avro row 0 of 1") {
+	if _, err := sd.decode([]byte{20, 'a'}, 1, nil); err == nil || !strings.Contains(err.Error(), "Avro row 0 of the response") {
 		t.Errorf("short string: %v", err)
 	}
 	// A bad union branch.

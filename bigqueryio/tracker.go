@@ -320,7 +320,10 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 		rc, err := client.ReadRows(rctx, &storagepb.ReadRowsRequest{ReadStream: prim, Offset: next})
 		if err == nil {
 			var r *storagepb.ReadRowsResponse
-			for err == nil && r.GetRowCount() == 0 {
+			// A response without rows (by either count, or by its
+			// payload) is skipped; the first that holds some is the
+			// primary's next row.
+			for err == nil && (r == nil || !holdsRows(r)) {
 				r, err = rc.Recv()
 			}
 		}

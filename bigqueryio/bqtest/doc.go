@@ -29,7 +29,9 @@
 //     split refused at random, Faults.SplitRefuseShare) gets the empty
 //     response;
 //   - faults: UNAVAILABLE after N rows on a share of ReadRows calls, slow
-//     responses, slow splits (Faults).
+//     responses, slow splits, row counts that disagree with the rows sent
+//     (or only the deprecated count, as old servers sent it), bytes after
+//     the rows (Faults).
 //
 // # Testing your own pipeline
 //

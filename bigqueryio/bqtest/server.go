@@ -119,6 +119,57 @@ type Faults struct {
 	// SplitRefuseShare is the share of SplitReadStream calls refused at
 	// random, with the empty response of a stream that cannot be split.
 	SplitRefuseShare float64
+	// RowCount makes the row counts of ReadRows responses disagree with
+	// their payloads, or carry them as an old server would (RowCountExact,
+	// the zero value, sends what the service sends).
+	RowCount RowCountFault
+	// TrailingBytes is appended to the serialized rows of every ReadRows
+	// response (the row counts unchanged): bytes that are not a row.
+	TrailingBytes []byte
+}
+
+// RowCountFault is how a ReadRows response states its number of rows.
+type RowCountFault int
+
+const (
+	// RowCountExact sets row_count to the rows of the payload, as the
+	// service does.
+	RowCountExact RowCountFault = iota
+	// RowCountOneLess sets row_count one less than the rows of the payload.
+	RowCountOneLess
+	// RowCountOneMore sets row_count one more than the rows of the payload.
+	RowCountOneMore
+	// RowCountZero sets no count at all on responses that hold rows.
+	RowCountZero
+	// RowCountDeprecatedOnly leaves row_count 0 and sets the deprecated
+	// count inside the rows (AvroRows.row_count, ArrowRecordBatch.row_count)
+	// exactly, as servers did before row_count existed.
+	RowCountDeprecatedOnly
+	// RowCountBoth sets both counts exactly.
+	RowCountBoth
+	// RowCountBothDisagree sets row_count exactly and the deprecated count
+	// one more.
+	RowCountBothDisagree
+)
+
+// counts returns the row_count and the deprecated inner count a response
+// of n rows carries under f.
+func (f RowCountFault) counts(n int64) (rowCount, deprecated int64) {
+	switch f {
+	case RowCountOneLess:
+		return n - 1, 0
+	case RowCountOneMore:
+		return n + 1, 0
+	case RowCountZero:
+		return 0, 0
+	case RowCountDeprecatedOnly:
+		return 0, n
+	case RowCountBoth:
+		return n, n
+	case RowCountBothDisagree:
+		return n, n + 1
+	}
+	return n, 0
 }
 
 // Stats counts what the server did.
@@ -496,8 +547,9 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 				return status.FromContextError(ctx.Err()).Err()
 			}
 		}
+		rowCount, deprecated := f.RowCount.counts(int64(n))
 		resp := &storagepb.ReadRowsResponse{
-			RowCount: int64(n),
+			RowCount: rowCount,
 			Stats: &storagepb.StreamStats{Progress: &storagepb.StreamStats_Progress{
 				AtResponseStart: float64(st.rows[i]-st.lo) / span,
 				AtResponseEnd:   float64(st.rows[i+n-1]+1-st.lo) / span,
@@ -509,7 +561,10 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 			// tests and benchmarks, so it should cost little.
 			buf := s.avroRows(sess, st.rows[i:i+n], sizeHint)
 			sizeHint = len(buf) + len(buf)/8
-			resp.Rows = &storagepb.ReadRowsResponse_AvroRows{AvroRows: &storagepb.AvroRows{SerializedBinaryRows: buf}}
+			if len(f.TrailingBytes) > 0 {
+				buf = append(buf[:len(buf):len(buf)], f.TrailingBytes...) // never into the cache's bytes
+			}
+			resp.Rows = &storagepb.ReadRowsResponse_AvroRows{AvroRows: &storagepb.AvroRows{SerializedBinaryRows: buf, RowCount: deprecated}}
 			resp.UncompressedByteSize = proto.Int64(int64(len(buf)))
 			if first {
 				resp.Schema = &storagepb.ReadRowsResponse_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: sess.avroJSON}}
@@ -528,7 +583,8 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 			if err != nil {
 				return status.Errorf(codes.Internal, "bqtest: encoding Arrow: %v", err)
 			}
-			resp.Rows = &storagepb.ReadRowsResponse_ArrowRecordBatch{ArrowRecordBatch: &storagepb.ArrowRecordBatch{SerializedRecordBatch: b}}
+			b = append(b, f.TrailingBytes...)
+			resp.Rows = &storagepb.ReadRowsResponse_ArrowRecordBatch{ArrowRecordBatch: &storagepb.ArrowRecordBatch{SerializedRecordBatch: b, RowCount: deprecated}}
 			resp.UncompressedByteSize = proto.Int64(int64(len(b)))
 			if first {
 				resp.Schema = &storagepb.ReadRowsResponse_ArrowSchema{ArrowSchema: &storagepb.ArrowSchema{SerializedSchema: sess.arrowHdr}}
