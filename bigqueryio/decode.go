@@ -122,7 +122,7 @@ func readAvroValue(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
 		s := r.ReadString()
 		dt, err := civil.ParseDateTime(strings.Replace(s, " ", "T", 1))
 		if err != nil {
-			r.ReportError("datetime", fmt.Sprintf("column %s: %v", f.Name, err))
+			r.ReportError("datetime", fmt.Sprintf("column %s of type DATETIME: %v", f.Name, err))
 		}
 		return dt
 	case bigquery.RecordFieldType:

@@ -24,7 +24,7 @@ func schemaFromAvro(s avro.Schema) (bigquery.Schema, error) {
 func avroRecordFields(rec *avro.RecordSchema, path []string) (bigquery.Schema, error) {
 	out := make(bigquery.Schema, 0, len(rec.Fields()))
 	for _, f := range rec.Fields() {
-		fs, err := avroField(f.Name(), f.Type(), append(path, f.Name()))
+		fs, err := avroField(f, f.Type(), append(path, f.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -33,7 +33,55 @@ func avroRecordFields(rec *avro.RecordSchema, path []string) (bigquery.Schema, e
 	return out, nil
 }
 
-func avroField(name string, t avro.Schema, path []string) (*bigquery.FieldSchema, error) {
+// propSchema is an Avro schema or field with properties (hamba keeps the
+// attributes it does not know, such as sqlType, as properties).
+type propSchema interface{ Prop(string) any }
+
+// stringTypes are the BigQuery types sent as Avro strings, by the
+// annotations that name them: the Storage Read API marks DATETIME with
+// logicalType "datetime" and GEOGRAPHY and JSON with an sqlType; BigQuery's
+// Avro exports (and servers written after them) mark DATETIME with sqlType
+// "DATETIME". Either annotation names the type.
+var stringTypes = map[string]bigquery.FieldType{
+	"datetime":  bigquery.DateTimeFieldType,
+	"geography": bigquery.GeographyFieldType,
+	"json":      bigquery.JSONFieldType,
+	"string":    bigquery.StringFieldType,
+}
+
+// avroStringType is the BigQuery type of an Avro string column, by its
+// logicalType and sqlType annotations (on the string type, or else on the
+// field); annotations that name different types are an error. A string
+// without a known annotation is a STRING.
+func avroStringType(logical string, t avro.Schema, f *avro.Field, path []string) (bigquery.FieldType, error) {
+	props := []propSchema{f}
+	if p, ok := t.(propSchema); ok {
+		props = []propSchema{p, f}
+	}
+	sql := ""
+	for _, p := range props {
+		if v, ok := p.Prop("sqlType").(string); ok && sql == "" {
+			sql = v
+		}
+		if v, ok := p.Prop("logicalType").(string); ok && logical == "" {
+			logical = v
+		}
+	}
+	byLogical, lok := stringTypes[strings.ToLower(logical)]
+	bySQL, sok := stringTypes[strings.ToLower(sql)]
+	switch {
+	case lok && sok && byLogical != bySQL:
+		return "", fmt.Errorf("column %s: its Avro string is annotated logicalType %q and sqlType %q, two different BigQuery types", strings.Join(path, "."), logical, sql)
+	case lok:
+		return byLogical, nil
+	case sok:
+		return bySQL, nil
+	}
+	return bigquery.StringFieldType, nil
+}
+
+func avroField(af *avro.Field, t avro.Schema, path []string) (*bigquery.FieldSchema, error) {
+	name := path[len(path)-1]
 	fs := &bigquery.FieldSchema{Name: name, Required: true}
 	if u, ok := t.(*avro.UnionSchema); ok {
 		types := u.Types()
@@ -57,12 +105,9 @@ func avroField(name string, t avro.Schema, path []string) (*bigquery.FieldSchema
 	if l, ok := t.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
 		logical = string(l.Logical().Type())
 	}
-	if p, ok := t.(interface{ Prop(string) any }); ok {
+	if p, ok := t.(propSchema); ok {
 		if lt, ok := p.Prop("logicalType").(string); ok && logical == "" {
 			logical = lt
-		}
-		if st, ok := p.Prop("sqlType").(string); ok {
-			logical = "sql:" + st
 		}
 	}
 	switch t.Type() {
@@ -85,16 +130,11 @@ func avroField(name string, t avro.Schema, path []string) (*bigquery.FieldSchema
 	case avro.Boolean:
 		fs.Type = bigquery.BooleanFieldType
 	case avro.String:
-		switch logical {
-		case "datetime":
-			fs.Type = bigquery.DateTimeFieldType
-		case "sql:GEOGRAPHY":
-			fs.Type = bigquery.GeographyFieldType
-		case "sql:JSON":
-			fs.Type = bigquery.JSONFieldType
-		default:
-			fs.Type = bigquery.StringFieldType
+		st, err := avroStringType(logical, t, af, path)
+		if err != nil {
+			return nil, err
 		}
+		fs.Type = st
 	case avro.Bytes:
 		fs.Type = bigquery.BytesFieldType
 		if logical == "decimal" {

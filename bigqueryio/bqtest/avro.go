@@ -18,8 +18,10 @@ import (
 // API documents (NUMERIC and BIGNUMERIC as decimal bytes, DATE as date,
 // TIME as time-micros, TIMESTAMP as timestamp-micros, DATETIME as a string of
 // logical type datetime, GEOGRAPHY and JSON as strings with an sqlType).
-func avroSchemaJSON(schema bigquery.Schema) (string, error) {
-	root, err := avroRecord("__root__", schema, nil)
+// With dtSQL, DATETIME is a string with sqlType DATETIME instead, as in
+// BigQuery's Avro exports.
+func avroSchemaJSON(schema bigquery.Schema, dtSQL bool) (string, error) {
+	root, err := avroRecord("__root__", schema, nil, dtSQL)
 	if err != nil {
 		return "", err
 	}
@@ -27,10 +29,10 @@ func avroSchemaJSON(schema bigquery.Schema) (string, error) {
 	return string(b), err
 }
 
-func avroRecord(name string, schema bigquery.Schema, path []string) (map[string]any, error) {
+func avroRecord(name string, schema bigquery.Schema, path []string, dtSQL bool) (map[string]any, error) {
 	fields := make([]any, 0, len(schema))
 	for _, f := range schema {
-		t, err := avroFieldType(f, append(path, f.Name))
+		t, err := avroFieldType(f, append(path, f.Name), dtSQL)
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +41,7 @@ func avroRecord(name string, schema bigquery.Schema, path []string) (map[string]
 	return map[string]any{"type": "record", "name": name, "fields": fields}, nil
 }
 
-func avroFieldType(f *bigquery.FieldSchema, path []string) (any, error) {
+func avroFieldType(f *bigquery.FieldSchema, path []string, dtSQL bool) (any, error) {
 	var t any
 	switch f.Type {
 	case bigquery.IntegerFieldType:
@@ -64,12 +66,15 @@ func avroFieldType(f *bigquery.FieldSchema, path []string) (any, error) {
 		t = map[string]any{"type": "long", "logicalType": "timestamp-micros"}
 	case bigquery.DateTimeFieldType:
 		t = map[string]any{"type": "string", "logicalType": "datetime"}
+		if dtSQL {
+			t = map[string]any{"type": "string", "sqlType": "DATETIME"}
+		}
 	case bigquery.GeographyFieldType:
 		t = map[string]any{"type": "string", "sqlType": "GEOGRAPHY"}
 	case bigquery.JSONFieldType:
 		t = map[string]any{"type": "string", "sqlType": "JSON"}
 	case bigquery.RecordFieldType:
-		r, err := avroRecord("__"+strings.Join(path, "__"), f.Schema, path)
+		r, err := avroRecord("__"+strings.Join(path, "__"), f.Schema, path, dtSQL)
 		if err != nil {
 			return nil, err
 		}

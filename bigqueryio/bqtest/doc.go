@@ -20,7 +20,10 @@
 //     PERMISSION_DENIED;
 //   - Avro (the service's schema: a __root__ record, nullable columns as
 //     unions with null, NUMERIC and BIGNUMERIC as decimal bytes, DATE, TIME and
-//     TIMESTAMP as logical types, DATETIME, GEOGRAPHY and JSON as strings) and
+//     TIMESTAMP as logical types, DATETIME, GEOGRAPHY and JSON as strings
+//     marked with logicalType datetime, sqlType GEOGRAPHY and sqlType JSON;
+//     WithAvroDateTimeSQLType marks DATETIME with sqlType DATETIME, as
+//     BigQuery's Avro exports do) and
 //     Arrow (IPC schema and record batch messages, as the service frames them);
 //   - SplitReadStream with the service's semantics: the original stream stays
 //     readable in full; primary[0, j) = original[0, j) and remainder[0, m) =

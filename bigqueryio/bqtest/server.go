@@ -191,6 +191,7 @@ type config struct {
 	defaultStreams int
 	seed           int64
 	cache          bool
+	dateTimeSQL    bool
 }
 
 // Option configures a Server.
@@ -218,6 +219,13 @@ func WithDefaultStreams(n int) Option { return func(c *config) { c.defaultStream
 // gRPC's send. Rows changed in a table's Rows after AddTable may be served
 // as they were.
 func WithResponseCache() Option { return func(c *config) { c.cache = true } }
+
+// WithAvroDateTimeSQLType annotates DATETIME columns in the Avro schema of
+// a session as BigQuery's Avro exports do, {"type":"string","sqlType":"DATETIME"},
+// instead of the Storage Read API's {"type":"string","logicalType":"datetime"}
+// (GEOGRAPHY and JSON carry an sqlType either way): a reader must read
+// both alike.
+func WithAvroDateTimeSQLType() Option { return func(c *config) { c.dateTimeSQL = true } }
 
 // WithSeed seeds the random choices of fault injection (default 1).
 func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
@@ -345,7 +353,7 @@ func newTable(res string, t Table) (*table, error) {
 	if len(t.Schema) == 0 {
 		return nil, fmt.Errorf("bqtest: table %s has no columns", res)
 	}
-	if _, err := avroSchemaJSON(t.Schema); err != nil {
+	if _, err := avroSchemaJSON(t.Schema, false); err != nil {
 		return nil, err
 	}
 	var enc avroEncoder
@@ -443,7 +451,7 @@ func (s *Server) CreateReadSession(ctx context.Context, req *storagepb.CreateRea
 	}
 	var err error
 	if format == storagepb.DataFormat_AVRO {
-		if sess.avroJSON, err = avroSchemaJSON(sess.schema); err != nil {
+		if sess.avroJSON, err = avroSchemaJSON(sess.schema, s.cfg.dateTimeSQL); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
 		out.Schema = &storagepb.ReadSession_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: sess.avroJSON}}
