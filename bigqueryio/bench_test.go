@@ -48,7 +48,7 @@ func BenchmarkStreamRead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				dec, err := newStructDecoder(reflect.TypeOf(benchRow{}), schema, info.Format, info.Arrow)
+				dec, err := newStructDecoder(reflect.TypeOf(benchRow{}), schema, info.Format, info.Arrow, fieldRules{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		name := strings.ToLower(format.String())
 		b.Run(name+"/struct", func(b *testing.B) {
-			d, err := newStructDecoder(typ, schema, info.Format, info.Arrow)
+			d, err := newStructDecoder(typ, schema, info.Format, info.Arrow, fieldRules{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 		})
 		b.Run(name+"/values", func(b *testing.B) {
-			l, err := newLoader(typ, schema)
+			l, err := newLoader(typ, schema, fieldRules{})
 			if err != nil {
 				b.Fatal(err)
 			}

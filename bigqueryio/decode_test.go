@@ -147,7 +147,7 @@ func TestDecodeAllTypes(t *testing.T) {
 					}
 				}
 			}
-			l, err := newLoader(reflect.TypeOf(allTypes{}), schema)
+			l, err := newLoader(reflect.TypeOf(allTypes{}), schema, fieldRules{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,14 +168,14 @@ func TestDecodeAllTypes(t *testing.T) {
 				t.Errorf("loaded nulls %+v", z)
 			}
 			type strict struct{ N int64 }
-			sl, err := newLoader(reflect.TypeOf(strict{}), bigquery.Schema{{Name: "n", Type: bigquery.IntegerFieldType}})
+			sl, err := newLoader(reflect.TypeOf(strict{}), bigquery.Schema{{Name: "n", Type: bigquery.IntegerFieldType}}, fieldRules{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := sl.load(reflect.ValueOf(&strict{}).Elem(), []bigquery.Value{nil}); err == nil || !strings.Contains(err.Error(), "NULL") {
 				t.Errorf("NULL into int64: %v", err)
 			}
-			if _, err := newLoader(reflect.TypeOf(struct{ I string }{}), schema); err == nil {
+			if _, err := newLoader(reflect.TypeOf(struct{ I string }{}), schema, fieldRules{}); err == nil {
 				t.Error("INTEGER into string was accepted")
 			}
 		})

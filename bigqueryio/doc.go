@@ -119,15 +119,40 @@
 //
 // Rows fill values of the struct type given to Read as the official client's
 // RowIterator.Next fills structs: a column goes into the exported field whose
-// `bigquery` tag, or name, matches it ignoring case; `bigquery:"-"` skips a
-// field; INTEGER into int and int8-64, uint8-32 or bigquery.NullInt64, FLOAT
+// `bigquery` tag, or name, matches it (exactly, or else ignoring case, the
+// first such field); `bigquery:"-"` skips a field. The fields of an embedded
+// struct (Base in type Order struct{ Base; ... }, by value or by pointer,
+// exported or not) are fields of the outer struct, shadowed by shallower
+// fields of the same name, unless the embedded field has a tag name (it is
+// then one RECORD field); two fields of one name at the same depth, both or
+// neither tagged, cancel each other, as in Go. A nil embedded pointer is
+// allocated when a column fills it (the client panics there); a field
+// reached through an unexported embedded pointer, which cannot be
+// allocated, is refused when the pipeline is built.
+//
+// Every field must get a column: a field that matches no column of the read
+// session (a misspelled tag, a column that WithSelectedFields did not
+// select), at the top or in a RECORD, fails the read when the session is
+// created (CreateReadSession), before any stream is read, naming the field
+// and the columns there are; fields that cancel each other, and, with
+// WithSelectedFields, a field whose column is not selected, are refused
+// already when the pipeline is built. WithIgnoreUnknownFields leaves such
+// fields zero instead, as the client does. Columns that no field takes are
+// skipped.
+//
+// The types: INTEGER into int and int8-64, uint8-32 or bigquery.NullInt64, FLOAT
 // into float32/64 or NullFloat64, BOOLEAN, STRING, BYTES into bool, string,
 // []byte (and the Null types), NUMERIC and BIGNUMERIC into *big.Rat, DATE,
 // TIME, DATETIME into civil.Date, civil.Time, civil.DateTime (or NullDate,
 // NullTime, NullDateTime), TIMESTAMP into time.Time or NullTimestamp,
 // GEOGRAPHY (WKT) and JSON into string or NullGeography, NullJSON, a RECORD
 // into a struct or *struct, a repeated column into a slice. A NULL in a field
-// that cannot hold it fails the read, naming the field.
+// that cannot hold it fails the read, naming the field. A column's Go type
+// never depends on the data format: in Avro, a string column is DATETIME,
+// GEOGRAPHY or JSON by its logicalType or its sqlType annotation (the
+// Storage Read API marks DATETIME with logicalType "datetime", BigQuery's
+// Avro exports with sqlType "DATETIME"; annotations naming two different
+// types fail the read), and errors name the column's BigQuery type.
 //
 // Or Read(s, table, reflect.TypeOf(bigqueryio.Row{})) gives generic rows:
 // Row is a map[string]bigquery.Value of the selected columns, filled as the
@@ -173,8 +198,9 @@
 //
 // # Metrics
 //
-// In namespace "sdfio/bigqueryio": rows, bytes (serialized rows received),
-// streams (of sessions created), splits_accepted, splits_refused, retries.
+// In namespace Namespace ("sdfio/bigqueryio"): rows, bytes (serialized
+// rows received), streams (of sessions created), splits_accepted,
+// splits_refused, retries.
 //
 // # Testing
 //

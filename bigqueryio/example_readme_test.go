@@ -94,8 +94,9 @@ func Example_queryBqtest() {
 		Schema: bigquery.Schema{
 			{Name: "word", Type: bigquery.StringFieldType},
 			{Name: "word_count", Type: bigquery.IntegerFieldType},
+			{Name: "corpus", Type: bigquery.StringFieldType},
 		},
-		Rows: [][]bigquery.Value{{"to", int64(3)}, {"be", int64(4)}},
+		Rows: [][]bigquery.Value{{"to", int64(3), "all"}, {"be", int64(4), "all"}},
 	}})
 	p, s := beam.NewPipelineWithRoot()
 	words := bigqueryio.Query(s, "SELECT * FROM d.words", reflect.TypeOf(Word{}),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -14,10 +13,11 @@ import (
 
 // A loader fills values of a Go struct type from rows of a schema with the
 // rules of the official client's RowIterator.Next: a schema field goes into
-// the exported struct field whose `bigquery` tag (or, untagged, whose name)
-// matches it ignoring case; `bigquery:"-"` skips a field; schema fields with
-// no struct field are ignored and struct fields with no schema field are left
-// zero. INTEGER fits int, int8-64, uint8-32 (overflow is an error) and
+// the struct field that matches it (see fieldsOf: `bigquery` tags, names
+// ignoring case, embedded structs); `bigquery:"-"` skips a field; schema
+// fields with no struct field are ignored, and a struct field with no
+// schema field is an error unless fieldRules.ignoreUnknown leaves it zero.
+// INTEGER fits int, int8-64, uint8-32 (overflow is an error) and
 // bigquery.NullInt64; FLOAT fits float32/64 and NullFloat64; BOOLEAN bool and
 // NullBool; STRING, GEOGRAPHY, JSON fit string and NullString, NullGeography,
 // NullJSON; BYTES []byte; NUMERIC and BIGNUMERIC *big.Rat; TIMESTAMP
@@ -31,9 +31,9 @@ type loader struct {
 }
 
 type loadOp struct {
-	field    []int
+	field    []int // the struct field's index (through embedded structs)
 	value    int
-	name     string
+	name     string // the field's Go path, for messages
 	repeated bool
 	set      setFunc
 }
@@ -42,65 +42,84 @@ type setFunc func(v reflect.Value, x bigquery.Value) error
 
 var errNull = errors.New("NULL")
 
-func newLoader(t reflect.Type, schema bigquery.Schema) (*loader, error) {
+func newLoader(t reflect.Type, schema bigquery.Schema, r fieldRules) (*loader, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
 	}
-	ops, err := compileOps(t, schema)
+	ops, err := compileOps(t, schema, r, "", "the session")
 	if err != nil {
 		return nil, err
 	}
 	return &loader{typ: t, ops: ops}, nil
 }
 
-// structFields lists the exported fields of t by lower-cased BigQuery name.
-func structFields(t reflect.Type) map[string]reflect.StructField {
-	out := map[string]reflect.StructField{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+// columnOps matches the columns of schema to the fields of struct type t
+// and compiles how each goes into its field: for column i, fields[i] and
+// ops[i], has[i] false when no field takes it. A field that no column
+// takes is an error unless r.ignoreUnknown; prefix is the Go path of t in
+// the outer struct and where names schema, for messages.
+func columnOps(t reflect.Type, schema bigquery.Schema, r fieldRules, prefix, where string) (fields []structField, ops []loadOp, has []bool, err error) {
+	l := fieldsOf(t)
+	if !r.ignoreUnknown {
+		if err := ambiguousError(t, l, prefix); err != nil {
+			return nil, nil, nil, fmt.Errorf("bigqueryio: %w", err)
 		}
-		name := f.Name
-		if tag, ok := f.Tag.Lookup("bigquery"); ok {
-			n, _, _ := strings.Cut(tag, ",")
-			if n == "-" {
-				continue
-			}
-			if n != "" {
-				name = n
-			}
-		}
-		out[strings.ToLower(name)] = f
 	}
-	return out
-}
-
-func compileOps(t reflect.Type, schema bigquery.Schema) ([]loadOp, error) {
-	fields := structFields(t)
-	var ops []loadOp
+	used := make([]bool, len(l.fields))
+	fields, ops, has = make([]structField, len(schema)), make([]loadOp, len(schema)), make([]bool, len(schema))
 	for i, sf := range schema {
-		f, ok := fields[strings.ToLower(sf.Name)]
-		if !ok {
+		k := l.match(sf.Name)
+		if k < 0 {
 			continue
 		}
-		op, err := compileOp(t, f, sf)
+		used[k] = true
+		op, err := compileOp(t, l.fields[k], sf, r, prefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		op.value = i
-		ops = append(ops, op)
+		fields[i], ops[i], has[i] = l.fields[k], op, true
+	}
+	if !r.ignoreUnknown {
+		var unknown []structField
+		for k, f := range l.fields {
+			if !used[k] {
+				unknown = append(unknown, f)
+			}
+		}
+		if len(unknown) > 0 {
+			names := make([]string, len(schema))
+			for i, sf := range schema {
+				names[i] = sf.Name
+			}
+			return nil, nil, nil, fmt.Errorf("bigqueryio: %w", unknownFieldsError(t, unknown, prefix, names, where, r))
+		}
+	}
+	return fields, ops, has, nil
+}
+
+func compileOps(t reflect.Type, schema bigquery.Schema, r fieldRules, prefix, where string) ([]loadOp, error) {
+	_, all, has, err := columnOps(t, schema, r, prefix, where)
+	if err != nil {
+		return nil, err
+	}
+	var ops []loadOp
+	for i, op := range all {
+		if has[i] {
+			ops = append(ops, op)
+		}
 	}
 	return ops, nil
 }
 
 // compileOp is how column sf goes into field f of struct type t.
-func compileOp(t reflect.Type, f reflect.StructField, sf *bigquery.FieldSchema) (loadOp, error) {
-	op := loadOp{field: f.Index, name: f.Name}
-	ft := f.Type
+func compileOp(t reflect.Type, f structField, sf *bigquery.FieldSchema, r fieldRules, prefix string) (loadOp, error) {
+	name := prefix + f.goPath
+	op := loadOp{field: f.index, name: name}
+	ft := f.typ
 	if sf.Repeated {
 		if ft.Kind() != reflect.Slice {
-			return op, fmt.Errorf("bigqueryio: repeated column %s needs a slice, but field %s.%s is a %s", sf.Name, t, f.Name, ft)
+			return op, fmt.Errorf("bigqueryio: repeated column %s needs a slice, but field %s of %s is a %s", sf.Name, name, t, ft)
 		}
 		ft = ft.Elem()
 		op.repeated = true
@@ -112,9 +131,9 @@ func compileOp(t reflect.Type, f reflect.StructField, sf *bigquery.FieldSchema) 
 			st = ft.Elem()
 		}
 		if st.Kind() != reflect.Struct {
-			return op, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s.%s is a %s", sf.Name, t, f.Name, f.Type)
+			return op, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s of %s is a %s", sf.Name, name, t, f.typ)
 		}
-		sub, err := compileOps(st, sf.Schema)
+		sub, err := compileOps(st, sf.Schema, r, name+".", "RECORD column "+sf.Name)
 		if err != nil {
 			return op, err
 		}
@@ -138,7 +157,7 @@ func compileOp(t reflect.Type, f reflect.StructField, sf *bigquery.FieldSchema) 
 	}
 	op.set = setterFor(ft, sf.Type)
 	if op.set == nil {
-		return op, fmt.Errorf("bigqueryio: column %s of type %s cannot be loaded into field %s.%s of type %s", sf.Name, sf.Type, t, f.Name, ft)
+		return op, fmt.Errorf("bigqueryio: column %s of type %s cannot be loaded into field %s of %s, of type %s", sf.Name, sf.Type, name, t, ft)
 	}
 	return op, nil
 }
@@ -150,7 +169,7 @@ func (l *loader) load(v reflect.Value, row []bigquery.Value) error {
 
 func runOps(ops []loadOp, v reflect.Value, row []bigquery.Value) error {
 	for _, op := range ops {
-		if err := op.apply(v.FieldByIndex(op.field), row[op.value]); err != nil {
+		if err := op.apply(fieldAlloc(v, op.field), row[op.value]); err != nil {
 			return err
 		}
 	}

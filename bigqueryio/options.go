@@ -1,7 +1,10 @@
 package bigqueryio
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,16 +46,131 @@ type readConfig struct {
 	SplitTimeout   time.Duration
 	MaxRetries     int
 	RetryBase      time.Duration
-	Query          queryConfig // Query's own settings; zero for Read
+	// IgnoreUnknownFields leaves zero the struct fields that match no
+	// column (WithIgnoreUnknownFields).
+	IgnoreUnknownFields bool
+	Query               queryConfig // Query's own settings; zero for Read
+
+	// given is the options as they were given, for the checks of
+	// construction (see check); it does not travel.
+	given          []givenOption
+	tooManyStreams bool // WithMaxStreams beyond an int32
 }
 
-// ReadOption configures Read.
+// givenOption is an option as it was given: its name, and its call as
+// text for messages.
+type givenOption struct{ name, call string }
+
+func (c *readConfig) note(name string, args ...any) {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			parts[i] = strconv.Quote(s)
+		} else {
+			parts[i] = fmt.Sprint(a)
+		}
+	}
+	c.given = append(c.given, givenOption{name, name + "(" + strings.Join(parts, ", ") + ")"})
+}
+
+// calls lists the calls of the named option, in order.
+func (c *readConfig) calls(name string) []string {
+	var out []string
+	for _, g := range c.given {
+		if g.name == name {
+			out = append(out, g.call)
+		}
+	}
+	return out
+}
+
+// ReadOption configures Read (and Query).
 type ReadOption func(*readConfig)
 
+// applyOptions applies opts to cfg and checks the result (see check).
+func applyOptions(cfg *readConfig, opts []ReadOption) error {
+	for _, o := range opts {
+		o(cfg)
+	}
+	return cfg.check()
+}
+
+// check refuses, when the pipeline is built, options that contradict each
+// other or hold values that cannot work, naming the options.
+func (c *readConfig) check() error {
+	if sel := c.calls("WithSelectedFields"); len(sel) > 1 {
+		return fmt.Errorf("bigqueryio: WithSelectedFields is given %d times, %s: give every column in one", len(sel), strings.Join(sel, " and "))
+	} else if len(sel) == 1 {
+		if len(c.SelectedFields) == 0 {
+			return errors.New("bigqueryio: WithSelectedFields() names no field: leave it out to read every column")
+		}
+		seen := map[string]bool{}
+		for _, f := range c.SelectedFields {
+			switch k := strings.ToLower(f); {
+			case strings.TrimSpace(f) == "":
+				return fmt.Errorf("bigqueryio: %s names an empty field", sel[0])
+			case seen[k]:
+				return fmt.Errorf("bigqueryio: %s names %s twice", sel[0], f)
+			default:
+				seen[k] = true
+			}
+		}
+	}
+	ms, bs := c.calls("WithMaxStreams"), c.calls("WithDesiredBundleSize")
+	switch {
+	case len(ms) > 0 && len(bs) > 0:
+		return fmt.Errorf("bigqueryio: %s and %s both size the read session: give one", ms[0], bs[0])
+	case c.tooManyStreams:
+		return fmt.Errorf("bigqueryio: %s: more streams than the API can ask for", ms[len(ms)-1])
+	case c.MaxStreams < 0:
+		return fmt.Errorf("bigqueryio: %s: a negative stream count", ms[len(ms)-1])
+	case c.BundleSize < 0:
+		return fmt.Errorf("bigqueryio: %s: a negative bundle size", bs[len(bs)-1])
+	case c.MaxRetries < 0 || c.RetryBase < 0:
+		r := c.calls("WithRetries")
+		return fmt.Errorf("bigqueryio: %s: a negative retry count or backoff", r[len(r)-1])
+	case c.SplitTimeout < 0:
+		r := c.calls("WithSplitTimeout")
+		return fmt.Errorf("bigqueryio: %s: a negative timeout", r[len(r)-1])
+	case c.Format != int32(Avro) && c.Format != int32(Arrow):
+		return fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", c.Format)
+	}
+	return nil
+}
+
+// fieldRules are the rules of the read for the fields of its struct type.
+func (c readConfig) fieldRules() fieldRules {
+	return fieldRules{ignoreUnknown: c.IgnoreUnknownFields, selected: c.SelectedFields}
+}
+
 // WithSelectedFields reads only these columns (top-level names, or
-// record.field paths as the service allows), in table order.
+// record.field paths as the service allows), in table order. Give it once,
+// with every column: given twice, the read is refused when the pipeline is
+// built.
 func WithSelectedFields(fields ...string) ReadOption {
-	return func(c *readConfig) { c.SelectedFields = append(c.SelectedFields, fields...) }
+	return func(c *readConfig) {
+		c.note("WithSelectedFields", anys(fields)...)
+		c.SelectedFields = append([]string(nil), fields...)
+	}
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+// WithIgnoreUnknownFields leaves zero, with no error, the fields of the
+// struct type that match no column of the read session (a column the
+// table does not have, or one WithSelectedFields did not select), and the
+// fields that cancel each other by the embedding rules (see the package
+// doc). Without it such a field fails the read: when the pipeline is built
+// if WithSelectedFields shows the column cannot be there, else when the
+// read session is created.
+func WithIgnoreUnknownFields() ReadOption {
+	return func(c *readConfig) { c.note("WithIgnoreUnknownFields"); c.IgnoreUnknownFields = true }
 }
 
 // WithRowRestriction filters rows on the server with a SQL boolean
@@ -71,16 +189,21 @@ func WithBillingProject(project string) ReadOption {
 }
 
 // WithMaxStreams asks for at most n streams (0, the default, lets the
-// service choose).
+// service choose; at most MaxStreams). It cannot be given with
+// WithDesiredBundleSize.
 func WithMaxStreams(n int) ReadOption {
-	return func(c *readConfig) { c.MaxStreams, c.BundleSize = int32(n), 0 }
+	return func(c *readConfig) {
+		c.note("WithMaxStreams", n)
+		c.MaxStreams, c.tooManyStreams = int32(n), n > math.MaxInt32
+	}
 }
 
 // WithDesiredBundleSize sizes the session as Beam Java does: table bytes
 // (the service's estimate of the bytes the session scans) / bytes streams,
-// between MinStreams and MaxStreams.
+// between MinStreams and MaxStreams. It cannot be given with
+// WithMaxStreams.
 func WithDesiredBundleSize(bytes int64) ReadOption {
-	return func(c *readConfig) { c.BundleSize, c.MaxStreams = bytes, 0 }
+	return func(c *readConfig) { c.note("WithDesiredBundleSize", bytes); c.BundleSize = bytes }
 }
 
 // WithSnapshotTime reads the table as of t.
@@ -99,13 +222,15 @@ func WithInsecure() ReadOption { return func(c *readConfig) { c.Insecure = true 
 
 // WithSplitTimeout bounds a dynamic split's RPCs (default
 // sdf.DefaultSplitTimeout); the reader waits at most this long for one.
-func WithSplitTimeout(d time.Duration) ReadOption { return func(c *readConfig) { c.SplitTimeout = d } }
+func WithSplitTimeout(d time.Duration) ReadOption {
+	return func(c *readConfig) { c.note("WithSplitTimeout", d); c.SplitTimeout = d }
+}
 
 // WithRetries sets how many times in a row a ReadRows failing with a
 // transient error is retried (default 10), backing off from base (default
 // 100 ms) doubling up to 10 s.
 func WithRetries(n int, base time.Duration) ReadOption {
-	return func(c *readConfig) { c.MaxRetries, c.RetryBase = n, base }
+	return func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base }
 }
 
 func (c readConfig) clientOptions() []option.ClientOption {

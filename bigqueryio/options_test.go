@@ -2,11 +2,15 @@ package bigqueryio
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 )
@@ -81,5 +85,58 @@ func TestSessionOptions(t *testing.T) {
 	}
 	if r := srv.LastSessionRequest(); r.GetMaxStreamCount() != 0 || r.GetParent() != "projects/p" || r.GetReadSession().GetDataFormat() != storagepb.DataFormat_AVRO {
 		t.Errorf("defaults: %v", r)
+	}
+}
+
+// TestOptionConflicts: options that contradict each other, or hold a value
+// that cannot work, are refused when the pipeline is built, by Read and
+// Query alike, naming the options. (Before: a second WithSelectedFields
+// added to the first, the last of WithMaxStreams and WithDesiredBundleSize
+// won, and a negative count was "negative stream count or bundle size".)
+func TestOptionConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		opts []ReadOption
+		want string
+	}{
+		{[]ReadOption{WithSelectedFields("id"), WithSelectedFields("score", "kind")},
+			`WithSelectedFields is given 2 times, WithSelectedFields("id") and WithSelectedFields("score", "kind")`},
+		{[]ReadOption{WithSelectedFields()}, "WithSelectedFields() names no field"},
+		{[]ReadOption{WithSelectedFields("id", "ID")}, `WithSelectedFields("id", "ID") names ID twice`},
+		{[]ReadOption{WithSelectedFields("id", " ")}, "names an empty field"},
+		{[]ReadOption{WithMaxStreams(4), WithDesiredBundleSize(1 << 20)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
+		{[]ReadOption{WithDesiredBundleSize(1 << 20), WithMaxStreams(4)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
+		{[]ReadOption{WithMaxStreams(-1)}, "WithMaxStreams(-1): a negative stream count"},
+		{[]ReadOption{WithMaxStreams(1 << 40)}, "WithMaxStreams(1099511627776): more streams than the API can ask for"},
+		{[]ReadOption{WithDesiredBundleSize(-5)}, "WithDesiredBundleSize(-5): a negative bundle size"},
+		{[]ReadOption{WithRetries(-1, time.Second)}, "WithRetries(-1, 1s): a negative retry count or backoff"},
+		{[]ReadOption{WithSplitTimeout(-time.Second)}, "WithSplitTimeout(-1s): a negative timeout"},
+		{[]ReadOption{WithDataFormat(7)}, "data format 7"},
+	} {
+		if _, err := newConfig("p.d.t", tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Read: %v, want an error saying %s", err, tc.want)
+		}
+		_, s := beam.NewPipelineWithRoot()
+		if _, err := TryRead(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("TryRead: %v, want an error saying %s", err, tc.want)
+		}
+		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), append(tc.opts, WithBillingProject("b"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("TryQuery: %v, want an error saying %s", err, tc.want)
+		}
+	}
+	// Read panics where TryRead returns the error.
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "both size the read session") {
+				t.Errorf("Read did not panic with the error: %v", r)
+			}
+		}()
+		_, s := beam.NewPipelineWithRoot()
+		Read(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), WithMaxStreams(4), WithDesiredBundleSize(10))
+	}()
+	// Each alone, and a selection given once, are fine.
+	for _, opts := range [][]ReadOption{{WithMaxStreams(4)}, {WithDesiredBundleSize(1 << 20)}, {WithSelectedFields("id", "score")}, {WithMaxStreams(0), WithMaxStreams(3)}} {
+		if _, err := newConfig("p.d.t", opts); err != nil {
+			t.Error(err)
+		}
 	}
 }

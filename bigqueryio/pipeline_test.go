@@ -130,13 +130,13 @@ func counter(t *testing.T, res metrics.Results, name string) int64 {
 	var n int64
 	found := false
 	for _, c := range res.AllMetrics().Counters() {
-		if c.Namespace() == "sdfio/bigqueryio" && c.Name() == name {
+		if c.Namespace() == bigqueryio.Namespace && c.Name() == name {
 			n += c.Result()
 			found = true
 		}
 	}
 	if !found {
-		t.Fatalf("no counter sdfio/bigqueryio/%s", name)
+		t.Fatalf("no counter %s/%s", bigqueryio.Namespace, name)
 	}
 	return n
 }
@@ -297,15 +297,20 @@ func TestPipelineSeparateWorker(t *testing.T) {
 }
 
 // TestPipelineErrors: PERMISSION_DENIED, NOT_FOUND and INVALID_ARGUMENT fail
-// the pipeline at once with the server's message; an empty table reads as
-// an empty PCollection.
+// the pipeline at once with the server's message, and so do struct fields
+// that match no column of the session; an empty table reads as an empty
+// PCollection.
 func TestPipelineErrors(t *testing.T) {
 	srv := newServer(t)
 	eventsTable(t, srv, 10)
 	if err := srv.AddTable("p.d.secret", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}, Denied: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.AddTable("p.d.empty", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}}); err != nil {
+	if err := srv.AddTable("p.d.empty", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType}, {Name: "kind", Type: bigquery.StringFieldType}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddTable("p.d.ids", bqtest.Table{Schema: bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}}); err != nil {
 		t.Fatal(err)
 	}
 	base := []bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure()}
@@ -317,6 +322,10 @@ func TestPipelineErrors(t *testing.T) {
 		{"p.d.secret", nil, []string{"PermissionDenied", "Access Denied", "projects/p/datasets/d/tables/secret"}},
 		{"p.d.missing", nil, []string{"NotFound", "projects/p/datasets/d/tables/missing"}},
 		{"p.d.events", []bigqueryio.ReadOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
+		// Fields of Event that match no column: refused once the session
+		// is created, even with no stream to read.
+		{"p.d.ids", nil, []string{"fields Score (column score), Kind (column KIND) of bigqueryio_test.Event match no column of the session, whose columns are id",
+			"session projects/p/locations/us/sessions/"}},
 	} {
 		p, s := beam.NewPipelineWithRoot()
 		bigqueryio.Read(s, tc.table, reflect.TypeOf(Event{}), append(base, tc.opts...)...)
@@ -340,6 +349,28 @@ func TestPipelineErrors(t *testing.T) {
 	passert.Empty(s, col)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPipelineRowCountFails: a response whose row_count is one less than
+// the rows it holds fails the pipeline, naming the stream, the offset and
+// both counts. (Before: the pipeline succeeded with 99 of 100 rows.)
+func TestPipelineRowCountFails(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(50), bqtest.WithResponseRows(50))
+	eventsTable(t, srv, 100)
+	srv.SetFaults(bqtest.Faults{RowCount: bqtest.RowCountOneLess})
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
+		bigqueryio.WithSelectedFields("id", "score", "kind"), bigqueryio.WithMaxStreams(1))
+	passert.Count(s, col, "rows", 100)
+	err := ptest.Run(p)
+	if err == nil {
+		t.Fatal("the pipeline succeeded")
+	}
+	for _, w := range []string{"row count is 49, but its payload holds 50 rows", "offset 0", "/streams/"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not say %q: %v", w, err)
+		}
 	}
 }
 

@@ -110,8 +110,8 @@ func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PC
 // TryQuery is Query returning construction errors.
 func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
 	cfg := readConfig{Format: int32(Avro)}
-	for _, o := range opts {
-		o(&cfg)
+	if err := applyOptions(&cfg, opts); err != nil {
+		return beam.PCollection{}, err
 	}
 	cfg.Query.SQL = strings.TrimSpace(sql)
 	switch {
@@ -119,22 +119,19 @@ func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (bea
 		return beam.PCollection{}, errors.New("bigqueryio: Query of an empty SQL text")
 	case cfg.Billing == "" || !validProject(cfg.Billing):
 		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs WithBillingProject (the project its job runs in, holding its temporary table), got %q", cfg.Billing)
-	case cfg.Format != int32(Avro) && cfg.Format != int32(Arrow):
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", cfg.Format)
-	case cfg.MaxStreams < 0 || cfg.BundleSize < 0:
-		return beam.PCollection{}, errors.New("bigqueryio: negative stream count or bundle size")
 	case cfg.SnapshotMicros != 0:
 		return beam.PCollection{}, errors.New("bigqueryio: WithSnapshotTime does not apply to Query (its result table is new); use FOR SYSTEM_TIME AS OF in the SQL")
 	case cfg.Query.Priority != "" && cfg.Query.Priority != string(bigquery.InteractivePriority) && cfg.Query.Priority != string(bigquery.BatchPriority):
 		return beam.PCollection{}, fmt.Errorf("bigqueryio: query priority %q is neither INTERACTIVE nor BATCH", cfg.Query.Priority)
 	case cfg.Query.TempDataset != "" && strings.ContainsAny(cfg.Query.TempDataset, ".:/"):
 		return beam.PCollection{}, fmt.Errorf("bigqueryio: temporary dataset %q: want a dataset id of the billing project", cfg.Query.TempDataset)
-	case t == nil || t.Kind() != reflect.Struct:
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs a struct type, got %v", t)
+	}
+	if err := checkOutputType(t, cfg, "Query"); err != nil {
+		return beam.PCollection{}, err
 	}
 	s = s.Scope("bigqueryio.Query")
 	imp := beam.Impulse(s)
-	streams, temps := beam.ParDo2(s, &queryFn{Cfg: cfg}, imp)
+	streams, temps := beam.ParDo2(s, &queryFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, imp)
 	rows := readStreams(s, cfg, t, streams)
 	// Remove the temporary table once every stream is read: the cleanup
 	// takes, as a side input, a PCollection that is complete only when the
@@ -199,7 +196,8 @@ func randomID() string {
 // creates the read session of that table and emits its streams, and the
 // temporary table for the cleanup.
 type queryFn struct {
-	Cfg readConfig
+	Cfg  readConfig
+	Type beam.EncodedType // the read's output type
 }
 
 func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(StreamElement), temp func(queryTemp)) error {
@@ -214,7 +212,7 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 	}
 	cfg := fn.Cfg
 	cfg.Table = tmp.resource()
-	if err := emitSession(ctx, cfg, emit); err != nil {
+	if err := emitSession(ctx, cfg, fn.Type.T, emit); err != nil {
 		if rerr := tmp.remove(ctx, c); rerr != nil {
 			return fmt.Errorf("%w; and then %v", err, rerr)
 		}

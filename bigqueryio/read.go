@@ -18,15 +18,19 @@ import (
 	"github.com/sdfio/sdfio/sdf"
 )
 
-const namespace = "sdfio/bigqueryio"
+// Namespace is the Beam metrics namespace of Read and Query: rows (rows
+// emitted), bytes (serialized rows received), streams (of the read
+// sessions created), splits_accepted and splits_refused (dynamic splits of
+// running stream reads), retries (ReadRows calls retried).
+const Namespace = "sdfio/bigqueryio"
 
 var (
-	rowsCounter     = beam.NewCounter(namespace, "rows")
-	bytesCounter    = beam.NewCounter(namespace, "bytes")
-	streamsCounter  = beam.NewCounter(namespace, "streams")
-	acceptedCounter = beam.NewCounter(namespace, "splits_accepted")
-	refusedCounter  = beam.NewCounter(namespace, "splits_refused")
-	retriesCounter  = beam.NewCounter(namespace, "retries")
+	rowsCounter     = beam.NewCounter(Namespace, "rows")
+	bytesCounter    = beam.NewCounter(Namespace, "bytes")
+	streamsCounter  = beam.NewCounter(Namespace, "streams")
+	acceptedCounter = beam.NewCounter(Namespace, "splits_accepted")
+	refusedCounter  = beam.NewCounter(Namespace, "splits_refused")
+	retriesCounter  = beam.NewCounter(Namespace, "retries")
 )
 
 func init() {
@@ -49,10 +53,12 @@ type StreamElement struct {
 }
 
 // Read reads a BigQuery table through the Storage Read API into a
-// PCollection of t, a struct type filled as the official client's
-// RowIterator fills structs (see the package doc). table is
-// project.dataset.table or project:dataset.table. It panics on a bad
-// table name or type; TryRead returns the error instead.
+// PCollection of t: a struct type filled as the official client's
+// RowIterator fills structs, or bigqueryio.Row (see the package doc).
+// table is project.dataset.table or project:dataset.table. Read panics,
+// when the pipeline is built, where TryRead returns an error: a bad table
+// name, a type it cannot fill or Beam cannot encode, options that
+// contradict each other or hold values that cannot work.
 func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	col, err := TryRead(s, table, t, opts...)
 	if err != nil {
@@ -61,22 +67,35 @@ func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.P
 	return col
 }
 
-// TryRead is Read returning construction errors.
+// TryRead is Read returning the errors of construction instead of
+// panicking.
 func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
 	cfg, err := newConfig(table, opts)
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if t == nil || t.Kind() != reflect.Struct && t != typeOfRow {
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: Read of %s needs a struct type or bigqueryio.Row, got %v", table, t)
-	}
-	if err := checkCoder(t); err != nil {
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: Read of %s: %w", table, err)
+	if err := checkOutputType(t, cfg, "Read of "+table); err != nil {
+		return beam.PCollection{}, err
 	}
 	s = s.Scope("bigqueryio.Read")
 	imp := beam.Impulse(s)
-	streams := beam.ParDo(s, &sessionFn{Cfg: cfg}, imp)
+	streams := beam.ParDo(s, &sessionFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, imp)
 	return readStreams(s, cfg, t, streams), nil
+}
+
+// checkOutputType refuses an output type that a read could not fill or
+// Beam could not carry, and struct fields that cannot match a column.
+func checkOutputType(t reflect.Type, cfg readConfig, what string) error {
+	if t == nil || t.Kind() != reflect.Struct && t != typeOfRow {
+		return fmt.Errorf("bigqueryio: %s needs a struct type or bigqueryio.Row, got %v", what, t)
+	}
+	if err := checkType(t, cfg.fieldRules()); err != nil {
+		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+	}
+	if err := checkCoder(t); err != nil {
+		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+	}
+	return nil
 }
 
 // readStreams reads the rows of a PCollection of StreamElement into values
@@ -94,14 +113,8 @@ func newConfig(table string, opts []ReadOption) (readConfig, error) {
 		return readConfig{}, err
 	}
 	cfg := readConfig{Table: res, Format: int32(Avro)}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.Format != int32(Avro) && cfg.Format != int32(Arrow) {
-		return cfg, fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", cfg.Format)
-	}
-	if cfg.MaxStreams < 0 || cfg.BundleSize < 0 {
-		return cfg, fmt.Errorf("bigqueryio: negative stream count or bundle size")
+	if err := applyOptions(&cfg, opts); err != nil {
+		return cfg, err
 	}
 	if cfg.Query != (queryConfig{}) {
 		return cfg, fmt.Errorf("bigqueryio: the options of %s include query options (legacy SQL, query priority, location, temporary dataset, REST endpoint), which only Query takes", table)
@@ -155,16 +168,20 @@ func createSession(ctx context.Context, c *bqstorage.BigQueryReadClient, cfg rea
 // sessionFn creates the read session when the pipeline runs and emits its
 // streams.
 type sessionFn struct {
-	Cfg readConfig
+	Cfg  readConfig
+	Type beam.EncodedType // the read's output type
 }
 
 func (fn *sessionFn) ProcessElement(ctx context.Context, _ []byte, emit func(StreamElement)) error {
-	return emitSession(ctx, fn.Cfg, emit)
+	return emitSession(ctx, fn.Cfg, fn.Type.T, emit)
 }
 
 // emitSession creates the read session of cfg and emits its streams; it
-// emits nothing when it fails.
-func emitSession(ctx context.Context, cfg readConfig, emit func(StreamElement)) error {
+// emits nothing when it fails. With t, a struct type, it first checks that
+// the session's columns fill t: a field of t that matches no column, or a
+// column that cannot go into its field, fails here, before any stream is
+// read, naming the field and the session's columns.
+func emitSession(ctx context.Context, cfg readConfig, t reflect.Type, emit func(StreamElement)) error {
 	c, err := newClient(ctx, cfg)
 	if err != nil {
 		return err
@@ -177,6 +194,11 @@ func emitSession(ctx context.Context, cfg readConfig, emit func(StreamElement)) 
 	info, err := sessionInfoOf(s)
 	if err != nil {
 		return fmt.Errorf("bigqueryio: table %s: %w", cfg.Table, err)
+	}
+	if t != nil && t != typeOfRow {
+		if _, err := newPlan(info, t, cfg); err != nil {
+			return err
+		}
 	}
 	n := int64(len(s.GetStreams()))
 	streamsCounter.Inc(ctx, n)
@@ -265,17 +287,26 @@ func (fn *readStreamFn) planFor(info sessionInfo) (*plan, error) {
 	if p := fn.plans[info.Session]; p != nil {
 		return p, nil
 	}
-	schema, _, err := info.decoder()
+	p, err := newPlan(info, fn.Type.T, fn.Cfg)
 	if err != nil {
 		return nil, err
 	}
+	fn.plans[info.Session] = p
+	return p, nil
+}
+
+// newPlan is how the rows of a session become values of t.
+func newPlan(info sessionInfo, t reflect.Type, cfg readConfig) (*plan, error) {
+	schema, _, err := info.decoder()
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: table %s: %w", info.Table, err)
+	}
 	p := &plan{info: info, schema: schema}
-	if fn.Type.T != typeOfRow {
-		if p.dec, err = newStructDecoder(fn.Type.T, schema, info.Format, info.Arrow); err != nil {
-			return nil, fmt.Errorf("%w (table %s)", err, info.Table)
+	if t != typeOfRow {
+		if p.dec, err = newStructDecoder(t, schema, info.Format, info.Arrow, cfg.fieldRules()); err != nil {
+			return nil, fmt.Errorf("%w (table %s, session %s)", err, info.Table, info.Session)
 		}
 	}
-	fn.plans[info.Session] = p
 	return p, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -89,26 +88,21 @@ type avroOp func(r *avro.Reader, p unsafe.Pointer) error
 // arrowOp decodes one column of n rows into the structs at base, base+stride...
 type arrowOp func(a arrow.Array, base unsafe.Pointer, stride uintptr, n int) error
 
-func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, header []byte) (*structDecoder, error) {
+func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, header []byte, r fieldRules) (*structDecoder, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
 	}
 	d := &structDecoder{typ: t, format: format, box: newBoxer(t), schema: schema, header: header}
-	fields := structFields(t)
-	for _, sf := range schema {
-		f, ok := fields[strings.ToLower(sf.Name)]
-		var op loadOp
-		if ok {
-			var err error
-			if op, err = compileOp(t, f, sf); err != nil {
-				return nil, err
-			}
-		}
+	fields, ops, has, err := columnOps(t, schema, r, "", "the session")
+	if err != nil {
+		return nil, err
+	}
+	for i, sf := range schema {
 		switch format {
 		case int32(Avro):
-			d.avro = append(d.avro, avroColumn(t, sf, f, ok, op))
+			d.avro = append(d.avro, avroColumn(t, sf, fields[i], has[i], ops[i]))
 		default:
-			d.arrow = append(d.arrow, arrowColumn(t, sf, f, ok, op))
+			d.arrow = append(d.arrow, arrowColumn(t, sf, fields[i], has[i], ops[i]))
 		}
 	}
 	if format == int32(Avro) {
@@ -287,19 +281,19 @@ func (b boxer) box(p unsafe.Pointer) any {
 	return v
 }
 
-func nullInto(f reflect.StructField) error {
-	return fmt.Errorf("NULL cannot be loaded into field %s of type %s", f.Name, f.Type)
+func nullInto(f structField) error {
+	return fmt.Errorf("NULL cannot be loaded into field %s of type %s", f.goPath, f.typ)
 }
 
 // avroColumn compiles column sf into field f (ok false: no field, the
 // column is skipped).
-func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField, ok bool, op loadOp) avroOp {
+func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool, op loadOp) avroOp {
 	if !ok {
 		return func(r *avro.Reader, _ unsafe.Pointer) error { readAvroField(r, sf); return nil }
 	}
-	if !sf.Repeated {
+	if !sf.Repeated && !f.viaPtr {
 		if read, null := fastAvro(sf, f); read != nil {
-			off := f.Offset
+			off := f.offset
 			if sf.Required {
 				return func(r *avro.Reader, p unsafe.Pointer) error { read(r, unsafe.Add(p, off)); return nil }
 			}
@@ -328,15 +322,15 @@ func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField,
 		if r.Error != nil {
 			return nil
 		}
-		return op.apply(reflect.NewAt(t, p).Elem().FieldByIndex(op.field), x)
+		return op.apply(fieldAlloc(reflect.NewAt(t, p).Elem(), op.field), x)
 	}
 }
 
 // fastAvro returns how a value of column sf is read into a field of f's
 // type at p, and how NULL is stored (nil: it cannot be), or nil for the
 // slow path.
-func fastAvro(sf *bigquery.FieldSchema, f reflect.StructField) (read func(*avro.Reader, unsafe.Pointer), null func(unsafe.Pointer)) {
-	ft := f.Type
+func fastAvro(sf *bigquery.FieldSchema, f structField) (read func(*avro.Reader, unsafe.Pointer), null func(unsafe.Pointer)) {
+	ft := f.typ
 	switch sf.Type {
 	case bigquery.IntegerFieldType:
 		switch {
@@ -406,11 +400,11 @@ func fastAvro(sf *bigquery.FieldSchema, f reflect.StructField) (read func(*avro.
 
 // arrowColumn compiles column sf into field f for Arrow (ok false: no
 // field, nothing to do).
-func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField, ok bool, op loadOp) arrowOp {
+func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool, op loadOp) arrowOp {
 	if !ok {
 		return func(arrow.Array, unsafe.Pointer, uintptr, int) error { return nil }
 	}
-	if !sf.Repeated {
+	if !sf.Repeated && !f.viaPtr {
 		if fast := fastArrow(sf, f); fast != nil {
 			return fast
 		}
@@ -421,7 +415,7 @@ func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField
 			if err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
-			fv := reflect.NewAt(t, unsafe.Add(base, uintptr(i)*stride)).Elem().FieldByIndex(op.field)
+			fv := fieldAlloc(reflect.NewAt(t, unsafe.Add(base, uintptr(i)*stride)).Elem(), op.field)
 			if err := op.apply(fv, x); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
@@ -433,8 +427,8 @@ func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f reflect.StructField
 // column builds an arrowOp over arrays of type A: set stores row i's value
 // at p; null stores NULL (nil: NULL is an error). Fields a fresh []T holds
 // are zero, which is every Null type's NULL.
-func column[A arrow.Array](f reflect.StructField, nullable bool, set func(a A, i int, p unsafe.Pointer)) arrowOp {
-	off := f.Offset
+func column[A arrow.Array](f structField, nullable bool, set func(a A, i int, p unsafe.Pointer)) arrowOp {
+	off := f.offset
 	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(A)
 		if !ok {
@@ -457,8 +451,8 @@ func column[A arrow.Array](f reflect.StructField, nullable bool, set func(a A, i
 // stringColumn is column for strings: the array's value bytes (the
 // decoder's memory) are copied into one string per batch, and each row's
 // value is a substring of it, with no allocation per row.
-func stringColumn(f reflect.StructField, nullable bool, set func(p unsafe.Pointer, v string)) arrowOp {
-	off := f.Offset
+func stringColumn(f structField, nullable bool, set func(p unsafe.Pointer, v string)) arrowOp {
+	off := f.offset
 	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(*array.String)
 		if !ok {
@@ -488,8 +482,8 @@ func stringColumn(f reflect.StructField, nullable bool, set func(p unsafe.Pointe
 	}
 }
 
-func fastArrow(sf *bigquery.FieldSchema, f reflect.StructField) arrowOp {
-	ft := f.Type
+func fastArrow(sf *bigquery.FieldSchema, f structField) arrowOp {
+	ft := f.typ
 	switch sf.Type {
 	case bigquery.IntegerFieldType:
 		switch {

@@ -82,11 +82,11 @@ func decodeBoth(t *testing.T, info sessionInfo, resps []response, typ reflect.Ty
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, err := newStructDecoder(typ, schema, info.Format, info.Arrow)
+	sd, err := newStructDecoder(typ, schema, info.Format, info.Arrow, fieldRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := newLoader(typ, schema)
+	l, err := newLoader(typ, schema, fieldRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestStructDecoderMatchesLoader(t *testing.T) {
 			// NULL into a plain field fails, naming it.
 			info, resps = sessionResponses(t, srv, "p.d.nulls", format)
 			schema, _, _ := info.decoder()
-			sd, err := newStructDecoder(reflect.TypeOf(plainTypes{}), schema, info.Format, info.Arrow)
+			sd, err := newStructDecoder(reflect.TypeOf(plainTypes{}), schema, info.Format, info.Arrow, fieldRules{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func TestStructDecoderMatchesLoader(t *testing.T) {
 
 func TestStructDecoderBadInput(t *testing.T) {
 	schema := bigquery.Schema{{Name: "s", Type: bigquery.StringFieldType, Required: true}}
-	sd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Avro), nil)
+	sd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Avro), nil, fieldRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestStructDecoderBadInput(t *testing.T) {
 	if _, err := sd.decode([]byte{2, 'a'}, 1<<40, nil); err == nil || !strings.Contains(err.Error(), "row count is 1099511627776, but its payload holds 1 rows") {
 		t.Errorf("hostile count: %v", err)
 	}
-	asd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Arrow), nil)
+	asd, err := newStructDecoder(reflect.TypeOf(struct{ S string }{}), schema, int32(Arrow), nil, fieldRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestStructDecoderBadInput(t *testing.T) {
 		t.Errorf("short string: %v", err)
 	}
 	// A bad union branch.
-	nsd, _ := newStructDecoder(reflect.TypeOf(struct{ S bigquery.NullString }{}), bigquery.Schema{{Name: "s", Type: bigquery.StringFieldType}}, int32(Avro), nil)
+	nsd, _ := newStructDecoder(reflect.TypeOf(struct{ S bigquery.NullString }{}), bigquery.Schema{{Name: "s", Type: bigquery.StringFieldType}}, int32(Avro), nil, fieldRules{})
 	if _, err := nsd.decode([]byte{6, 2, 'a'}, 1, nil); err == nil || !strings.Contains(err.Error(), "branch 3") {
 		t.Errorf("bad branch: %v", err)
 	}
