@@ -46,8 +46,14 @@
 //
 // # Queries
 //
-// Query(s, sql, t, opts...) reads the result of a query, as Beam Java's
-// BigQueryIO reads a query with the Storage Read API. When the pipeline runs,
+// Query(s, sql, t, opts...) reads the result of a query into structs or
+// bigqueryio.Row, as Read reads a table, and as Beam Java's BigQueryIO reads
+// a query with the Storage Read API. WithQueryParameters gives the SQL its
+// parameters (bigquery.QueryParameter, all named or all positional, as Beam
+// Go's bigqueryio takes them): their values are turned into their BigQuery
+// types and text when the pipeline is built, so that they reach the workers
+// exactly and a value the client could not send fails at once. When the
+// pipeline runs,
 // a DoFn after an Impulse, through the official client
 // cloud.google.com/go/bigquery (REST):
 //
@@ -61,8 +67,8 @@
 //     (WithBillingProject, required), in that location, whose default table
 //     expiration is TempExpiration (a day); or, with WithQueryTempDataset,
 //     checks that the new table does not exist in that dataset of yours;
-//   - runs the query job (standard SQL, or WithLegacySQL; INTERACTIVE, or
-//     WithQueryPriority) in that location into a new table sdfio_query_<random>
+//   - runs the query job (standard SQL with its parameters, or
+//     WithLegacySQL; INTERACTIVE, or WithQueryPriority) in that location into a new table sdfio_query_<random>
 //     (CREATE_IF_NEEDED, WRITE_TRUNCATE), and waits for it; in a dataset of
 //     yours the table then gets an expiration time TempExpiration ahead;
 //   - creates the read session of that table, with Read's options (selected

@@ -50,11 +50,15 @@ type readConfig struct {
 	// column (WithIgnoreUnknownFields).
 	IgnoreUnknownFields bool
 	Query               queryConfig // Query's own settings; zero for Read
+	// QueryParams is WithQueryParameters' parameters, for Query, as JSON
+	// of []queryParam: Beam's coder of DoFn fields takes no recursive type.
+	QueryParams string
 
 	// given is the options as they were given, for the checks of
 	// construction (see check); it does not travel.
 	given          []givenOption
-	tooManyStreams bool // WithMaxStreams beyond an int32
+	tooManyStreams bool  // WithMaxStreams beyond an int32
+	paramsErr      error // WithQueryParameters could not take its parameters
 }
 
 // givenOption is an option as it was given: its name, and its call as
@@ -115,6 +119,12 @@ func (c *readConfig) check() error {
 				seen[k] = true
 			}
 		}
+	}
+	if qp := c.calls("WithQueryParameters"); len(qp) > 1 {
+		return fmt.Errorf("bigqueryio: WithQueryParameters is given %d times, %s: give every parameter in one", len(qp), strings.Join(qp, " and "))
+	}
+	if c.paramsErr != nil {
+		return fmt.Errorf("bigqueryio: WithQueryParameters: %w", c.paramsErr)
 	}
 	ms, bs := c.calls("WithMaxStreams"), c.calls("WithDesiredBundleSize")
 	switch {

@@ -63,6 +63,27 @@ func WithQueryTempDataset(dataset string) ReadOption {
 	return func(c *readConfig) { c.Query.TempDataset = dataset }
 }
 
+// WithQueryParameters gives Query's SQL its parameters: all named (Name
+// set, @name in the SQL) or all positional (no names, ? in the SQL, in
+// order), as bigquery.Query.Parameters takes them. A Value is any Go value
+// the official client maps to a BigQuery type (see
+// bigquery.QueryParameter: integers, floats, bool, string, []byte,
+// time.Time, civil.Date, civil.Time, civil.DateTime, *big.Rat (NUMERIC),
+// *bigquery.IntervalValue, the bigquery.NullX types for NULL, slices and
+// arrays of them, structs of them), or an explicit
+// *bigquery.QueryParameterValue (BIGNUMERIC, say); RANGE parameters are not
+// supported. The values are turned into their BigQuery types and text when
+// the pipeline is built, so that they travel to the workers exactly; a
+// value the client could not send, names mixed with positions, parameters
+// with WithLegacySQL, or WithQueryParameters given twice are refused then.
+// The dry run and the job both get them.
+func WithQueryParameters(params ...bigquery.QueryParameter) ReadOption {
+	return func(c *readConfig) {
+		c.note("WithQueryParameters", paramsText(params)...)
+		c.QueryParams, c.paramsErr = encodeParams(params)
+	}
+}
+
 // WithRESTEndpoint sends Query's BigQuery REST API calls (query jobs,
 // datasets, tables) to url instead of Google's endpoint: a test server's,
 // such as bqtest's RESTEndpoint (with WithInsecure, which drops credentials
@@ -91,14 +112,17 @@ func init() {
 }
 
 // Query runs a query when the pipeline runs and reads its result through
-// the Storage Read API, as Read reads a table, into a PCollection of t (see
-// Read for t and the package doc for how it runs). The query is standard
-// SQL (WithLegacySQL for legacy SQL). WithBillingProject is required: the
-// query job runs in, and is billed to, that project, which also holds the
-// temporary table. Read's options apply, but for WithSnapshotTime;
-// WithQueryLocation, WithQueryPriority, WithQueryTempDataset and
-// WithRESTEndpoint are Query's own. It panics on a bad option or type;
-// TryQuery returns the error instead.
+// the Storage Read API, as Read reads a table, into a PCollection of t: a
+// struct type or bigqueryio.Row, as for Read (see the package doc for how
+// it runs). The query is standard SQL (WithLegacySQL for legacy SQL), with
+// the parameters of WithQueryParameters. WithBillingProject is required:
+// the query job runs in, and is billed to, that project, which also holds
+// the temporary table. Read's options apply, but for WithSnapshotTime;
+// WithQueryLocation, WithQueryPriority, WithQueryTempDataset,
+// WithQueryParameters and WithRESTEndpoint are Query's own. Query panics,
+// when the pipeline is built, where TryQuery returns an error: an empty
+// SQL text, a missing billing project, a type it cannot fill, options that
+// contradict each other or hold values that cannot work.
 func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	col, err := TryQuery(s, sql, t, opts...)
 	if err != nil {
@@ -107,7 +131,8 @@ func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PC
 	return col
 }
 
-// TryQuery is Query returning construction errors.
+// TryQuery is Query returning the errors of construction instead of
+// panicking.
 func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
 	cfg := readConfig{Format: int32(Avro)}
 	if err := applyOptions(&cfg, opts); err != nil {
@@ -119,6 +144,8 @@ func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (bea
 		return beam.PCollection{}, errors.New("bigqueryio: Query of an empty SQL text")
 	case cfg.Billing == "" || !validProject(cfg.Billing):
 		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs WithBillingProject (the project its job runs in, holding its temporary table), got %q", cfg.Billing)
+	case cfg.Query.LegacySQL && cfg.QueryParams != "":
+		return beam.PCollection{}, errors.New("bigqueryio: WithQueryParameters with WithLegacySQL: legacy SQL takes no parameters")
 	case cfg.SnapshotMicros != 0:
 		return beam.PCollection{}, errors.New("bigqueryio: WithSnapshotTime does not apply to Query (its result table is new); use FOR SYSTEM_TIME AS OF in the SQL")
 	case cfg.Query.Priority != "" && cfg.Query.Priority != string(bigquery.InteractivePriority) && cfg.Query.Priority != string(bigquery.BatchPriority):
@@ -232,10 +259,15 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 // runQuery created is removed and the error carries the service's message.
 func runQuery(ctx context.Context, c *bigquery.Client, cfg readConfig) (queryTemp, error) {
 	qc := cfg.Query
+	params, err := decodeParams(cfg.QueryParams)
+	if err != nil {
+		return queryTemp{}, err
+	}
 	newQuery := func() *bigquery.Query {
 		q := c.Query(qc.SQL)
 		q.UseLegacySQL = qc.LegacySQL
 		q.UseStandardSQL = !qc.LegacySQL
+		q.Parameters = params
 		return q
 	}
 	loc := qc.Location

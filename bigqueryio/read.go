@@ -116,8 +116,8 @@ func newConfig(table string, opts []ReadOption) (readConfig, error) {
 	if err := applyOptions(&cfg, opts); err != nil {
 		return cfg, err
 	}
-	if cfg.Query != (queryConfig{}) {
-		return cfg, fmt.Errorf("bigqueryio: the options of %s include query options (legacy SQL, query priority, location, temporary dataset, REST endpoint), which only Query takes", table)
+	if cfg.Query != (queryConfig{}) || len(cfg.calls("WithQueryParameters")) > 0 {
+		return cfg, fmt.Errorf("bigqueryio: the options of %s include query options (legacy SQL, query priority, location, temporary dataset, REST endpoint, query parameters), which only Query takes", table)
 	}
 	return cfg, nil
 }

@@ -80,8 +80,11 @@
 // table. QueryResult.Location is where the query's tables are: a dry run
 // reports it, and a job sent to another location fails as the service's
 // would; QueryResult.Err fails the query with the service's kind of
-// message. Jobs, Datasets and Tables show what the code under test did, so
-// a test can check that its temporary tables were removed:
+// message. A job's parameters are in QueryJob.Parameters (a SetQueryFunc
+// can answer from them); a job whose SQL refers to a parameter it was not
+// given, or whose parameters mix names and positions, fails as the
+// service's would. Jobs, Datasets and Tables show what the code under test
+// did, so a test can check that its temporary tables were removed:
 //
 //	srv.AddQuery("SELECT * FROM sales.orders WHERE amount > 100", bqtest.QueryResult{
 //		Table:    bqtest.Table{Schema: schema, Rows: big},

@@ -3,6 +3,7 @@ package bqtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -51,6 +52,15 @@ type QueryJob struct {
 	DryRun          bool
 	Destination     string // projects/p/datasets/d/tables/t, or "" for none
 	Err             string // the error the job failed with, "" if it succeeded
+	// Parameters are the query's parameters as the job received them, in
+	// order; ParameterMode is NAMED (all named), POSITIONAL (none named)
+	// or "" (no parameters). A job whose text refers to a parameter it was
+	// not given (@name, or more or fewer ? marks than positional
+	// parameters), or whose parameters mix the two kinds, or that has
+	// parameters in legacy SQL, fails as the service fails it. Use them in
+	// SetQueryFunc to give a result that depends on them.
+	Parameters    []QueryParameter
+	ParameterMode string
 }
 
 // Dataset is a dataset created through the REST server (datasets.insert).
@@ -348,11 +358,17 @@ func (s *Server) datasetLocationLocked(proj, id string) (string, bool) {
 }
 
 func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) {
-	var in bq.Job
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: jobs.insert body: "+err.Error())
 		return
 	}
+	var in bq.Job
+	if err := json.Unmarshal(body, &in); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: jobs.insert body: "+err.Error())
+		return
+	}
+	params, mode, perr := parseParams(body)
 	cfg := in.Configuration
 	if cfg == nil || cfg.Query == nil {
 		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query jobs only")
@@ -373,7 +389,24 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) 
 		Project: proj, JobID: ref.JobId, Location: ref.Location, RequestLocation: ref.Location, SQL: q.Query,
 		// The API's default is legacy SQL.
 		LegacySQL: q.UseLegacySql == nil || *q.UseLegacySql, Priority: q.Priority, DryRun: cfg.DryRun,
+		Parameters: params, ParameterMode: mode,
 	}}
+	switch {
+	case perr != nil:
+	case j.LegacySQL && len(params) > 0:
+		perr = fmt.Errorf("Query parameters cannot be used in legacy SQL queries")
+	case !j.LegacySQL:
+		perr = checkParamRefs(q.Query, params, mode)
+	}
+	if perr != nil {
+		// The service refuses such a job at once, dry run or not.
+		j.Err = perr.Error()
+		s.mu.Lock()
+		s.q.order = append(s.q.order, j)
+		s.mu.Unlock()
+		restErrorReason(w, http.StatusBadRequest, "invalidQuery", j.Err)
+		return
+	}
 	if d := q.DestinationTable; d != nil {
 		j.Destination = fmt.Sprintf("projects/%s/datasets/%s/tables/%s", d.ProjectId, d.DatasetId, d.TableId)
 	}

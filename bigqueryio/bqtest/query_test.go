@@ -127,3 +127,71 @@ func TestQueryREST(t *testing.T) {
 		t.Errorf("after deleting: tables %v, datasets %v", tabs, dss)
 	}
 }
+
+// TestQueryParameters: the REST server records a job's parameters (named
+// or positional, NULLs kept apart from empty strings), and fails, as the
+// service does, a job whose SQL refers to a parameter it was not given or
+// whose parameters mix names and positions.
+func TestQueryParameters(t *testing.T) {
+	srv, err := bqtest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetQueryFunc(func(j bqtest.QueryJob) bqtest.QueryResult {
+		return bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{{Name: "n", Type: bigquery.IntegerFieldType}}}}
+	})
+	ctx := context.Background()
+	c, err := bigquery.NewClient(ctx, "p", srv.RESTClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dry := func(sql string, ps ...bigquery.QueryParameter) (bqtest.QueryJob, error) {
+		q := c.Query(sql)
+		q.Parameters, q.DryRun = ps, true
+		_, err := q.Run(ctx)
+		js := srv.Jobs()
+		return js[len(js)-1], err
+	}
+	j, err := dry("SELECT @a, @B, '@not', `@no` -- @none\n, ?x", bigquery.QueryParameter{Name: "a", Value: bigquery.NullString{}},
+		bigquery.QueryParameter{Name: "b", Value: ""}, bigquery.QueryParameter{Name: "c", Value: []int64{1, 2}})
+	if err == nil {
+		t.Error("named parameters and a ? mark accepted")
+	}
+	j, err = dry("SELECT @a, @B, '@not ?', `@no` -- @none ?\n", bigquery.QueryParameter{Name: "a", Value: bigquery.NullString{}},
+		bigquery.QueryParameter{Name: "b", Value: ""}, bigquery.QueryParameter{Name: "c", Value: []int64{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := j.Param("A")
+	b, _ := j.Param("b")
+	cp, _ := j.Param("c")
+	if av, ok := a.Scalar(); ok || av != "" || a.Type != "STRING" {
+		t.Errorf("NULL parameter: %+v", a)
+	}
+	if bv, ok := b.Scalar(); !ok || bv != "" {
+		t.Errorf("empty parameter: %+v", b)
+	}
+	if j.ParameterMode != "NAMED" || cp.Type != "ARRAY<INT64>" || string(cp.Value) != `{"arrayValues":[{"value":"1"},{"value":"2"}]}` {
+		t.Errorf("job %+v", j)
+	}
+	for _, tc := range []struct {
+		sql    string
+		params []bigquery.QueryParameter
+		want   string
+	}{
+		{"SELECT 1,\n  @missing", nil, "Query parameter 'missing' not found at [2:3]"},
+		{"SELECT ?, ?", []bigquery.QueryParameter{{Value: 1}}, "the query has 2 positional parameters (?), the job 1"},
+		{"SELECT @a, ?", []bigquery.QueryParameter{{Name: "a", Value: 1}, {Value: 2}}, "must be all named or all positional"},
+	} {
+		j, err := dry(tc.sql, tc.params...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || j.Err == "" {
+			t.Errorf("%q: %v, want an error saying %q", tc.sql, err, tc.want)
+		}
+	}
+	if j, err := dry("SELECT ? + ?", bigquery.QueryParameter{Value: 1}, bigquery.QueryParameter{Value: 2.5}); err != nil || j.ParameterMode != "POSITIONAL" ||
+		j.Parameters[1].Type != "FLOAT64" {
+		t.Errorf("positional: %+v, %v", j, err)
+	}
+}

@@ -1,0 +1,480 @@
+package bigqueryio
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"reflect"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+)
+
+// A query parameter's Go value (bigquery.QueryParameter.Value, an any)
+// does not survive the JSON that carries a DoFn to its workers: an int
+// comes back a float64, a civil.Date a string, a struct a map. So
+// WithQueryParameters turns each value, when the pipeline is built, into
+// its explicit BigQuery type and the text of its value, as the official
+// client would send them (bigquery.QueryParameter documents the mapping),
+// and the query job gets them back as *bigquery.QueryParameterValue, which
+// the client sends as given. A value the client could not send fails when
+// the pipeline is built, naming the parameter.
+
+// queryParam is a query parameter as it travels in the DoFns.
+type queryParam struct {
+	Name  string
+	Type  paramType
+	Value paramValue
+}
+
+// paramType is a parameter's BigQuery type.
+type paramType struct {
+	Kind   string       // INT64, FLOAT64, BOOL, STRING, BYTES, TIMESTAMP, DATE, TIME, DATETIME, NUMERIC, BIGNUMERIC, GEOGRAPHY, JSON, INTERVAL, ARRAY, STRUCT
+	Elem   *paramType   // ARRAY's
+	Fields []paramField // STRUCT's
+}
+
+type paramField struct {
+	Name string
+	Type paramType
+}
+
+// paramValue is a parameter's value: NULL, a scalar's text, an array's
+// items, a struct's fields, or none of them (an empty array or struct).
+type paramValue struct {
+	Null   bool                  `json:",omitempty"`
+	Scalar *string               `json:",omitempty"`
+	Array  []paramValue          `json:",omitempty"`
+	Struct map[string]paramValue `json:",omitempty"`
+}
+
+// timestampText is how the client writes a TIMESTAMP parameter.
+const timestampText = "2006-01-02 15:04:05.999999-07:00"
+
+// queryParams turns the parameters of WithQueryParameters into what
+// travels.
+func queryParams(ps []bigquery.QueryParameter) ([]queryParam, error) {
+	out := make([]queryParam, 0, len(ps))
+	named := 0
+	for i, p := range ps {
+		if p.Name != "" {
+			named++
+		}
+		t, v, err := paramOf(reflect.ValueOf(p.Value), 0)
+		if err != nil {
+			what := fmt.Sprintf("parameter %d", i+1)
+			if p.Name != "" {
+				what = "parameter " + p.Name
+			}
+			return nil, fmt.Errorf("%s (%T): %w", what, p.Value, err)
+		}
+		out = append(out, queryParam{Name: p.Name, Type: t, Value: v})
+	}
+	if named != 0 && named != len(ps) {
+		return nil, fmt.Errorf("%d of %d parameters have names: give all of them names (@name in the SQL) or none (? in the SQL)", named, len(ps))
+	}
+	return out, nil
+}
+
+func scalar(kind, text string) (paramType, paramValue, error) {
+	return paramType{Kind: kind}, paramValue{Scalar: &text}, nil
+}
+
+func null(kind string) (paramType, paramValue, error) {
+	return paramType{Kind: kind}, paramValue{Null: true}, nil
+}
+
+// paramOf is the type and value of v, by the client's mapping.
+func paramOf(v reflect.Value, depth int) (paramType, paramValue, error) {
+	var none paramType
+	if depth > 32 {
+		return none, paramValue{}, fmt.Errorf("values nested deeper than 32 levels")
+	}
+	if !v.IsValid() {
+		return none, paramValue{}, fmt.Errorf("a nil value, which has no BigQuery type (use a bigquery.NullX type for NULL)")
+	}
+	switch x := v.Interface().(type) {
+	case civil.Date:
+		return scalar("DATE", x.String())
+	case civil.Time:
+		return scalar("TIME", bigquery.CivilTimeString(x))
+	case civil.DateTime:
+		return scalar("DATETIME", bigquery.CivilDateTimeString(x))
+	case time.Time:
+		return scalar("TIMESTAMP", x.Format(timestampText))
+	case *big.Rat:
+		if x == nil {
+			return none, paramValue{}, fmt.Errorf("a nil *big.Rat")
+		}
+		return scalar("NUMERIC", bigquery.NumericString(x))
+	case *bigquery.IntervalValue:
+		if x == nil {
+			return none, paramValue{}, fmt.Errorf("a nil *bigquery.IntervalValue")
+		}
+		return scalar("INTERVAL", bigquery.IntervalString(x))
+	case bigquery.NullInt64:
+		if !x.Valid {
+			return null("INT64")
+		}
+		return scalar("INT64", fmt.Sprint(x.Int64))
+	case bigquery.NullFloat64:
+		if !x.Valid {
+			return null("FLOAT64")
+		}
+		return scalar("FLOAT64", fmt.Sprint(x.Float64))
+	case bigquery.NullBool:
+		if !x.Valid {
+			return null("BOOL")
+		}
+		return scalar("BOOL", fmt.Sprint(x.Bool))
+	case bigquery.NullString:
+		if !x.Valid {
+			return null("STRING")
+		}
+		return scalar("STRING", x.StringVal)
+	case bigquery.NullGeography:
+		if !x.Valid {
+			return null("GEOGRAPHY")
+		}
+		return scalar("GEOGRAPHY", x.GeographyVal)
+	case bigquery.NullJSON:
+		if !x.Valid {
+			return null("JSON")
+		}
+		return scalar("JSON", x.JSONVal)
+	case bigquery.NullTimestamp:
+		if !x.Valid {
+			return null("TIMESTAMP")
+		}
+		return scalar("TIMESTAMP", x.Timestamp.Format(timestampText))
+	case bigquery.NullDate:
+		if !x.Valid {
+			return null("DATE")
+		}
+		return scalar("DATE", x.Date.String())
+	case bigquery.NullTime:
+		if !x.Valid {
+			return null("TIME")
+		}
+		return scalar("TIME", bigquery.CivilTimeString(x.Time))
+	case bigquery.NullDateTime:
+		if !x.Valid {
+			return null("DATETIME")
+		}
+		return scalar("DATETIME", bigquery.CivilDateTimeString(x.DateTime))
+	case *bigquery.QueryParameterValue:
+		if x == nil {
+			return none, paramValue{}, fmt.Errorf("a nil *bigquery.QueryParameterValue")
+		}
+		return explicitParam(x, depth)
+	case *bigquery.RangeValue:
+		return none, paramValue{}, fmt.Errorf("RANGE parameters are not supported by WithQueryParameters")
+	}
+	t := v.Type()
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return scalar("INT64", fmt.Sprint(v.Interface()))
+	case reflect.Float32, reflect.Float64:
+		return scalar("FLOAT64", fmt.Sprint(v.Interface()))
+	case reflect.Bool:
+		return scalar("BOOL", fmt.Sprint(v.Interface()))
+	case reflect.String:
+		return scalar("STRING", v.String())
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return scalar("BYTES", base64.StdEncoding.EncodeToString(v.Bytes()))
+		}
+		et, err := typeOfParam(t.Elem(), depth+1)
+		if err != nil {
+			return none, paramValue{}, err
+		}
+		val := paramValue{}
+		for i := 0; i < v.Len(); i++ {
+			it, iv, err := paramOf(v.Index(i), depth+1)
+			if err != nil {
+				return none, paramValue{}, fmt.Errorf("item %d: %w", i, err)
+			}
+			if !sameParamType(it, et) {
+				return none, paramValue{}, fmt.Errorf("item %d is a %s in an array of %s", i, it.Kind, et.Kind)
+			}
+			val.Array = append(val.Array, iv)
+		}
+		return paramType{Kind: "ARRAY", Elem: &et}, val, nil
+	case reflect.Pointer:
+		if t.Elem().Kind() != reflect.Struct {
+			break
+		}
+		st, err := typeOfParam(t.Elem(), depth+1)
+		if err != nil {
+			return none, paramValue{}, err
+		}
+		if v.IsNil() {
+			return st, paramValue{}, nil // the client sends a nil *struct as an empty value
+		}
+		_, sv, err := paramOf(v.Elem(), depth+1)
+		return st, sv, err
+	case reflect.Struct:
+		st, err := typeOfParam(t, depth+1)
+		if err != nil {
+			return none, paramValue{}, err
+		}
+		val := paramValue{Struct: map[string]paramValue{}}
+		for _, f := range fieldsOf(t).fields {
+			if f.viaPtr {
+				return none, paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.goPath)
+			}
+			_, fv, err := paramOf(v.FieldByIndex(f.index), depth+1)
+			if err != nil {
+				return none, paramValue{}, fmt.Errorf("field %s: %w", f.goPath, err)
+			}
+			val.Struct[f.name] = fv
+		}
+		return st, val, nil
+	}
+	return none, paramValue{}, fmt.Errorf("Go type %s has no BigQuery parameter type", t)
+}
+
+// typeOfParam is the parameter type of Go type t, found from the type
+// alone (as the client finds an array's element type).
+func typeOfParam(t reflect.Type, depth int) (paramType, error) {
+	if depth > 32 {
+		return paramType{}, fmt.Errorf("types nested deeper than 32 levels")
+	}
+	switch reflect.Zero(t).Interface().(type) {
+	case civil.Date, bigquery.NullDate:
+		return paramType{Kind: "DATE"}, nil
+	case civil.Time, bigquery.NullTime:
+		return paramType{Kind: "TIME"}, nil
+	case civil.DateTime, bigquery.NullDateTime:
+		return paramType{Kind: "DATETIME"}, nil
+	case time.Time, bigquery.NullTimestamp:
+		return paramType{Kind: "TIMESTAMP"}, nil
+	case *big.Rat:
+		return paramType{Kind: "NUMERIC"}, nil
+	case *bigquery.IntervalValue:
+		return paramType{Kind: "INTERVAL"}, nil
+	case bigquery.NullInt64:
+		return paramType{Kind: "INT64"}, nil
+	case bigquery.NullFloat64:
+		return paramType{Kind: "FLOAT64"}, nil
+	case bigquery.NullBool:
+		return paramType{Kind: "BOOL"}, nil
+	case bigquery.NullString:
+		return paramType{Kind: "STRING"}, nil
+	case bigquery.NullGeography:
+		return paramType{Kind: "GEOGRAPHY"}, nil
+	case bigquery.NullJSON:
+		return paramType{Kind: "JSON"}, nil
+	case *bigquery.QueryParameterValue, *bigquery.RangeValue:
+		return paramType{}, fmt.Errorf("an array or struct of %s: give the whole parameter as a *bigquery.QueryParameterValue", t)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return paramType{Kind: "INT64"}, nil
+	case reflect.Float32, reflect.Float64:
+		return paramType{Kind: "FLOAT64"}, nil
+	case reflect.Bool:
+		return paramType{Kind: "BOOL"}, nil
+	case reflect.String:
+		return paramType{Kind: "STRING"}, nil
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return paramType{Kind: "BYTES"}, nil
+		}
+		et, err := typeOfParam(t.Elem(), depth+1)
+		if err != nil {
+			return paramType{}, err
+		}
+		return paramType{Kind: "ARRAY", Elem: &et}, nil
+	case reflect.Pointer:
+		if t.Elem().Kind() == reflect.Struct {
+			return typeOfParam(t.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		st := paramType{Kind: "STRUCT"}
+		for _, f := range fieldsOf(t).fields {
+			ft, err := typeOfParam(f.typ, depth+1)
+			if err != nil {
+				return paramType{}, fmt.Errorf("field %s: %w", f.goPath, err)
+			}
+			st.Fields = append(st.Fields, paramField{Name: f.name, Type: ft})
+		}
+		return st, nil
+	}
+	return paramType{}, fmt.Errorf("Go type %s has no BigQuery parameter type", t)
+}
+
+func sameParamType(a, b paramType) bool { return reflect.DeepEqual(a, b) }
+
+// explicitParam is the parameter of an explicit *bigquery.QueryParameterValue.
+func explicitParam(x *bigquery.QueryParameterValue, depth int) (paramType, paramValue, error) {
+	t, err := explicitType(&x.Type, depth)
+	if err != nil {
+		return paramType{}, paramValue{}, err
+	}
+	v, err := explicitValue(x, depth)
+	return t, v, err
+}
+
+func explicitType(t *bigquery.StandardSQLDataType, depth int) (paramType, error) {
+	if depth > 32 {
+		return paramType{}, fmt.Errorf("types nested deeper than 32 levels")
+	}
+	switch {
+	case t == nil:
+		return paramType{}, fmt.Errorf("a *bigquery.QueryParameterValue without a type")
+	case t.ArrayElementType != nil:
+		et, err := explicitType(t.ArrayElementType, depth+1)
+		if err != nil {
+			return paramType{}, err
+		}
+		return paramType{Kind: "ARRAY", Elem: &et}, nil
+	case t.StructType != nil:
+		st := paramType{Kind: "STRUCT"}
+		for _, f := range t.StructType.Fields {
+			ft, err := explicitType(f.Type, depth+1)
+			if err != nil {
+				return paramType{}, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			st.Fields = append(st.Fields, paramField{Name: f.Name, Type: ft})
+		}
+		return st, nil
+	case t.RangeElementType != nil:
+		return paramType{}, fmt.Errorf("RANGE parameters are not supported by WithQueryParameters")
+	case t.TypeKind == "":
+		return paramType{}, fmt.Errorf("a *bigquery.QueryParameterValue without a type")
+	}
+	return paramType{Kind: t.TypeKind}, nil
+}
+
+func explicitValue(x *bigquery.QueryParameterValue, depth int) (paramValue, error) {
+	if depth > 32 {
+		return paramValue{}, fmt.Errorf("values nested deeper than 32 levels")
+	}
+	// As the client reads it: an array's items, else a struct's fields,
+	// else the scalar Value.
+	switch {
+	case len(x.ArrayValue) > 0:
+		var v paramValue
+		for i := range x.ArrayValue {
+			iv, err := explicitValue(&x.ArrayValue[i], depth+1)
+			if err != nil {
+				return paramValue{}, fmt.Errorf("item %d: %w", i, err)
+			}
+			v.Array = append(v.Array, iv)
+		}
+		return v, nil
+	case len(x.StructValue) > 0:
+		v := paramValue{Struct: map[string]paramValue{}}
+		for name := range x.StructValue {
+			fx := x.StructValue[name]
+			fv, err := explicitValue(&fx, depth+1)
+			if err != nil {
+				return paramValue{}, fmt.Errorf("field %s: %w", name, err)
+			}
+			v.Struct[name] = fv
+		}
+		return v, nil
+	}
+	_, v, err := paramOf(reflect.ValueOf(x.Value), depth+1)
+	return v, err
+}
+
+// clientParams is the parameters as the client takes them, each an
+// explicit *bigquery.QueryParameterValue.
+func clientParams(ps []queryParam) []bigquery.QueryParameter {
+	out := make([]bigquery.QueryParameter, len(ps))
+	for i, p := range ps {
+		v := clientValue(p.Value)
+		v.Type = clientType(p.Type)
+		out[i] = bigquery.QueryParameter{Name: p.Name, Value: &v}
+	}
+	return out
+}
+
+func clientType(t paramType) bigquery.StandardSQLDataType {
+	switch t.Kind {
+	case "ARRAY":
+		et := clientType(*t.Elem)
+		return bigquery.StandardSQLDataType{ArrayElementType: &et}
+	case "STRUCT":
+		st := &bigquery.StandardSQLStructType{Fields: []*bigquery.StandardSQLField{}}
+		for _, f := range t.Fields {
+			ft := clientType(f.Type)
+			st.Fields = append(st.Fields, &bigquery.StandardSQLField{Name: f.Name, Type: &ft})
+		}
+		return bigquery.StandardSQLDataType{StructType: st}
+	}
+	return bigquery.StandardSQLDataType{TypeKind: t.Kind}
+}
+
+// emptyArray and emptyStruct are the Values of an empty array and struct:
+// the client sends them as a value with no items or fields, as it sends
+// an empty slice or a nil *struct.
+var (
+	emptyArray  = []string{}
+	emptyStruct = struct{}{}
+)
+
+func clientValue(v paramValue) bigquery.QueryParameterValue {
+	switch {
+	case v.Null:
+		return bigquery.QueryParameterValue{Value: bigquery.NullString{}} // sent as "value": null
+	case v.Scalar != nil:
+		return bigquery.QueryParameterValue{Value: *v.Scalar}
+	case len(v.Array) > 0:
+		items := make([]bigquery.QueryParameterValue, len(v.Array))
+		for i, it := range v.Array {
+			items[i] = clientValue(it)
+		}
+		return bigquery.QueryParameterValue{ArrayValue: items}
+	case len(v.Struct) > 0:
+		fields := make(map[string]bigquery.QueryParameterValue, len(v.Struct))
+		for name, f := range v.Struct {
+			fields[name] = clientValue(f)
+		}
+		return bigquery.QueryParameterValue{StructValue: fields}
+	case v.Struct != nil:
+		return bigquery.QueryParameterValue{Value: emptyStruct}
+	}
+	return bigquery.QueryParameterValue{Value: emptyArray}
+}
+
+// encodeParams is the parameters as they travel: JSON of []queryParam, ""
+// for none.
+func encodeParams(ps []bigquery.QueryParameter) (string, error) {
+	qs, err := queryParams(ps)
+	if err != nil || len(qs) == 0 {
+		return "", err
+	}
+	b, err := json.Marshal(qs)
+	return string(b), err
+}
+
+// decodeParams is the parameters of encodeParams as the client takes
+// them, nil for none.
+func decodeParams(s string) ([]bigquery.QueryParameter, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var qs []queryParam
+	if err := json.Unmarshal([]byte(s), &qs); err != nil {
+		return nil, fmt.Errorf("bigqueryio: decoding the query parameters: %w", err)
+	}
+	return clientParams(qs), nil
+}
+
+// paramsText is the parameters for messages.
+func paramsText(ps []bigquery.QueryParameter) []any {
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		if p.Name != "" {
+			out[i] = fmt.Sprintf("%s=%v", p.Name, p.Value)
+		} else {
+			out[i] = fmt.Sprint(p.Value)
+		}
+	}
+	return out
+}
