@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -78,162 +79,109 @@ func queryParams(ps []bigquery.QueryParameter) ([]queryParam, error) {
 	return out, nil
 }
 
-func scalar(kind, text string) (paramType, paramValue, error) {
-	return paramType{Kind: kind}, paramValue{Scalar: &text}, nil
-}
-
-func null(kind string) (paramType, paramValue, error) {
-	return paramType{Kind: kind}, paramValue{Null: true}, nil
-}
-
 // paramOf is the type and value of v, by the client's mapping.
 func paramOf(v reflect.Value, depth int) (paramType, paramValue, error) {
-	var none paramType
-	if depth > 32 {
-		return none, paramValue{}, fmt.Errorf("values nested deeper than 32 levels")
-	}
 	if !v.IsValid() {
-		return none, paramValue{}, fmt.Errorf("a nil value, which has no BigQuery type (use a bigquery.NullX type for NULL)")
+		return paramType{}, paramValue{}, fmt.Errorf("a nil value, which has no BigQuery type (use a bigquery.NullX type for NULL)")
 	}
-	switch x := v.Interface().(type) {
-	case civil.Date:
-		return scalar("DATE", x.String())
-	case civil.Time:
-		return scalar("TIME", bigquery.CivilTimeString(x))
-	case civil.DateTime:
-		return scalar("DATETIME", bigquery.CivilDateTimeString(x))
-	case time.Time:
-		return scalar("TIMESTAMP", x.Format(timestampText))
-	case *big.Rat:
+	if x, ok := v.Interface().(*bigquery.QueryParameterValue); ok {
 		if x == nil {
-			return none, paramValue{}, fmt.Errorf("a nil *big.Rat")
-		}
-		return scalar("NUMERIC", bigquery.NumericString(x))
-	case *bigquery.IntervalValue:
-		if x == nil {
-			return none, paramValue{}, fmt.Errorf("a nil *bigquery.IntervalValue")
-		}
-		return scalar("INTERVAL", bigquery.IntervalString(x))
-	case bigquery.NullInt64:
-		if !x.Valid {
-			return null("INT64")
-		}
-		return scalar("INT64", fmt.Sprint(x.Int64))
-	case bigquery.NullFloat64:
-		if !x.Valid {
-			return null("FLOAT64")
-		}
-		return scalar("FLOAT64", fmt.Sprint(x.Float64))
-	case bigquery.NullBool:
-		if !x.Valid {
-			return null("BOOL")
-		}
-		return scalar("BOOL", fmt.Sprint(x.Bool))
-	case bigquery.NullString:
-		if !x.Valid {
-			return null("STRING")
-		}
-		return scalar("STRING", x.StringVal)
-	case bigquery.NullGeography:
-		if !x.Valid {
-			return null("GEOGRAPHY")
-		}
-		return scalar("GEOGRAPHY", x.GeographyVal)
-	case bigquery.NullJSON:
-		if !x.Valid {
-			return null("JSON")
-		}
-		return scalar("JSON", x.JSONVal)
-	case bigquery.NullTimestamp:
-		if !x.Valid {
-			return null("TIMESTAMP")
-		}
-		return scalar("TIMESTAMP", x.Timestamp.Format(timestampText))
-	case bigquery.NullDate:
-		if !x.Valid {
-			return null("DATE")
-		}
-		return scalar("DATE", x.Date.String())
-	case bigquery.NullTime:
-		if !x.Valid {
-			return null("TIME")
-		}
-		return scalar("TIME", bigquery.CivilTimeString(x.Time))
-	case bigquery.NullDateTime:
-		if !x.Valid {
-			return null("DATETIME")
-		}
-		return scalar("DATETIME", bigquery.CivilDateTimeString(x.DateTime))
-	case *bigquery.QueryParameterValue:
-		if x == nil {
-			return none, paramValue{}, fmt.Errorf("a nil *bigquery.QueryParameterValue")
+			return paramType{}, paramValue{}, fmt.Errorf("a nil *bigquery.QueryParameterValue")
 		}
 		return explicitParam(x, depth)
-	case *bigquery.RangeValue:
-		return none, paramValue{}, fmt.Errorf("RANGE parameters are not supported by WithQueryParameters")
+	}
+	t, err := typeOfParam(v.Type(), depth)
+	if err != nil {
+		return paramType{}, paramValue{}, err
+	}
+	val, err := valueOfParam(v, depth)
+	return t, val, err
+}
+
+func text(s string) (paramValue, error) { return paramValue{Scalar: &s}, nil }
+
+// valueOfParam is the value of v, whose type typeOfParam accepts, as the
+// client writes it.
+func valueOfParam(v reflect.Value, depth int) (paramValue, error) {
+	if depth > 32 {
+		return paramValue{}, fmt.Errorf("values nested deeper than 32 levels")
 	}
 	t := v.Type()
+	switch x := v.Interface().(type) {
+	case civil.Date:
+		return text(x.String())
+	case civil.Time:
+		return text(bigquery.CivilTimeString(x))
+	case civil.DateTime:
+		return text(bigquery.CivilDateTimeString(x))
+	case time.Time:
+		return text(x.Format(timestampText))
+	case *big.Rat:
+		if x == nil {
+			return paramValue{}, fmt.Errorf("a nil *big.Rat")
+		}
+		return text(bigquery.NumericString(x))
+	case *bigquery.IntervalValue:
+		if x == nil {
+			return paramValue{}, fmt.Errorf("a nil *bigquery.IntervalValue")
+		}
+		return text(bigquery.IntervalString(x))
+	}
+	if isNullType(t) {
+		// A bigquery.NullX: NULL unless Valid, else its value field's.
+		if !v.FieldByName("Valid").Bool() {
+			return paramValue{Null: true}, nil
+		}
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).Name != "Valid" {
+				return valueOfParam(v.Field(i), depth+1)
+			}
+		}
+	}
 	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32:
-		return scalar("INT64", fmt.Sprint(v.Interface()))
-	case reflect.Float32, reflect.Float64:
-		return scalar("FLOAT64", fmt.Sprint(v.Interface()))
-	case reflect.Bool:
-		return scalar("BOOL", fmt.Sprint(v.Interface()))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32,
+		reflect.Float32, reflect.Float64, reflect.Bool:
+		return text(fmt.Sprint(v.Interface()))
 	case reflect.String:
-		return scalar("STRING", v.String())
+		return text(v.String())
 	case reflect.Slice, reflect.Array:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
-			return scalar("BYTES", base64.StdEncoding.EncodeToString(v.Bytes()))
-		}
-		et, err := typeOfParam(t.Elem(), depth+1)
-		if err != nil {
-			return none, paramValue{}, err
+			return text(base64.StdEncoding.EncodeToString(v.Bytes()))
 		}
 		val := paramValue{}
 		for i := 0; i < v.Len(); i++ {
-			it, iv, err := paramOf(v.Index(i), depth+1)
+			iv, err := valueOfParam(v.Index(i), depth+1)
 			if err != nil {
-				return none, paramValue{}, fmt.Errorf("item %d: %w", i, err)
-			}
-			if !sameParamType(it, et) {
-				return none, paramValue{}, fmt.Errorf("item %d is a %s in an array of %s", i, it.Kind, et.Kind)
+				return paramValue{}, fmt.Errorf("item %d: %w", i, err)
 			}
 			val.Array = append(val.Array, iv)
 		}
-		return paramType{Kind: "ARRAY", Elem: &et}, val, nil
+		return val, nil
 	case reflect.Pointer:
-		if t.Elem().Kind() != reflect.Struct {
-			break
-		}
-		st, err := typeOfParam(t.Elem(), depth+1)
-		if err != nil {
-			return none, paramValue{}, err
-		}
 		if v.IsNil() {
-			return st, paramValue{}, nil // the client sends a nil *struct as an empty value
+			return paramValue{}, nil // the client sends a nil *struct as an empty value
 		}
-		_, sv, err := paramOf(v.Elem(), depth+1)
-		return st, sv, err
+		return valueOfParam(v.Elem(), depth+1)
 	case reflect.Struct:
-		st, err := typeOfParam(t, depth+1)
-		if err != nil {
-			return none, paramValue{}, err
-		}
 		val := paramValue{Struct: map[string]paramValue{}}
 		for _, f := range fieldsOf(t).fields {
 			if f.viaPtr {
-				return none, paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.goPath)
+				return paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.goPath)
 			}
-			_, fv, err := paramOf(v.FieldByIndex(f.index), depth+1)
+			fv, err := valueOfParam(v.FieldByIndex(f.index), depth+1)
 			if err != nil {
-				return none, paramValue{}, fmt.Errorf("field %s: %w", f.goPath, err)
+				return paramValue{}, fmt.Errorf("field %s: %w", f.goPath, err)
 			}
 			val.Struct[f.name] = fv
 		}
-		return st, val, nil
+		return val, nil
 	}
-	return none, paramValue{}, fmt.Errorf("Go type %s has no BigQuery parameter type", t)
+	return paramValue{}, fmt.Errorf("Go type %s has no BigQuery parameter type", t)
+}
+
+// isNullType reports the bigquery.NullX types.
+func isNullType(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t.PkgPath() == "cloud.google.com/go/bigquery" && strings.HasPrefix(t.Name(), "Null")
 }
 
 // typeOfParam is the parameter type of Go type t, found from the type
@@ -267,7 +215,9 @@ func typeOfParam(t reflect.Type, depth int) (paramType, error) {
 		return paramType{Kind: "GEOGRAPHY"}, nil
 	case bigquery.NullJSON:
 		return paramType{Kind: "JSON"}, nil
-	case *bigquery.QueryParameterValue, *bigquery.RangeValue:
+	case *bigquery.RangeValue:
+		return paramType{}, fmt.Errorf("RANGE parameters are not supported by WithQueryParameters")
+	case *bigquery.QueryParameterValue:
 		return paramType{}, fmt.Errorf("an array or struct of %s: give the whole parameter as a *bigquery.QueryParameterValue", t)
 	}
 	switch t.Kind() {
@@ -305,8 +255,6 @@ func typeOfParam(t reflect.Type, depth int) (paramType, error) {
 	}
 	return paramType{}, fmt.Errorf("Go type %s has no BigQuery parameter type", t)
 }
-
-func sameParamType(a, b paramType) bool { return reflect.DeepEqual(a, b) }
 
 // explicitParam is the parameter of an explicit *bigquery.QueryParameterValue.
 func explicitParam(x *bigquery.QueryParameterValue, depth int) (paramType, paramValue, error) {
@@ -379,7 +327,7 @@ func explicitValue(x *bigquery.QueryParameterValue, depth int) (paramValue, erro
 		return v, nil
 	}
 	_, v, err := paramOf(reflect.ValueOf(x.Value), depth+1)
-	return v, err
+	return v, err // the Value's own type is not sent: x.Type is
 }
 
 // clientParams is the parameters as the client takes them, each an
