@@ -204,7 +204,9 @@ func WithBillingProject(project string) ReadOption {
 func WithMaxStreams(n int) ReadOption {
 	return func(c *readConfig) {
 		c.note("WithMaxStreams", n)
-		c.MaxStreams, c.tooManyStreams = int32(n), n > math.MaxInt32
+		// Kept out of int32's range checks: int32(n) of a count beyond it
+		// could wrap to any value, a negative one to a positive.
+		c.MaxStreams, c.tooManyStreams = int32(min(max(n, -1), math.MaxInt32)), n > math.MaxInt32
 	}
 }
 

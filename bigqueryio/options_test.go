@@ -107,6 +107,7 @@ func TestOptionConflicts(t *testing.T) {
 		{[]ReadOption{WithDesiredBundleSize(1 << 20), WithMaxStreams(4)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
 		{[]ReadOption{WithMaxStreams(-1)}, "WithMaxStreams(-1): a negative stream count"},
 		{[]ReadOption{WithMaxStreams(1 << 40)}, "WithMaxStreams(1099511627776): more streams than the API can ask for"},
+		{[]ReadOption{WithMaxStreams(-1<<32 + 5)}, "WithMaxStreams(-4294967291): a negative stream count"},
 		{[]ReadOption{WithDesiredBundleSize(-5)}, "WithDesiredBundleSize(-5): a negative bundle size"},
 		{[]ReadOption{WithRetries(-1, time.Second)}, "WithRetries(-1, 1s): a negative retry count or backoff"},
 		{[]ReadOption{WithSplitTimeout(-time.Second)}, "WithSplitTimeout(-1s): a negative timeout"},
