@@ -36,7 +36,7 @@ func (s *Server) RESTClientOptions() []option.ClientOption {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	p := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/bigquery/v2"), "/"), "/")
-	if s.serveQueryREST(w, r, p) {
+	if s.serveWriteREST(w, r, p) || s.serveQueryREST(w, r, p) {
 		return
 	}
 	if r.Method != http.MethodGet || len(p) != 6 || p[0] != "projects" || p[2] != "datasets" || p[4] != "tables" {
