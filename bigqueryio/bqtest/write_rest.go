@@ -281,6 +281,9 @@ func jsonRow(schema bigquery.Schema, obj map[string]any, prefix string, ignoreUn
 		}
 		row[i] = x
 	}
+	if errs != nil {
+		return nil, errs // a value that did not convert is not also "missing"
+	}
 	for i, f := range schema {
 		if f.Required && (!seen[i] || row[i] == nil) {
 			fail(prefix+f.Name, "Missing required field: "+prefix+f.Name+".")
