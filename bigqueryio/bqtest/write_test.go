@@ -28,6 +28,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 )
@@ -1047,6 +1048,9 @@ func TestWriteDefaultStream(t *testing.T) {
 	if _, err := r.GetResult(ctx); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("offset on _default: %v", err)
 	}
+	if st := e.srv.WriteStats(); st.AppendConnections != 1 {
+		t.Fatalf("stats %+v: want both tables on one connection", st)
+	}
 	if ws := e.srv.WriteStreams("proj.ds.d1"); len(ws) != 0 {
 		t.Fatalf("_default listed as a created stream: %+v", ws)
 	}
@@ -1176,5 +1180,75 @@ func TestWriteReadSnapshot(t *testing.T) {
 	}
 	if n, err := sessionRows(t, rc, newSession()); n != 0 || err != nil {
 		t.Fatalf("the replaced table has %d rows, %v", n, err)
+	}
+}
+
+// TestWriteAppendProtocol drives AppendRows with the raw client: later
+// requests may omit the stream and the writer schema; a request for another
+// table must carry its schema; a first request without a stream ends the
+// RPC.
+func TestWriteAppendProtocol(t *testing.T) {
+	e := newWriteEnv(t)
+	a := e.table(t, "pa", simpleSchema)
+	b := e.table(t, "pb", simpleSchema)
+	md, dp := schemaDescriptor(t, simpleSchema)
+	req := func(stream string, schema bool, from int, offset *int64) *storagepb.AppendRowsRequest {
+		data := &storagepb.AppendRowsRequest_ProtoData{Rows: &storagepb.ProtoRows{SerializedRows: simpleRows(t, md, from, 1)}}
+		if schema {
+			data.WriterSchema = &storagepb.ProtoSchema{ProtoDescriptor: dp}
+		}
+		r := &storagepb.AppendRowsRequest{WriteStream: stream, Rows: &storagepb.AppendRowsRequest_ProtoRows{ProtoRows: data}}
+		if offset != nil {
+			r.Offset = wrapperspb.Int64(*offset)
+		}
+		return r
+	}
+	stream, err := e.raw.AppendRows(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := e.raw.CreateWriteStream(e.ctx, &storagepb.CreateWriteStreamRequest{Parent: a, WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := int64(1)
+	for i, r := range []*storagepb.AppendRowsRequest{
+		req(ws.GetName(), true, 0, nil),           // offset 0
+		req("", false, 1, &one),                   // the connection's stream and schema
+		req(b+"/streams/_default", false, 2, nil), // another table without its schema: refused
+		req(b+"/_default", true, 3, nil),          // with it
+		req("", false, 4, nil),                    // b's default stream again
+	} {
+		if err := stream.Send(r); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	var got []string
+	for i := 0; i < 5; i++ {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s:%v:%v", resp.GetWriteStream()[len(a)-2:], status.Code(status.ErrorProto(resp.GetError())), resp.GetAppendResult().GetOffset().GetValue()))
+	}
+	want := []string{"pa/streams/" + ws.GetName()[len(a)+9:] + ":OK:0", "pa/streams/" + ws.GetName()[len(a)+9:] + ":OK:1",
+		"pb/streams/_default:InvalidArgument:0", "pb/_default:OK:0", "pb/_default:OK:0"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("responses\n%v\nwant\n%v", got, want)
+	}
+	stream.CloseSend()
+	if got := sortedNames(e.read(t, "pb")); got != "r3,r4" {
+		t.Fatalf("pb holds %s", got)
+	}
+
+	stream, err = e.raw.AppendRows(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(req("", true, 0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("first request without a stream: %v", err)
 	}
 }
