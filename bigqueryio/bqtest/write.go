@@ -34,7 +34,8 @@ type writeService struct {
 
 // writeState is the Write API's state, under Server.mu.
 type writeState struct {
-	streams     map[string]*wstream // application-created streams, by name
+	streams     map[string]*wstream      // application-created streams, by name
+	schemas     map[string]*writerSchema // compiled writer schemas, by serialized descriptor
 	faults      WriteFaults
 	appendCalls int // AppendRows requests since SetWriteFaults
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults

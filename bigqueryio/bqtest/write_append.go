@@ -154,7 +154,7 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 		return fail(codes.InvalidArgument, "The request has no rows (proto_rows is not set).")
 	}
 	if d := rows.GetWriterSchema().GetProtoDescriptor(); d != nil {
-		ws, err := newWriterSchema(d)
+		ws, err := s.writerSchemaFor(d)
 		if err != nil {
 			conn.schema = nil
 			return fail(codes.InvalidArgument, fmt.Sprintf("Invalid proto schema: %v.", err))

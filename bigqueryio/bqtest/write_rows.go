@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,7 +33,38 @@ import (
 // service reads them, and its plans for the tables it was used on.
 type writerSchema struct {
 	md    protoreflect.MessageDescriptor
+	mu    sync.Mutex            // guards plans: connections share a writer schema
 	plans map[*table]planResult // by table lineage; a table's schema never changes
+}
+
+// maxWriterSchemas bounds the server's cache of compiled writer schemas.
+const maxWriterSchemas = 1024
+
+// writerSchemaFor returns the compiled writer schema of d, from the
+// server's cache when a connection sent the same descriptor before (a
+// multiplexing client sends it on every change of table).
+func (s *Server) writerSchemaFor(d *descriptorpb.DescriptorProto) (*writerSchema, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	key := string(b)
+	s.mu.Lock()
+	ws := s.w.schemas[key]
+	s.mu.Unlock()
+	if ws != nil {
+		return ws, nil
+	}
+	if ws, err = newWriterSchema(d); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.w.schemas == nil || len(s.w.schemas) >= maxWriterSchemas {
+		s.w.schemas = map[string]*writerSchema{}
+	}
+	s.w.schemas[key] = ws
+	s.mu.Unlock()
+	return ws, nil
 }
 
 type planResult struct {
@@ -65,6 +97,8 @@ func newWriterSchema(d *descriptorpb.DescriptorProto) (*writerSchema, error) {
 // status the service refuses the writer schema with.
 func (ws *writerSchema) plan(t *table, stream string) (*rowPlan, *status.Status) {
 	key := t.lineage()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	if r, ok := ws.plans[key]; ok {
 		return r.p, r.st
 	}
@@ -246,7 +280,7 @@ func (p *rowPlan) decode(rows [][]byte) ([][]bigquery.Value, []*storagepb.RowErr
 	out := make([][]bigquery.Value, 0, len(rows))
 	var errs []*storagepb.RowError
 	for i, b := range rows {
-		row, err := p.decodeRow(msg, b)
+		row, err := p.decodeRow(msg, b, i == 0)
 		if err != nil {
 			errs = append(errs, &storagepb.RowError{Index: int64(i), Code: storagepb.RowError_FIELDS_ERROR, Message: err.Error()})
 			continue
@@ -261,7 +295,11 @@ func (p *rowPlan) decode(rows [][]byte) ([][]bigquery.Value, []*storagepb.RowErr
 	return out, nil
 }
 
-func (p *rowPlan) decodeRow(msg *dynamicpb.Message, b []byte) ([]bigquery.Value, error) {
+// decodeRow decodes one row; with check, it also checks the row against
+// the schema as AddTable checks rows (a safety net: what the read side
+// serves must hold the values it expects; decode checks the first row of
+// each request, which catches a conversion that is wrong for a column).
+func (p *rowPlan) decodeRow(msg *dynamicpb.Message, b []byte, check bool) ([]bigquery.Value, error) {
 	if err := proto.Unmarshal(b, msg); err != nil {
 		return nil, fmt.Errorf("Could not parse the serialized row as %s: %v.", p.md.FullName(), err)
 	}
@@ -269,8 +307,9 @@ func (p *rowPlan) decodeRow(msg *dynamicpb.Message, b []byte) ([]bigquery.Value,
 	if err != nil {
 		return nil, err
 	}
-	// A safety net: what the read side serves must hold the values it
-	// expects.
+	if !check {
+		return row, nil
+	}
 	if err := checkRow(p.schema, row, nil); err != nil {
 		return nil, fmt.Errorf("bqtest: internal error converting a row: %v", err)
 	}
@@ -617,24 +656,44 @@ func checkJSON(s string) (bigquery.Value, error) {
 	return s, nil
 }
 
+// decimalType is NUMERIC's or BIGNUMERIC's scale and range.
+type decimalType struct {
+	name     string
+	scale    int
+	pow      *big.Int // 10^scale
+	lo, hi   *big.Rat
+	ulo, uhi *big.Int // the range, unscaled
+}
+
+var numericType, bigNumericType = newDecimalType("NUMERIC", 9, numericMin, numericMax), newDecimalType("BIGNUMERIC", 38, bigNumericMin, bigNumericMax)
+
+func newDecimalType(name string, scale int, lo, hi *big.Rat) *decimalType {
+	d := &decimalType{name: name, scale: scale, pow: new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil), lo: lo, hi: hi}
+	d.ulo = new(big.Int).Quo(new(big.Int).Mul(lo.Num(), d.pow), lo.Denom())
+	d.uhi = new(big.Int).Quo(new(big.Int).Mul(hi.Num(), d.pow), hi.Denom())
+	return d
+}
+
+func decimalOf(bignum bool) *decimalType {
+	if bignum {
+		return bigNumericType
+	}
+	return numericType
+}
+
 // decimal rounds r to the type's scale (9, or 38 for BIGNUMERIC), half away
 // from zero, and checks the type's range.
 func decimal(r *big.Rat, bignum bool) (bigquery.Value, error) {
-	scale, lo, hi, name := 9, numericMin, numericMax, "NUMERIC"
-	if bignum {
-		scale, lo, hi, name = 38, bigNumericMin, bigNumericMax, "BIGNUMERIC"
-	}
-	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
-	num := new(big.Int).Mul(r.Num(), pow)
+	dt := decimalOf(bignum)
+	num := new(big.Int).Mul(r.Num(), dt.pow)
 	q, rem := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
 	if new(big.Int).Mul(new(big.Int).Abs(rem), big.NewInt(2)).Cmp(r.Denom()) >= 0 {
 		q.Add(q, big.NewInt(int64(num.Sign())))
 	}
-	out := new(big.Rat).SetFrac(q, pow)
-	if out.Cmp(lo) < 0 || out.Cmp(hi) > 0 {
-		return nil, fmt.Errorf("%s value %s is out of range", name, r.FloatString(scale))
+	if q.Cmp(dt.ulo) < 0 || q.Cmp(dt.uhi) > 0 {
+		return nil, fmt.Errorf("%s value %s is out of range", dt.name, r.FloatString(dt.scale))
 	}
-	return out, nil
+	return new(big.Rat).SetFrac(q, dt.pow), nil
 }
 
 // decimalString parses a decimal literal (digits, a point, an exponent).
@@ -663,14 +722,12 @@ func decimalString(s string, bignum bool) (bigquery.Value, error) {
 // (BigDecimalByteStringEncoder): the value times 10^scale as a
 // little-endian two's-complement integer. No bytes is zero.
 func decimalBytesLE(b []byte, bignum bool) (bigquery.Value, error) {
-	scale := 9
-	if bignum {
-		scale = 38
-	}
+	dt := decimalOf(bignum)
 	if len(b) > 64 {
-		return nil, fmt.Errorf("%d bytes are too many for a NUMERIC or BIGNUMERIC value", len(b))
+		return nil, fmt.Errorf("%d bytes are too many for a %s value", len(b), dt.name)
 	}
-	be := make([]byte, len(b))
+	var buf [64]byte
+	be := buf[:len(b)]
 	for i, x := range b {
 		be[len(b)-1-i] = x
 	}
@@ -678,8 +735,10 @@ func decimalBytesLE(b []byte, bignum bool) (bigquery.Value, error) {
 	if len(be) > 0 && be[0]&0x80 != 0 {
 		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(be))))
 	}
-	r := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
-	return decimal(r, bignum) // exact: only checks the range
+	if n.Cmp(dt.ulo) < 0 || n.Cmp(dt.uhi) > 0 {
+		return nil, fmt.Errorf("%s value %s is out of range", dt.name, new(big.Rat).SetFrac(n, dt.pow).FloatString(dt.scale))
+	}
+	return new(big.Rat).SetFrac(n, dt.pow), nil
 }
 
 // unpackTime decodes the packed TIME of CivilTimeEncoder: hour (5 bits),
