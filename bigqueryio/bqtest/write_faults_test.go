@@ -42,13 +42,7 @@ func appendSeq(t *testing.T, e *writeEnv, ms *managedwriter.ManagedStream, from,
 func newStream(t *testing.T, e *writeEnv, res string, typ managedwriter.StreamType) *managedwriter.ManagedStream {
 	t.Helper()
 	_, dp := schemaDescriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res), managedwriter.WithType(typ),
-		managedwriter.WithSchemaDescriptor(dp), managedwriter.EnableWriteRetries(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
-	return ms
+	return e.stream(t, res, typ, dp, managedwriter.EnableWriteRetries(true))
 }
 
 func sortedNames(rows [][]bigquery.Value) string {

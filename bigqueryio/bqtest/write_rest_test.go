@@ -12,7 +12,6 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"cloud.google.com/go/civil"
-	"google.golang.org/api/googleapi"
 )
 
 type inner struct {
@@ -37,14 +36,6 @@ type insertRow struct {
 	Strs  []string
 }
 
-func apiCodeOf(err error) int {
-	var ae *googleapi.Error
-	if errors.As(err, &ae) {
-		return ae.Code
-	}
-	return 0
-}
-
 // TestWriteRESTBeamWrite makes the calls Beam Go's bigqueryio.Write makes
 // (datasets.get, tables.get, tables.insert with the inferred schema when
 // the table is missing, then tabledata.insertAll through the Inserter) and
@@ -57,11 +48,11 @@ func TestWriteRESTBeamWrite(t *testing.T) {
 	if md, err := ds.Metadata(e.ctx); err != nil || md.Location != "US" {
 		t.Fatalf("datasets.get of the tables' dataset: %v %v", md, err)
 	}
-	if _, err := e.bq.DatasetInProject("proj", "nosuch").Metadata(e.ctx); apiCodeOf(err) != http.StatusNotFound {
+	if _, err := e.bq.DatasetInProject("proj", "nosuch").Metadata(e.ctx); apiCode(err) != http.StatusNotFound {
 		t.Fatalf("datasets.get of a missing dataset: %v", err)
 	}
 	tbl := ds.Table("made")
-	if _, err := tbl.Metadata(e.ctx); apiCodeOf(err) != http.StatusNotFound {
+	if _, err := tbl.Metadata(e.ctx); apiCode(err) != http.StatusNotFound {
 		t.Fatalf("tables.get of a missing table: %v", err)
 	}
 	schema, err := bigquery.InferSchema(insertRow{})
@@ -71,10 +62,10 @@ func TestWriteRESTBeamWrite(t *testing.T) {
 	if err := tbl.Create(e.ctx, &bigquery.TableMetadata{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Create(e.ctx, &bigquery.TableMetadata{Schema: schema}); apiCodeOf(err) != http.StatusConflict {
+	if err := tbl.Create(e.ctx, &bigquery.TableMetadata{Schema: schema}); apiCode(err) != http.StatusConflict {
 		t.Fatalf("second tables.insert: %v", err)
 	}
-	if err := e.bq.DatasetInProject("proj", "nosuch").Table("t").Create(e.ctx, &bigquery.TableMetadata{Schema: schema}); apiCodeOf(err) != http.StatusNotFound {
+	if err := e.bq.DatasetInProject("proj", "nosuch").Table("t").Create(e.ctx, &bigquery.TableMetadata{Schema: schema}); apiCode(err) != http.StatusNotFound {
 		t.Fatalf("tables.insert in a missing dataset: %v", err)
 	}
 	md, err := tbl.Metadata(e.ctx)
@@ -136,11 +127,7 @@ func TestWriteRESTBeamWrite(t *testing.T) {
 
 	// The Storage Write API appends to the same table.
 	_, dp := schemaDescriptor(t, schema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable("projects/proj/datasets/ds/tables/made"),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, "projects/proj/datasets/ds/tables/made", managedwriter.CommittedStream, dp)
 	dmd, _ := schemaDescriptor(t, schema)
 	r, err := ms.AppendRows(e.ctx, [][]byte{encode(t, dmd, map[string]any{"ID": 4, "Raw": []byte{}, "Score": 1.0, "OK": false, "D": 0, "T": int64(0), "DT": packDateTime(civil.DateTime{Date: civil.Date{Year: 1970, Month: 1, Day: 1}}), "TS": int64(0), "N": decimalLE(big.NewRat(1, 1), 9), "Rec": map[string]any{"A": "z"}})})
 	if err != nil {

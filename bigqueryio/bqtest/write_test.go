@@ -74,6 +74,19 @@ func newWriteEnv(t *testing.T, opts ...bqtest.Option) *writeEnv {
 	return &writeEnv{srv: srv, mw: mw, bq: bq, raw: raw, ctx: ctx}
 }
 
+// stream opens a managed stream of type typ on the table res with the
+// writer schema dp.
+func (e *writeEnv) stream(t *testing.T, res string, typ managedwriter.StreamType, dp *descriptorpb.DescriptorProto, opts ...managedwriter.WriterOption) *managedwriter.ManagedStream {
+	t.Helper()
+	opts = append([]managedwriter.WriterOption{managedwriter.WithDestinationTable(res), managedwriter.WithType(typ), managedwriter.WithSchemaDescriptor(dp)}, opts...)
+	ms, err := e.mw.NewManagedStream(e.ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	return ms
+}
+
 // table defines an empty table proj.ds.<name> and returns its resource
 // name.
 func (e *writeEnv) table(t *testing.T, name string, schema bigquery.Schema) string {
@@ -127,13 +140,21 @@ func schemaDescriptor(t *testing.T, schema bigquery.Schema) (protoreflect.Messag
 // with its own message types would.
 func message(t *testing.T, name string, fields ...*descriptorpb.FieldDescriptorProto) (protoreflect.MessageDescriptor, *descriptorpb.DescriptorProto) {
 	t.Helper()
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name:        proto.String(name + ".proto"),
-		Package:     proto.String("test"),
-		Syntax:      proto.String("proto2"),
-		Dependency:  []string{"google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto"},
+	return fileMessage(t, &descriptorpb.FileDescriptorProto{
 		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String(name), Field: fields}},
-	}, protoregistry.GlobalFiles)
+	})
+}
+
+// fileMessage builds the proto2 file f (named for its first message, in
+// package test, importing the well-known types) and returns its first
+// message and that message's normalized descriptor.
+func fileMessage(t *testing.T, f *descriptorpb.FileDescriptorProto) (protoreflect.MessageDescriptor, *descriptorpb.DescriptorProto) {
+	t.Helper()
+	f.Name = proto.String(f.GetMessageType()[0].GetName() + ".proto")
+	f.Package = proto.String("test")
+	f.Syntax = proto.String("proto2")
+	f.Dependency = []string{"google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto"}
+	fd, err := protodesc.NewFile(f, protoregistry.GlobalFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,11 +419,7 @@ func TestWriteAllTypes(t *testing.T) {
 		want = append(want, r.want)
 	}
 
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.PendingStream, dp)
 	r1, err := ms.AppendRows(e.ctx, data[:2], managedwriter.WithOffset(0))
 	if err != nil {
 		t.Fatal(err)
@@ -465,10 +482,8 @@ func TestWriteConversions(t *testing.T) {
 		f.TypeName = proto.String(typ)
 		return f
 	}
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name: proto.String("conv.proto"), Package: proto.String("test"), Syntax: proto.String("proto2"),
-		Dependency: []string{"google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto"},
-		EnumType:   []*descriptorpb.EnumDescriptorProto{enum},
+	md, dp := fileMessage(t, &descriptorpb.FileDescriptorProto{
+		EnumType: []*descriptorpb.EnumDescriptorProto{enum},
 		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("Conv"), Field: []*descriptorpb.FieldDescriptorProto{
 			field("n_str", 1, T), field("n_dbl", 2, descriptorpb.FieldDescriptorProto_TYPE_DOUBLE),
 			field("n_int", 3, descriptorpb.FieldDescriptorProto_TYPE_SINT64), field("bn_str", 4, T),
@@ -479,15 +494,7 @@ func TestWriteConversions(t *testing.T) {
 			msgField("i_wrap", 15, ".google.protobuf.Int64Value"), field("f_float", 16, descriptorpb.FieldDescriptorProto_TYPE_FLOAT),
 			field("i_u32", 17, descriptorpb.FieldDescriptorProto_TYPE_FIXED32),
 		}}},
-	}, protoregistry.GlobalFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := fd.Messages().Get(0)
-	dp, err := adapt.NormalizeDescriptor(md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	row := encode(t, md, map[string]any{
 		"n_str": "-123.4567890125", "n_dbl": 0.1, "n_int": -42, "bn_str": "1e-38",
 		"d_str": "2024-2-9", "d_i64": 19000, "dt_str": "2020-10-01 12:00:00.5", "tm_str": "20:51:10.1234",
@@ -495,11 +502,7 @@ func TestWriteConversions(t *testing.T) {
 		"b_int": 2, "by_str": "raw", "s_enum": 7, "i_enum": 7, "i_wrap": map[string]any{"value": int64(-9)},
 		"f_float": float32(2.22), "i_u32": 4000000000,
 	})
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.CommittedStream, dp)
 	r, err := ms.AppendRows(e.ctx, [][]byte{row})
 	if err != nil {
 		t.Fatal(err)
@@ -564,11 +567,7 @@ func TestWriteGoogleValidation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-			managedwriter.WithType(managedwriter.DefaultStream), managedwriter.WithSchemaDescriptor(dp))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ms := e.stream(t, res, managedwriter.DefaultStream, dp)
 		b, err := proto.Marshal(c.row)
 		if err != nil {
 			t.Fatal(err)
@@ -628,11 +627,7 @@ func TestWriteOffsets(t *testing.T) {
 	e := newWriteEnv(t)
 	res := e.table(t, "offs", simpleSchema)
 	md, dp := schemaDescriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.CommittedStream, dp)
 	appendAt := func(off int64, rows [][]byte) (int64, error) {
 		r, err := ms.AppendRows(e.ctx, rows, managedwriter.WithOffset(off))
 		if err != nil {
@@ -640,7 +635,7 @@ func TestWriteOffsets(t *testing.T) {
 		}
 		return r.GetResult(e.ctx)
 	}
-	_, err = appendAt(99, simpleRows(t, md, 0, 2))
+	_, err := appendAt(99, simpleRows(t, md, 0, 2))
 	if c, se := storageError(t, err); c != codes.OutOfRange || se.GetCode() != storagepb.StorageError_OFFSET_OUT_OF_RANGE ||
 		!strings.Contains(err.Error(), "The offset is beyond stream, expected offset 0, received 99") {
 		t.Fatalf("offset 99 on an empty stream: %v %v %v", c, se, err)
@@ -697,21 +692,12 @@ func TestWriteRowErrors(t *testing.T) {
 	recDP := &descriptorpb.DescriptorProto{Name: proto.String("Rec"), Field: []*descriptorpb.FieldDescriptorProto{field("must", 1, descriptorpb.FieldDescriptorProto_TYPE_INT64)}}
 	recField := field("rec", 6, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE)
 	recField.TypeName = proto.String(".test.Rec")
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name: proto.String("bad.proto"), Package: proto.String("test"), Syntax: proto.String("proto2"),
+	md, dp := fileMessage(t, &descriptorpb.FileDescriptorProto{
 		MessageType: []*descriptorpb.DescriptorProto{
 			{Name: proto.String("Bad"), Field: []*descriptorpb.FieldDescriptorProto{field("name", 1, S),
 				field("ts", 2, descriptorpb.FieldDescriptorProto_TYPE_INT64), field("n", 3, S), field("d", 4, descriptorpb.FieldDescriptorProto_TYPE_INT32),
 				field("j", 5, S), recField}}, recDP},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := fd.Messages().Get(0)
-	dp, err := adapt.NormalizeDescriptor(md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	good := encode(t, md, map[string]any{"name": "ok"})
 	unknown := append(encode(t, md, map[string]any{"name": "ok"}), 0x78, 0x01) // field 15, varint 1
 	rows := [][]byte{
@@ -726,11 +712,7 @@ func TestWriteRowErrors(t *testing.T) {
 		unknown,
 		{0xff, 0xff},
 	}
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.PendingStream, dp)
 	r, err := ms.AppendRows(e.ctx, rows, managedwriter.WithOffset(0))
 	if err != nil {
 		t.Fatal(err)
@@ -786,11 +768,7 @@ func TestWriteSchemaErrors(t *testing.T) {
 	e := newWriteEnv(t)
 	res := e.table(t, "sch", simpleSchema)
 	appendOnce := func(dp *descriptorpb.DescriptorProto, rows [][]byte) error {
-		ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-			managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ms := e.stream(t, res, managedwriter.CommittedStream, dp)
 		defer ms.Close()
 		r, err := ms.AppendRows(e.ctx, rows)
 		if err != nil {
@@ -812,11 +790,7 @@ func TestWriteSchemaErrors(t *testing.T) {
 	}
 
 	md, dp = schemaDescriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.CommittedStream, dp)
 	big := encode(t, md, map[string]any{"name": strings.Repeat("x", 1<<20)})
 	r, err := ms.AppendRows(e.ctx, [][]byte{big, big, big, big, big, big, big, big, big, big, big}, managedwriter.WithOffset(0))
 	if err != nil {
@@ -840,11 +814,7 @@ func TestWriteSchemaErrors(t *testing.T) {
 // pendingStream creates a PENDING stream on res with rows [from, from+n).
 func pendingStream(t *testing.T, e *writeEnv, res string, md protoreflect.MessageDescriptor, dp *descriptorpb.DescriptorProto, from, n int, finalize bool) *managedwriter.ManagedStream {
 	t.Helper()
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.PendingStream, dp)
 	r, err := ms.AppendRows(e.ctx, simpleRows(t, md, from, n), managedwriter.WithOffset(0))
 	if err != nil {
 		t.Fatal(err)
@@ -1062,11 +1032,7 @@ func TestWriteBuffered(t *testing.T) {
 	e := newWriteEnv(t)
 	res := e.table(t, "buf", simpleSchema)
 	md, dp := schemaDescriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(res),
-		managedwriter.WithType(managedwriter.BufferedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := e.stream(t, res, managedwriter.BufferedStream, dp)
 	r, err := ms.AppendRows(e.ctx, simpleRows(t, md, 0, 3))
 	if err != nil {
 		t.Fatal(err)
