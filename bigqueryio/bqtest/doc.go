@@ -153,7 +153,11 @@
 //     tables, and tabledata.insertAll (Beam Go's bigqueryio.Write): rows
 //     visible at once; a row that does not fit is in insertErrors and,
 //     without skipInvalidRows, the request writes nothing (the others are
-//     "stopped"); at most 10 MB and 50,000 rows a request.
+//     "stopped"); at most 10 MB and 50,000 rows a request. Beam Go's
+//     bigqueryio.Write, which takes no endpoint, reaches it through
+//     RouteGoogleAPIs (process-wide: http.DefaultTransport and
+//     GOOGLE_APPLICATION_CREDENTIALS) or RESTHandler behind a TLS server of
+//     your own.
 //
 // Proto types each column takes (as the service documents them):
 //

@@ -20,6 +20,14 @@ const (
 	maxInsertAllRows  = 50000
 )
 
+// RESTHandler serves the REST API of RESTEndpoint (paths /bigquery/v2/…)
+// on a server of the caller's, for a client that cannot be given an
+// endpoint: Beam Go's bigqueryio.Write makes its client with
+// bigquery.NewClient(ctx, project) and no options, so a test or benchmark
+// serves this handler over TLS and routes the process's connections to
+// it, as RouteGoogleAPIs does.
+func (s *Server) RESTHandler() http.Handler { return http.HandlerFunc(s.serveREST) }
+
 // serveWriteREST answers the REST calls a writer makes: tables.insert (as
 // for CREATE_IF_NEEDED), datasets.get of a dataset that holds tables
 // AddTable defined, and tabledata.insertAll. p is the path after
