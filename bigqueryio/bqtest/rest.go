@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
@@ -65,6 +66,9 @@ func restFields(schema bigquery.Schema) []map[string]any {
 			mode = "REQUIRED"
 		}
 		m := map[string]any{"name": f.Name, "type": string(f.Type), "mode": mode}
+		if f.MaxLength > 0 {
+			m["maxLength"] = strconv.FormatInt(f.MaxLength, 10)
+		}
 		if len(f.Schema) > 0 {
 			m["fields"] = restFields(f.Schema)
 		}

@@ -152,8 +152,12 @@ func TestWriteRESTCreateForStorageWrite(t *testing.T) {
 	if err := e.bq.DatasetInProject("proj", "eu").Create(e.ctx, &bigquery.DatasetMetadata{Location: "EU"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.bq.DatasetInProject("proj", "eu").Table("t").Create(e.ctx, &bigquery.TableMetadata{Schema: simpleSchema}); err != nil {
+	limited := bigquery.Schema{{Name: "name", Type: bigquery.StringFieldType, Required: true, MaxLength: 5}, simpleSchema[1]}
+	if err := e.bq.DatasetInProject("proj", "eu").Table("t").Create(e.ctx, &bigquery.TableMetadata{Schema: limited}); err != nil {
 		t.Fatal(err)
+	}
+	if md, err := e.bq.DatasetInProject("proj", "eu").Table("t").Metadata(e.ctx); err != nil || md.Schema[0].MaxLength != 5 || md.Location != "EU" {
+		t.Fatalf("tables.get: %v %v", md, err)
 	}
 	ws, err := e.mw.CreateWriteStream(e.ctx, &storagepb.CreateWriteStreamRequest{Parent: "projects/proj/datasets/eu/tables/t",
 		WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_PENDING}})
