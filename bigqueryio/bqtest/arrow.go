@@ -162,7 +162,7 @@ func appendArrow(b array.Builder, f *bigquery.FieldSchema, v bigquery.Value, ite
 	case bigquery.NumericFieldType:
 		b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(scaled(v.(*big.Rat), 9)))
 	case bigquery.BigNumericFieldType:
-		b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(scaled(v.(*big.Rat), 38)))
+		b.(*array.Decimal256Builder).Append(decimal256Of(scaled(v.(*big.Rat), 38)))
 	case bigquery.DateFieldType:
 		b.(*array.Date32Builder).Append(arrow.Date32(dateDays(v.(civil.Date))))
 	case bigquery.TimeFieldType:
@@ -179,4 +179,13 @@ func appendArrow(b array.Builder, f *bigquery.FieldSchema, v bigquery.Value, ite
 			appendArrow(sb.FieldBuilder(i), sf, vals[i], false)
 		}
 	}
+}
+
+// decimal256Of is decimal256.FromBigInt, which refuses -2^255 (the unscaled
+// BIGNUMERIC minimum) though it fits.
+func decimal256Of(n *big.Int) decimal256.Num {
+	if n.Sign() < 0 && n.BitLen() == 256 && n.TrailingZeroBits() == 255 {
+		return decimal256.New(1<<63, 0, 0, 0)
+	}
+	return decimal256.FromBigInt(n)
 }

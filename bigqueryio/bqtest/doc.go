@@ -1,4 +1,5 @@
-// Package bqtest is an in-process BigQuery Storage Read API server for tests:
+// Package bqtest is an in-process BigQuery Storage Read API server for tests
+// (and Write API: see "Serving the Storage Write API" below):
 // it implements storagepb.BigQueryReadServer on a loopback gRPC listener, for
 // tables the test defines, and Google's own client
 // (cloud.google.com/go/bigquery/storage/apiv1) talks to it over the wire. No
@@ -105,6 +106,108 @@
 //
 // A stream of a table deleted since its session was created fails with
 // NOT_FOUND, so a temporary table removed too early fails the read.
+//
+// # Serving the Storage Write API
+//
+// The same listener serves storagepb.BigQueryWriteServer for the same
+// tables, so a test writes with managedwriter (or sdfio's writer) and reads
+// back with any reader. What is served, with the service's semantics and
+// error codes (a StorageError in the status details where the service
+// sends one):
+//
+//   - CreateWriteStream (COMMITTED, PENDING, BUFFERED; the answer carries
+//     the table schema) and each table's implicit _default stream
+//     (…/streams/_default, or …/_default), committed, without offsets;
+//     GetWriteStream (type, create time, commit time, location, and the
+//     table schema in the FULL view; _default has neither time, as the
+//     service reports it); FinalizeWriteStream (the row count; finalizing
+//     again answers it again; _default cannot be finalized);
+//     BatchCommitWriteStreams (all streams of a request or none: a stream
+//     that is not a finalized, uncommitted PENDING stream of the parent
+//     table gets a stream error — INVALID_STREAM_STATE, INVALID_STREAM_TYPE,
+//     STREAM_ALREADY_COMMITTED, STREAM_NOT_FOUND, TABLE_NOT_FOUND — and then
+//     nothing is committed; a stream named twice is committed once);
+//     FlushRows (rows of a BUFFERED stream up to and including the offset;
+//     ALREADY_EXISTS for an offset already flushed, OUT_OF_RANGE past the
+//     end).
+//   - AppendRows, bidirectional, answered in order. The first request names
+//     the stream and carries the writer schema (a DescriptorProto as
+//     adapt.NormalizeDescriptor makes it, read with proto2 semantics);
+//     later ones may omit both, and may name other streams (multiplexing),
+//     carrying the schema when the table changes. Rows are decoded with
+//     dynamicpb and converted by the service's table of supported protocol
+//     buffer types (below). With an offset, an append at the stream's end
+//     is written, below it ALREADY_EXISTS ("The offset is within stream,
+//     expected offset N, received M"), above it OUT_OF_RANGE; an offset on
+//     _default is INVALID_ARGUMENT; an append to a finalized stream is
+//     INVALID_ARGUMENT with STREAM_FINALIZED. Rows that break the table's
+//     schema (a REQUIRED field missing, a value out of range, a string over
+//     its max_length, invalid UTF-8 or JSON, a field number the writer
+//     schema does not declare, bytes that do not parse) come back in
+//     row_errors (index, FIELDS_ERROR, message) and nothing of the request
+//     is written. A writer schema with a field the table lacks is refused
+//     with SCHEMA_MISMATCH_EXTRA_FIELDS, one whose type does not fit its
+//     column with INVALID_ARGUMENT, a request over 10 MB with
+//     INVALID_ARGUMENT. These errors come in the response and the
+//     connection stays open; only a first request naming no stream ends
+//     the RPC. Rows of COMMITTED and _default streams are visible on
+//     append, of BUFFERED streams on flush, of PENDING streams on commit.
+//   - A read session reads the table as it was when the session was made
+//     (later commits do not change it); a table deleted or redefined by
+//     AddTable makes its old write streams NOT_FOUND.
+//   - REST: tables.insert (a table with the request's schema, in its
+//     dataset's location; notFound for a missing dataset, duplicate for an
+//     existing table), datasets.get of a dataset that only holds AddTable's
+//     tables, and tabledata.insertAll (Beam Go's bigqueryio.Write): rows
+//     visible at once; a row that does not fit is in insertErrors and,
+//     without skipInvalidRows, the request writes nothing (the others are
+//     "stopped"); at most 10 MB and 50,000 rows a request. Beam Go's
+//     bigqueryio.Write, which takes no endpoint, reaches it through
+//     RouteGoogleAPIs (process-wide: http.DefaultTransport and
+//     GOOGLE_APPLICATION_CREDENTIALS) or RESTHandler behind a TLS server of
+//     your own.
+//
+// Proto types each column takes (as the service documents them):
+//
+//	INTEGER     int32, int64, uint32 (and sint, sfixed, fixed32), enum (its number), Int64Value-like wrappers
+//	FLOAT       double, float
+//	BOOLEAN     bool, any integer (non-zero is true)
+//	STRING      string (UTF-8, max_length in characters), enum (its name)
+//	BYTES       bytes, string (max_length in bytes)
+//	NUMERIC,    bytes (BigDecimalByteStringEncoder: little-endian two's complement of the value times
+//	BIGNUMERIC  10^9 or 10^38), string (a decimal literal), integers, double and float (shortest
+//	            decimal form); rounded half away from zero to the scale, out of range refused
+//	DATE        int32 or int64 days since 1970-01-01 (-719162..2932896), string YYYY-[M]M-[D]D
+//	DATETIME    int64 packed as CivilTimeEncoder packs it, string date[( |T)[H]H:[M]M:[S]S[.ffffff]]
+//	TIME        int64 packed, string [H]H:[M]M:[S]S[.ffffff]
+//	TIMESTAMP   int64, int32 or uint32 microseconds since the epoch, google.protobuf.Timestamp
+//	            (nanoseconds truncated); years 1 to 9999
+//	GEOGRAPHY   string, WKT (by its keyword) or GeoJSON; the geometry is not checked
+//	JSON        string, valid JSON, stored as sent
+//	RECORD      a message (wrappers and Timestamp too, if the column is a RECORD)
+//	REPEATED    a repeated field of the item's type (packed or not)
+//
+// A proto2 field not set is NULL, or its declared default if it has one
+// (so the defaults NormalizeDescriptor declares for proto3 fields give
+// their zero values); an unset repeated field is an empty array. A field
+// writes the column of its name (case-insensitive) or of its
+// google.cloud.bigquery.storage.v1.column_name option.
+//
+// Not served: Arrow rows, schema updates (updated_schema), default value
+// expressions (missing_value_interpretations DEFAULT_VALUE is refused),
+// RANGE and INTERVAL columns, proto maps, NUMERIC/BIGNUMERIC precision and
+// scale parameters, expiry of uncommitted streams, quotas and throttling,
+// insertId de-duplication and templateSuffix of tabledata.insertAll.
+//
+// Tests see what happened through TableRows (the rows readers see),
+// WriteStreams and PendingStreams (streams holding rows not visible, e.g.
+// to assert that nothing is visible before a commit), WriteStats, and
+// inject faults with SetWriteFaults: AppendRows failing with UNAVAILABLE on
+// a share of requests, before or after the rows were written (after: a
+// retry with the offset gets ALREADY_EXISTS, one without writes the rows
+// again), in the response or by ending the RPC; RPCs ended after a number
+// of answers; slow commits, and commits failing before or after they
+// applied.
 //
 // The server runs in the test's process and listens on 127.0.0.1, so
 // workers that are other processes on the same machine (Prism with a process

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
@@ -36,7 +37,7 @@ func (s *Server) RESTClientOptions() []option.ClientOption {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	p := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/bigquery/v2"), "/"), "/")
-	if s.serveQueryREST(w, r, p) {
+	if s.serveWriteREST(w, r, p) || s.serveQueryREST(w, r, p) {
 		return
 	}
 	if r.Method != http.MethodGet || len(p) != 6 || p[0] != "projects" || p[2] != "datasets" || p[4] != "tables" {
@@ -65,6 +66,9 @@ func restFields(schema bigquery.Schema) []map[string]any {
 			mode = "REQUIRED"
 		}
 		m := map[string]any{"name": f.Name, "type": string(f.Type), "mode": mode}
+		if f.MaxLength > 0 {
+			m["maxLength"] = strconv.FormatInt(f.MaxLength, 10)
+		}
 		if len(f.Schema) > 0 {
 			m["fields"] = restFields(f.Schema)
 		}

@@ -45,6 +45,7 @@ type Server struct {
 	last       *storagepb.CreateReadSessionRequest
 	nextID     int
 	q          queryState // the REST server's query jobs and datasets
+	w          writeState // the Storage Write API's streams, faults and stats (write.go)
 }
 
 // Table is a table a test defines: its schema and rows. Row values are what
@@ -69,6 +70,7 @@ type table struct {
 	Table
 	rowBytes int64     // estimated bytes per row, for estimated_total_bytes_scanned
 	expires  time.Time // set by tables.patch; not enforced
+	origin   *table    // the first version of a table the Write API committed rows to (write.go)
 
 	cacheMu sync.Mutex
 	cache   map[avroKey][]byte // WithResponseCache: Avro rows as first encoded
@@ -243,13 +245,14 @@ func NewServer(opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		lis:      lis,
-		grpc:     grpc.NewServer(),
+		grpc:     grpc.NewServer(grpc.MaxRecvMsgSize(maxGRPCMessage)),
 		tables:   map[string]*table{},
 		sessions: map[string]*session{},
 		streams:  map[string]*stream{},
 		rnd:      rand.New(rand.NewSource(cfg.seed)),
 	}
 	storagepb.RegisterBigQueryReadServer(s.grpc, s)
+	storagepb.RegisterBigQueryWriteServer(s.grpc, &writeService{s: s})
 	go s.grpc.Serve(lis)
 	return s, nil
 }
@@ -517,7 +520,7 @@ func (s *Server) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuery
 		}
 		s.faultCalls++
 	}
-	deleted := st != nil && s.tables[st.sess.table.name] != st.sess.table
+	deleted := st != nil && !sameTable(s.tables[st.sess.table.name], st.sess.table)
 	s.mu.Unlock()
 	if st == nil {
 		return status.Errorf(codes.NotFound, "Not found: stream %s", req.GetReadStream())
