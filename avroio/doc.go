@@ -100,7 +100,12 @@
 // A pattern is a path or glob on any Beam filesystem. Local paths and gs://
 // work without further imports; others (memfs://, s3://) need their
 // filesystem package imported, as in any Beam Go pipeline. Brace groups
-// ({a,b}) are expanded on every filesystem. Read lists the matching files
+// ({a,b}) are matched on every filesystem, with no limit on their number:
+// up to filesource.MaxBraceListings (1,024) alternatives are listed one by
+// one, a pattern with more is matched against a listing of its fixed part,
+// and one that cannot be matched so (a group in the bucket, say) is an
+// error naming it, never a partial match (see package filesource,
+// Patterns). Read lists the matching files
 // while the pipeline is built (so the process that builds it must be able
 // to list them) and puts them in the pipeline; with MatchesManyFiles
 // (Java's withHintMatchesManyFiles) it lists them in a step of the
