@@ -193,7 +193,12 @@
 // named from a prefix and a shard template, as Beam Java's AvroIO.write:
 // each bundle (or each of NumShards shards) writes a temporary file, and a
 // finalize step renames the committed ones, so files appear whole or not
-// at all, and a failed bundle removes what it wrote. An element type that
+// at all. A write that fails leaves no final file and no temporary
+// directory: a record the schema cannot hold fails the write in its
+// finalize step, which removes every temporary file; a bundle whose
+// filesystem fails removes what it wrote, for the runner to retry it, and
+// a finalize step that runs anyway (Prism does, now and then) commits
+// nothing it has no evidence for. An element type that
 // cannot hold the schema (a string for a record, a struct lacking a field
 // without a default) panics at construction. Write's documentation has the
 // options, the file names and the commit protocol.
