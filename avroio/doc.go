@@ -100,7 +100,12 @@
 // A pattern is a path or glob on any Beam filesystem. Local paths and gs://
 // work without further imports; others (memfs://, s3://) need their
 // filesystem package imported, as in any Beam Go pipeline. Brace groups
-// ({a,b}) are expanded on every filesystem. Read lists the matching files
+// ({a,b}) are matched on every filesystem, with no limit on their number:
+// up to filesource.MaxBraceListings (1,024) alternatives are listed one by
+// one, a pattern with more is matched against a listing of its fixed part,
+// and one that cannot be matched so (a group in the bucket, say) is an
+// error naming it, never a partial match (see package filesource,
+// Patterns). Read lists the matching files
 // while the pipeline is built (so the process that builds it must be able
 // to list them) and puts them in the pipeline; with MatchesManyFiles
 // (Java's withHintMatchesManyFiles) it lists them in a step of the
@@ -188,7 +193,12 @@
 // named from a prefix and a shard template, as Beam Java's AvroIO.write:
 // each bundle (or each of NumShards shards) writes a temporary file, and a
 // finalize step renames the committed ones, so files appear whole or not
-// at all, and a failed bundle removes what it wrote. An element type that
+// at all. A write that fails leaves no final file and no temporary
+// directory: a record the schema cannot hold fails the write in its
+// finalize step, which removes every temporary file; a bundle whose
+// filesystem fails removes what it wrote, for the runner to retry it, and
+// a finalize step that runs anyway (Prism does, now and then) commits
+// nothing it has no evidence for. An element type that
 // cannot hold the schema (a string for a record, a struct lacking a field
 // without a default) panics at construction. Write's documentation has the
 // options, the file names and the commit protocol.

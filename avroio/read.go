@@ -25,12 +25,12 @@ const Namespace = "sdfio/avroio"
 
 // Read reads the Avro object container files that filepattern matches (a
 // path or glob on any Beam filesystem: local, gs://, memfs://, ...; brace
-// groups {a,b} are expanded on every filesystem) and returns a PCollection
-// of their records as values of type t: a Go struct whose fields are
-// matched to the record's fields by `avro` tags or else by name (a pointer
-// to one, or any type hamba/avro decodes records into). Use ReadGeneric
-// for records as maps. Every exported field of a struct must name a field
-// of the schema; see the package documentation.
+// groups {a,b}, any number of them, are matched on every filesystem) and
+// returns a PCollection of their records as values of type t: a Go
+// struct whose fields are matched to the record's fields by `avro` tags or
+// else by name (a pointer to one, or any type hamba/avro decodes records
+// into). Use ReadGeneric for records as maps. Every exported field of a
+// struct must name a field of the schema; see the package documentation.
 //
 // The pattern is expanded while the pipeline is built (unless
 // MatchesManyFiles is given), and each file is read by a splittable DoFn

@@ -375,6 +375,38 @@ func TestPipelineReadAllAndFiles(t *testing.T) {
 	}
 }
 
+// TestPipelineManyBraces: a pattern of eleven brace groups {0,1} (2,048
+// alternatives, past filesource.MaxBraceListings) over 64 files of 30
+// records, read by Read, ReadGeneric with MatchesManyFiles and ReadAll:
+// 1,920 records each, every one once. Before, the expansion stopped at
+// 1,024 alternatives and the reads gave the 960 records of the files whose
+// first digit is 0, with no error.
+func TestPipelineManyBraces(t *testing.T) {
+	dir := t.TempDir()
+	const files, per = 64, 30
+	for k := 0; k < files; k++ {
+		i := k * 32 // of 2,048
+		name := fmt.Sprintf("part-%011b.avro", i)
+		writeLayoutFile(t, dir, name, "deflate", eventRecords(k*per, k*per+per), []int{7})
+	}
+	// Look-alikes the pattern must not take.
+	writeLayoutFile(t, dir, "part-0000000000.avro", "null", eventRecords(10000, 10001), []int{1})
+	writeLayoutFile(t, dir, "part-000000000002.avro", "null", eventRecords(10001, 10002), []int{1})
+	pattern := filepath.Join(dir, "part-"+strings.Repeat("{0,1}", 11)+".avro")
+
+	p, s := beam.NewPipelineWithRoot()
+	typed := Read(s, pattern, reflect.TypeFor[event](), DesiredBundleSize(1000), MinBundleSize(200))
+	passert.Equals(s, beam.ParDo(s, eventID, typed), ids(0, files*per)...)
+	generic := ReadGeneric(s, pattern, MatchesManyFiles())
+	passert.Equals(s, beam.ParDo(s, recordID, generic), ids(0, files*per)...)
+	all := ReadAll(s, beam.Create(s, pattern), reflect.TypeFor[event]())
+	passert.Equals(s, beam.ParDo(s, eventID, all), ids(0, files*per)...)
+	res := run(t, p)
+	if n := counterSum(t, res, "records"); n != 3*files*per {
+		t.Errorf("records metric = %d, want %d", n, 3*files*per)
+	}
+}
+
 // TestPipelineMemfs reads files in Beam's in-memory filesystem, whose
 // streams cannot seek: a range is reached by skipping.
 func TestPipelineMemfs(t *testing.T) {

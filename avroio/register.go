@@ -26,8 +26,10 @@ func init() {
 	beamtypes.RegisterBigRat()
 
 	// Write's DoFns and types.
-	register.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})
+	register.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
+	register.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
 	register.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
+	register.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})
 	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
 	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
 	register.Emitter1[fileResult]()
@@ -35,6 +37,7 @@ func init() {
 	register.Emitter2[int, []byte]()
 	register.Iter1[[]byte]()
 	register.Iter1[fileResult]()
+	register.Iter1[string]()
 	beam.RegisterType(reflect.TypeFor[fileResult]())
 	beam.RegisterType(reflect.TypeFor[writeConfig]())
 }

@@ -146,7 +146,8 @@ func (c writeConfig) writerOptions() container.WriterOptions {
 	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, Metadata: c.Metadata}
 }
 
-// fileResult describes a temporary file a committed bundle wrote.
+// fileResult describes a temporary file a committed bundle wrote, or
+// (Err set) records the bundle could not write.
 type fileResult struct {
 	// Temp is the file's temporary path.
 	Temp string
@@ -154,6 +155,10 @@ type fileResult struct {
 	Shard int
 	// Records and Bytes are the records in the file and its size.
 	Records, Bytes int64
+	// Err, when set, says why the bundle wrote no file: a record it could
+	// not encode, or another fault of the data rather than of the
+	// filesystem. The finalize step then commits nothing (see failWrite).
+	Err string
 }
 
 // Write writes the elements of col, encoded by the Avro schema (JSON), to
@@ -212,13 +217,45 @@ type fileResult struct {
 // through a Reshuffle, to a single finalize step, which renames them to
 // their final names (making the local directory of the prefix where it is
 // missing) and then deletes everything else in the temporary directory:
-// the files of failed or retried attempts. A bundle attempt that fails
-// removes the file it was writing (and, on the local filesystem, the
-// temporary directory when nothing else is left in it); a pipeline that
-// fails after some bundles committed leaves their temporary files, which
-// no later run reads. Renames use the filesystem's Rename (or Copy and
-// Remove), so any Beam filesystem works; a finalize step that is retried
-// after renaming some files finds them already in place.
+// the files of failed or retried attempts. Renames use the filesystem's
+// Rename (or Copy and Remove), so any Beam filesystem works; a finalize
+// step that is retried after renaming some files finds them already in
+// place.
+//
+// # When a write fails
+//
+// A failed write leaves no final file and no temporary directory, on
+// every runner, including Prism v2.77, which now and then runs the
+// finalize step after a failed bundle, with the results of the bundles
+// that committed (its failure handling advances the watermark as if the
+// failed bundle had finished with no output):
+//
+//   - A record the schema cannot hold (or one past a container limit)
+//     does not fail its bundle: the bundle drops its file, skips its other
+//     records and passes the error on, and the finalize step, seeing it,
+//     removes every temporary file (other bundles' included) and fails the
+//     pipeline with that error. Such a record fails every attempt, so no
+//     retry is lost; the pipeline fails when the write's input is all
+//     consumed rather than at the first bad record.
+//   - A fault of the filesystem (creating, writing or committing a
+//     temporary file) fails the bundle, which removes its file, so that a
+//     runner can retry it. The finalize step commits only with evidence
+//     that no bundle is missing: under NumShards(n), a file for each of the
+//     n shards (every shard gets one, empty or not, from its own bundle);
+//     with runner-determined sharding, when no bundle committed a file
+//     (an empty input, or the input's bundles failed), a marker file that
+//     a first step ("Begin", which every writing bundle waits for) makes
+//     and that a failing bundle attempt removes, and no file of an attempt
+//     left in the directory. Without that evidence it removes everything
+//     and fails. (A bundle retried successfully is a committed file, so
+//     the removed marker never fails a write that succeeded.)
+//
+// What no step can see is not covered: a bundle that fails while others
+// of the same write committed, on a runner that then runs the finalize
+// step anyway (Prism), commits the others' files when the failure is the
+// filesystem's or another DoFn's of the bundle's stage, and leaves their
+// temporary files when the finalize step does not run; Beam Java's
+// WriteFiles leaves temporary files after a failed pipeline too.
 //
 // # Metrics
 //
@@ -240,10 +277,18 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 	var results beam.PCollection
 	if cfg.NumShards > 0 {
 		keyed := beam.ParDo(s.Scope("EncodeAndShard"), &shardFn{Config: cfg}, col)
-		grouped := beam.GroupByKey(s, keyed)
+		// Every shard gets a group, and so a file from WriteShards, even
+		// without records: the finalize step then knows that a shard
+		// missing from its input is one whose writing failed.
+		markers := beam.ParDo(s.Scope("ShardMarkers"), &shardMarkersFn{NumShards: cfg.NumShards}, beam.Impulse(s))
+		grouped := beam.GroupByKey(s, beam.Flatten(s, keyed, markers))
 		results = beam.ParDo(s.Scope("WriteShards"), &writeShardFn{Config: cfg}, grouped)
 	} else {
-		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col)
+		// Begin's marker file is the evidence that lets the finalize step
+		// write the one empty file of an empty input; the side input makes
+		// every writing bundle wait for it (see beginFn).
+		begun := beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col, beam.SideInput{Input: begun})
 	}
 	results = beam.Reshuffle(s, results)
 	return beam.ParDo(s.Scope("Finalize"), &finalizeFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
@@ -509,15 +554,37 @@ func expandTemplate(t string, shard, n int) string {
 // tempFile is a container file being written to a temporary name.
 type tempFile struct {
 	path string
-	wc   io.WriteCloser
+	wc   *ioRecorder
 	cw   *container.Writer
 }
 
+// ioRecorder keeps the first error of the file it writes, so that a
+// failed Append can be told apart: the filesystem's fault (a failed
+// write), which a runner may retry, or the record's.
+type ioRecorder struct {
+	io.WriteCloser
+	err error
+}
+
+func (w *ioRecorder) Write(p []byte) (int, error) {
+	n, err := w.WriteCloser.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// dataFault reports whether err, from appending to f, is a fault of the
+// record (it cannot be encoded, or exceeds a limit) rather than of the
+// filesystem: the same record fails the same way on every attempt.
+func (f *tempFile) dataFault(err error) bool { return err != nil && f.wc.err == nil }
+
 func openTempFile(ctx context.Context, fs filesystem.Interface, cfg writeConfig, path string) (*tempFile, error) {
-	wc, err := fs.OpenWrite(ctx, path)
+	fwc, err := fs.OpenWrite(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("avroio.Write: creating temporary file %s: %w", path, err)
 	}
+	wc := &ioRecorder{WriteCloser: fwc}
 	cw, err := container.NewWriter(wc, cfg.Schema, cfg.writerOptions())
 	if err != nil {
 		// The header could not be written: remove what was.
@@ -555,12 +622,23 @@ func (f *tempFile) abandon(ctx context.Context, fs filesystem.Interface) {
 
 // writeBundleFn writes each bundle's records to a temporary file of its
 // own and, when the bundle finishes, emits the file's description.
+//
+// A record it cannot write (not encodable by the schema, or past a limit)
+// does not fail the bundle: the bundle drops its file, skips the rest of
+// its records and emits the error instead (fileResult.Err), so that the
+// write fails in its finalize step, which then removes every temporary
+// file and commits nothing. (A failed bundle cannot do that: other
+// bundles may still write; and Prism v2.77 may run the finalize step
+// after a bundle failed, with the bundles that did commit.) The same
+// record fails every attempt, so a runner's retry could not have helped.
+// A fault of the filesystem fails the bundle, for the runner to retry.
 type writeBundleFn struct {
 	Config writeConfig
 
-	fs  filesystem.Interface
-	cur *tempFile
-	enc *elementEncoder
+	fs     filesystem.Interface
+	cur    *tempFile
+	enc    *elementEncoder
+	failed string // the record error of this bundle, if any
 }
 
 func (fn *writeBundleFn) Setup(ctx context.Context) error {
@@ -575,7 +653,6 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 	return nil
 }
 
-// StartBundle drops the file of a bundle that failed on this instance.
 // touchWriteCounters makes the runner know the write counters from a
 // bundle's first report on: Prism v2.77 keeps only one of two concurrent
 // first reports of a counter it does not know yet, which lost a bundle's
@@ -585,58 +662,87 @@ func touchWriteCounters(ctx context.Context) {
 	bytesWritten.Inc(ctx, 0)
 }
 
-func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(fileResult)) {
+// StartBundle drops the file of a bundle that failed on this instance
+// (in another DoFn of its stage, since this one did not see it fail).
+func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(*string) bool, _ func(fileResult)) {
 	touchWriteCounters(ctx)
+	fn.failed = ""
 	if fn.cur != nil {
-		fn.cur.abandon(ctx, fn.fs)
-		fn.cur = nil
+		fn.giveUp(ctx)
 	}
 }
 
-func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func(fileResult)) error {
+func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func(*string) bool, _ func(fileResult)) error {
+	if fn.failed != "" {
+		return nil // the write fails; its finalize step says why
+	}
 	if fn.cur == nil {
 		// A new name for every bundle attempt.
 		f, err := openTempFile(ctx, fn.fs, fn.Config, fn.Config.TempDir+randomID())
 		if err != nil {
-			removeLocalDir(fn.Config.TempDir)
+			fn.giveUp(ctx)
 			return err
 		}
 		fn.cur = f
 	}
 	if err := fn.enc.append(fn.cur.cw, elem); err != nil {
 		err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
+		if fn.cur.dataFault(err) {
+			fn.cur.abandon(ctx, fn.fs)
+			fn.cur = nil
+			fn.failed = err.Error()
+			return nil
+		}
 		// The attempt failed: remove what it wrote.
-		fn.cur.abandon(ctx, fn.fs)
-		fn.cur = nil
-		removeLocalDir(fn.Config.TempDir)
+		fn.giveUp(ctx)
 		return err
 	}
 	return nil
 }
 
-func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)) error {
+func (fn *writeBundleFn) FinishBundle(ctx context.Context, _ func(*string) bool, emit func(fileResult)) error {
+	if fn.failed != "" {
+		emit(fileResult{Shard: -1, Err: fn.failed})
+		fn.failed = ""
+		return nil
+	}
 	f := fn.cur
 	if f == nil {
 		return nil // no records, no file
 	}
 	res, err := f.finish()
-	fn.cur = nil
 	if err != nil {
-		f.abandon(ctx, fn.fs)
-		removeLocalDir(fn.Config.TempDir)
+		fn.giveUp(ctx)
 		return err
 	}
+	fn.cur = nil
 	recordsWritten.Inc(ctx, res.Records)
 	bytesWritten.Inc(ctx, res.Bytes)
 	emit(res)
 	return nil
 }
 
-func (fn *writeBundleFn) Teardown(ctx context.Context) error {
+// giveUp removes what a failing bundle attempt wrote, and Begin's marker:
+// an attempt that had records and commits nothing must not let the
+// finalize step take the input for empty (see finalize). The marker is
+// only ever consulted when no bundle committed a file, which on a runner
+// that does not run the finalize step after a failure means the input was
+// empty and no attempt ran at all; so removing it cannot fail a write
+// that a retried attempt completes.
+func (fn *writeBundleFn) giveUp(ctx context.Context) {
 	if fn.cur != nil {
 		fn.cur.abandon(ctx, fn.fs)
 		fn.cur = nil
-		removeLocalDir(fn.Config.TempDir)
+	}
+	if rm, ok := fn.fs.(filesystem.Remover); ok {
+		rm.Remove(ctx, fn.Config.TempDir+begunMarker)
+	}
+	removeLocalDir(fn.Config.TempDir)
+}
+
+func (fn *writeBundleFn) Teardown(ctx context.Context) error {
+	if fn.cur != nil {
+		fn.giveUp(ctx)
 	}
 	if fn.fs != nil {
 		return fn.fs.Close()
@@ -644,14 +750,68 @@ func (fn *writeBundleFn) Teardown(ctx context.Context) error {
 	return nil
 }
 
+// begunMarker names Begin's marker file in the temporary directory.
+const begunMarker = "begun"
+
+// beginFn makes the temporary directory's marker file before any bundle
+// writes (each waits for its output as a side input): the evidence the
+// finalize step needs to write the empty file of an empty input, since no
+// bundle ran to say so. A bundle attempt that fails removes it (see
+// writeBundleFn.giveUp), so that a finalize step run after the failure
+// (Prism v2.77 does, now and then) does not take the lost records for an
+// empty input; the finalize step removes it on success.
+type beginFn struct {
+	Config writeConfig
+}
+
+func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func(string)) error {
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	defer fs.Close()
+	path := fn.Config.TempDir + begunMarker
+	if err := makeLocalDir(path); err != nil {
+		return fmt.Errorf("avroio.Write: making the temporary directory %s: %w", fn.Config.TempDir, err)
+	}
+	w, err := fs.OpenWrite(ctx, path)
+	if err != nil {
+		removeLocalDir(fn.Config.TempDir)
+		return fmt.Errorf("avroio.Write: writing %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		if rm, ok := fs.(filesystem.Remover); ok {
+			rm.Remove(ctx, path)
+		}
+		removeLocalDir(fn.Config.TempDir)
+		return fmt.Errorf("avroio.Write: writing %s: %w", path, err)
+	}
+	emit(path)
+	return nil
+}
+
 // shardFn encodes each record and keys it by its shard: round-robin from
-// a random shard in every bundle, as Beam Java's WriteFiles does.
+// a random shard in every bundle, as Beam Java's WriteFiles does. Each
+// value starts with a tag byte (tagDatum, tagMarker, tagError). A record
+// that cannot be encoded does not fail the bundle: the error goes, keyed
+// errorShard, to WriteShards and on to the finalize step, which fails the
+// write and commits nothing (see writeBundleFn for why); the rest of the
+// bundle is skipped.
 type shardFn struct {
 	Config writeConfig
 
-	enc  *elementEncoder
-	next int
+	enc    *elementEncoder
+	next   int
+	failed bool
 }
+
+// Tags of the values WriteShards groups, and the key of record errors.
+const (
+	tagMarker  = 0 // a shard's marker (shardMarkersFn): no record
+	tagDatum   = 1 // followed by one encoded record
+	tagError   = 2 // followed by the error a record made
+	errorShard = -1
+)
 
 func (fn *shardFn) Setup() error {
 	var err error
@@ -663,14 +823,20 @@ func (fn *shardFn) Setup() error {
 
 func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
 	fn.next = mrand.IntN(fn.Config.NumShards)
+	fn.failed = false
 }
 
 func (fn *shardFn) ProcessElement(ctx context.Context, elem beam.X, emit func(int, []byte)) error {
+	if fn.failed {
+		return nil
+	}
 	d, err := fn.enc.encode(elem)
 	if err != nil {
-		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
+		fn.failed = true
+		emit(errorShard, append([]byte{tagError}, fmt.Sprintf("avroio.Write to %s: %v", fn.Config.Prefix, err)...))
+		return nil
 	}
-	emit(fn.next, append([]byte(nil), d...))
+	emit(fn.next, append([]byte{tagDatum}, d...))
 	fn.next = (fn.next + 1) % fn.Config.NumShards
 	return nil
 }
@@ -682,7 +848,23 @@ func schemaFullName(s avro.Schema) string {
 	return string(s.Type())
 }
 
-// writeShardFn writes the encoded records of one shard to a temporary file.
+// shardMarkersFn emits each shard's marker, so that every shard has a
+// group in WriteShards, records or not.
+type shardMarkersFn struct {
+	NumShards int
+}
+
+func (fn *shardMarkersFn) ProcessElement(_ []byte, emit func(int, []byte)) {
+	for i := 0; i < fn.NumShards; i++ {
+		emit(i, []byte{tagMarker})
+	}
+}
+
+// writeShardFn writes the encoded records of one shard to a temporary
+// file, an empty one for a shard with no records. The errors shardFn sent
+// (key errorShard), and a record it cannot append (past a limit), become
+// an error result, as in writeBundleFn; a fault of the filesystem fails
+// the bundle.
 type writeShardFn struct {
 	Config writeConfig
 
@@ -700,18 +882,41 @@ func (fn *writeShardFn) Setup(ctx context.Context) error {
 
 func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
 	touchWriteCounters(ctx)
+	var d []byte
+	if shard == errorShard {
+		var first string
+		n := 0
+		for datums(&d) {
+			if n++; n == 1 {
+				first = string(d[1:])
+			}
+		}
+		if n > 1 {
+			first = fmt.Sprintf("%s (and %d more bundles failed on their records)", first, n-1)
+		}
+		emit(fileResult{Shard: errorShard, Err: first})
+		return nil
+	}
 	path := fmt.Sprintf("%sshard-%d-%s", fn.Config.TempDir, shard, randomID())
 	f, err := openTempFile(ctx, fn.fs, fn.Config, path)
 	if err != nil {
 		removeLocalDir(fn.Config.TempDir)
 		return err
 	}
-	var d []byte
 	for datums(&d) {
-		if err := f.cw.AppendEncoded(d); err != nil {
+		if len(d) == 0 || d[0] != tagDatum {
+			continue // the shard's marker
+		}
+		if err := f.cw.AppendEncoded(d[1:]); err != nil {
+			err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, path, err)
+			fault := f.dataFault(err)
 			f.abandon(ctx, fn.fs)
 			removeLocalDir(fn.Config.TempDir)
-			return fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, path, err)
+			if fault {
+				emit(fileResult{Shard: shard, Err: err.Error()})
+				return nil
+			}
+			return err
 		}
 	}
 	res, err := f.finish()
@@ -738,8 +943,9 @@ func (fn *writeShardFn) Teardown() error {
 
 // finalizeFn runs once, after every writing bundle committed: it gets the
 // committed temporary files as a side input, renames them to their final
-// names, writes the empty files that are due, and removes what is left in
-// the temporary directory.
+// names, writes the empty file of an empty input, and removes what is left
+// in the temporary directory; or, when the results show that the write
+// failed, removes every temporary file and fails (see finalize).
 type finalizeFn struct {
 	Config writeConfig
 }
@@ -756,11 +962,13 @@ func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func
 	}
 	defer fs.Close()
 	st, err := finalize(ctx, fs, fn.Config, all)
+	if st.removed > 0 {
+		tempFilesRemoved.Inc(ctx, int64(st.removed))
+	}
 	if err != nil {
 		return err
 	}
 	filesWritten.Inc(ctx, int64(len(st.files)))
-	tempFilesRemoved.Inc(ctx, int64(st.removed))
 	if st.emptyBytes > 0 {
 		bytesWritten.Inc(ctx, st.emptyBytes)
 	}
@@ -773,55 +981,103 @@ func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func
 type finalizeStats struct {
 	files      []string // final names, in shard order
 	removed    int      // leftover temporary files removed
-	emptyBytes int64    // bytes of the empty files written here
+	emptyBytes int64    // bytes of the empty file written here
 }
 
 // finalize renames the committed temporary files to their final names. It
 // is idempotent: run again after a failure part way (a retried finalize
 // step), it finds the files renamed before in place and finishes the rest.
+//
+// It commits only what shows the write succeeded, since a runner may run
+// it after a writing bundle failed (Prism v2.77 does, now and then, with
+// the results of the bundles that committed): no result may carry an
+// error (a record that could not be written); under fixed sharding every
+// shard must have its file (WriteShards writes one for each, records or
+// not); and with runner-determined sharding, no result at all is an empty
+// input only if Begin's marker is still there (a failing bundle attempt
+// removes it) and no bundle attempt left a file. Otherwise nothing is
+// committed: every temporary file is removed (see failWrite), and the
+// error says why.
 func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, results []fileResult) (finalizeStats, error) {
 	var st finalizeStats
-	type move struct {
-		temp  string
-		empty bool
+	var failed []string
+	ok := results[:0:0]
+	for _, r := range results {
+		if r.Err != "" {
+			failed = append(failed, r.Err)
+		} else {
+			ok = append(ok, r)
+		}
 	}
-	var moves []move
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		more := ""
+		if len(failed) > 1 {
+			more = fmt.Sprintf(" (and %d more bundles failed)", len(failed)-1)
+		}
+		return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: %s%s", cfg.Prefix, failed[0], more))
+	}
+	results = ok
+	marker := cfg.TempDir + begunMarker
+	var moves []string // temporary names, in shard order
+	emptyInput := false
 	if cfg.NumShards > 0 {
-		moves = make([]move, cfg.NumShards)
+		moves = make([]string, cfg.NumShards)
 		for _, r := range results {
 			if r.Shard < 0 || r.Shard >= cfg.NumShards {
 				return st, fmt.Errorf("avroio.Write to %s: temporary file %s has shard %d, want one of [0, %d)", cfg.Prefix, r.Temp, r.Shard, cfg.NumShards)
 			}
-			if moves[r.Shard].temp != "" {
-				return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", cfg.Prefix, r.Shard, moves[r.Shard].temp, r.Temp)
+			if moves[r.Shard] != "" {
+				return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", cfg.Prefix, r.Shard, moves[r.Shard], r.Temp)
 			}
-			moves[r.Shard].temp = r.Temp
+			moves[r.Shard] = r.Temp
+		}
+		for i, m := range moves {
+			if m == "" {
+				return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: shard %d of %d has no file (its writing failed, and the runner ran the finalize step all the same)", cfg.Prefix, i, cfg.NumShards))
+			}
 		}
 	} else {
 		sort.Slice(results, func(i, j int) bool { return results[i].Temp < results[j].Temp })
 		for _, r := range results {
-			moves = append(moves, move{temp: r.Temp})
+			moves = append(moves, r.Temp)
 		}
-		if len(moves) == 0 {
-			moves = []move{{}} // one empty file for an empty input
-		}
+		emptyInput = len(moves) == 0
 	}
-	n := len(moves)
+	n := max(len(moves), 1)
 	finals := make([]string, n)
 	seen := map[string]int{}
-	for i := range moves {
+	for i := range finals {
 		finals[i] = cfg.shardName(i, n)
 		if j, dup := seen[finals[i]]; dup {
 			return st, fmt.Errorf("avroio.Write to %s: shards %d and %d of %d would both be named %s (shard name template %q)", cfg.Prefix, j, i, n, finals[i], cfg.Template)
 		}
 		seen[finals[i]] = i
 	}
-	// Shards that got no records become empty files, written like the others.
-	for i := range moves {
-		if moves[i].temp != "" {
-			continue
+	if emptyInput {
+		left, err := tempFiles(ctx, fs, cfg)
+		if err != nil {
+			return st, err
 		}
-		path := fmt.Sprintf("%sempty-%d-%s", cfg.TempDir, i, randomID())
+		_, merr := fs.Size(ctx, marker)
+		if merr != nil && len(left) == 0 {
+			if _, ferr := fs.Size(ctx, finals[0]); ferr == nil {
+				// A finalize step retried after it wrote the file and
+				// removed the marker.
+				st.files = finals
+				removeLocalDir(cfg.TempDir)
+				return st, nil
+			}
+		}
+		if merr != nil || len(left) > 0 {
+			why := "the temporary directory's marker is gone (a bundle attempt failed)"
+			if merr == nil {
+				why = fmt.Sprintf("bundle attempts that had records left %s", left[0])
+			}
+			return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: no bundle committed a file, but the input was not empty: %s", cfg.Prefix, why))
+		}
+		// The one empty file of an empty input, written like the others.
+		path := fmt.Sprintf("%sempty-0-%s", cfg.TempDir, randomID())
 		f, err := openTempFile(ctx, fs, cfg, path)
 		if err != nil {
 			return st, err
@@ -834,43 +1090,93 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 			}
 			return st, err
 		}
-		moves[i] = move{temp: path, empty: true}
-		st.emptyBytes += res.Bytes
+		moves = []string{path}
+		st.emptyBytes = res.Bytes
 	}
 	for i, m := range moves {
 		if err := makeLocalDir(finals[i]); err != nil {
 			return st, fmt.Errorf("avroio.Write: making the directory of %s: %w", finals[i], err)
 		}
-		if err := filesystem.Rename(ctx, fs, m.temp, finals[i]); err != nil {
+		if err := filesystem.Rename(ctx, fs, m, finals[i]); err != nil {
 			// A finalize step retried after this rename succeeded finds the
 			// temporary file gone and the final one in place.
-			_, terr := fs.Size(ctx, m.temp)
+			_, terr := fs.Size(ctx, m)
 			_, ferr := fs.Size(ctx, finals[i])
 			if terr == nil || ferr != nil {
-				return st, fmt.Errorf("avroio.Write: renaming %s to %s: %w", m.temp, finals[i], err)
+				return st, fmt.Errorf("avroio.Write: renaming %s to %s: %w", m, finals[i], err)
 			}
 		}
 	}
 	st.files = finals
-	// What is left are the files of failed or retried bundle attempts.
-	left, err := fs.List(ctx, cfg.TempDir+"*")
+	// What is left are the files of failed or retried bundle attempts,
+	// and (last, see the retried case above) Begin's marker.
+	left, err := tempFiles(ctx, fs, cfg)
 	if err != nil {
-		return st, fmt.Errorf("avroio.Write: listing the temporary directory %s: %w", cfg.TempDir, err)
+		return st, err
 	}
-	if len(left) > 0 {
-		rm, ok := fs.(filesystem.Remover)
-		if !ok {
-			return st, fmt.Errorf("avroio.Write: %T cannot remove the %d leftover temporary files in %s", fs, len(left), cfg.TempDir)
-		}
-		for _, p := range left {
-			if err := rm.Remove(ctx, p); err != nil {
-				return st, fmt.Errorf("avroio.Write: removing leftover temporary file %s: %w", p, err)
-			}
-			st.removed++
+	if err := removeAll(ctx, fs, cfg, left, &st.removed); err != nil {
+		return st, err
+	}
+	if _, err := fs.Size(ctx, marker); err == nil {
+		if err := removeAll(ctx, fs, cfg, []string{marker}, nil); err != nil {
+			return st, err
 		}
 	}
 	removeLocalDir(cfg.TempDir)
 	return st, nil
+}
+
+// failWrite removes everything in the temporary directory of a write that
+// failed (the files of every bundle, committed or not, and Begin's
+// marker), and the directory, and returns err: nothing of the write is
+// left, and no final file was made.
+func failWrite(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st finalizeStats, err error) (finalizeStats, error) {
+	left, lerr := fs.List(ctx, cfg.TempDir+"*")
+	if lerr == nil {
+		lerr = removeAll(ctx, fs, cfg, left, &st.removed)
+	}
+	removeLocalDir(cfg.TempDir)
+	if lerr != nil {
+		return st, fmt.Errorf("%w; and removing its temporary files: %v", err, lerr)
+	}
+	return st, err
+}
+
+// tempFiles lists the files in the temporary directory other than Begin's
+// marker.
+func tempFiles(ctx context.Context, fs filesystem.Interface, cfg writeConfig) ([]string, error) {
+	all, err := fs.List(ctx, cfg.TempDir+"*")
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: listing the temporary directory %s: %w", cfg.TempDir, err)
+	}
+	marker := cfg.TempDir + begunMarker
+	left := all[:0]
+	for _, p := range all {
+		if p != marker {
+			left = append(left, p)
+		}
+	}
+	return left, nil
+}
+
+// removeAll removes the temporary files paths, counting them in n.
+func removeAll(ctx context.Context, fs filesystem.Interface, cfg writeConfig, paths []string, n *int) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	rm, ok := fs.(filesystem.Remover)
+	if !ok {
+		return fmt.Errorf("avroio.Write: %T cannot remove the %d leftover temporary files in %s", fs, len(paths), cfg.TempDir)
+	}
+	for _, p := range paths {
+		if err := rm.Remove(ctx, p); err != nil {
+			return fmt.Errorf("avroio.Write: removing leftover temporary file %s: %w", p, err)
+		}
+		if n != nil {
+			*n++
+		}
+	}
+	return nil
 }
 
 // makeLocalDir makes the directory of a local file where it is missing

@@ -243,9 +243,18 @@ func TestFinalizeRetried(t *testing.T) {
 	}
 }
 
-// TestFinalizeEmptyAndBadShards: fixed shards without records become
-// empty files; runner-determined sharding of an empty input writes one
-// empty file; impossible results and clashing names are errors.
+// begin makes Begin's marker, as the pipeline's Begin step does.
+func begin(t *testing.T, cfg writeConfig) {
+	t.Helper()
+	if err := (&beginFn{Config: cfg}).ProcessElement(context.Background(), nil, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinalizeEmptyAndBadShards: runner-determined sharding of an empty
+// input writes one empty file (with Begin's marker there), also when the
+// finalize step is retried after it; impossible results and clashing names
+// are errors.
 func TestFinalizeEmptyAndBadShards(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -253,32 +262,27 @@ func TestFinalizeEmptyAndBadShards(t *testing.T) {
 	fs, _ := filesystem.New(ctx, cfg.TempDir)
 	r := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-1", 0, 5)
 	r.Shard = 1
-	st, err := finalize(ctx, fs, cfg, []fileResult{r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(st.files) != 3 || st.emptyBytes == 0 {
-		t.Fatalf("%+v", st)
-	}
-	for i, f := range st.files {
-		recs := readRecs(t, f)
-		if (i == 1) != (len(recs) == 5) || i != 1 && len(recs) != 0 {
-			t.Fatalf("shard %d holds %v", i, recs)
-		}
-		h, err := container.ReadHeader(f, mustOpen(t, f), container.Limits{})
-		if err != nil || h.Codec != "deflate" {
-			t.Fatalf("%s: %v %v", f, h, err)
-		}
-	}
 
 	dir0 := t.TempDir()
 	cfg0 := testConfig(t, dir0, 0)
-	st, err = finalize(ctx, fs, cfg0, nil)
-	if err != nil || !reflect.DeepEqual(st.files, []string{filepath.Join(dir0, "out-00000-of-00001.avro")}) {
+	begin(t, cfg0)
+	st, err := finalize(ctx, fs, cfg0, nil)
+	if err != nil || !reflect.DeepEqual(st.files, []string{filepath.Join(dir0, "out-00000-of-00001.avro")}) || st.emptyBytes == 0 {
 		t.Fatalf("empty input: %+v, %v", st, err)
 	}
 	if recs := readRecs(t, st.files[0]); len(recs) != 0 {
 		t.Fatalf("empty input wrote %v", recs)
+	}
+	h, err := container.ReadHeader(st.files[0], mustOpen(t, st.files[0]), container.Limits{})
+	if err != nil || h.Codec != "deflate" {
+		t.Fatalf("%s: %v %v", st.files[0], h, err)
+	}
+	if got := namesIn(t, dir0); !reflect.DeepEqual(got, []string{"out-00000-of-00001.avro"}) {
+		t.Fatalf("empty input: directory holds %v", got)
+	}
+	// Retried after it finished: the file is there, the marker gone.
+	if st, err := finalize(ctx, fs, cfg0, nil); err != nil || len(st.files) != 1 {
+		t.Fatalf("retried empty input: %+v, %v", st, err)
 	}
 
 	bad := r
@@ -302,6 +306,64 @@ func TestFinalizeEmptyAndBadShards(t *testing.T) {
 	cfgGone.Prefix = filepath.Join(t.TempDir(), "g")
 	if _, err := finalize(ctx, fs, cfgGone, []fileResult{gone}); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing temporary file: %v", err)
+	}
+}
+
+// TestFinalizeRefusesFailedWrites: a finalize step run after the write
+// failed (as Prism v2.77 runs it, now and then, after a failed bundle)
+// commits nothing and removes every temporary file and the directory:
+// when a result carries a record's error; under fixed sharding, when a
+// shard has no file; with runner-determined sharding and no result, when
+// Begin's marker is gone (a failing attempt removed it) or an attempt
+// left its file. On the code before, the last three committed empty files.
+func TestFinalizeRefusesFailedWrites(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		shards  int
+		begun   bool
+		results func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult
+		want    string
+	}{
+		{"record error", 0, true, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			return []fileResult{tempFileWith(t, fs, cfg, cfg.TempDir+"a", 0, 10), {Shard: -1, Err: "record 3: bad enum"}}
+		}, "record 3: bad enum"},
+		{"record error, fixed", 2, false, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			r := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-0-x", 0, 10)
+			r.Shard = 0
+			return []fileResult{r, {Shard: 1, Err: "record 7: too long"}, {Shard: errorShard, Err: "record 2: bad enum"}}
+		}, "record 2: bad enum (and 1 more bundles failed)"},
+		{"shard missing", 3, false, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			r := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-1-x", 0, 10)
+			r.Shard = 1
+			return []fileResult{r}
+		}, "shard 0 of 3 has no file"},
+		{"no result, marker gone", 0, false, func(*testing.T, filesystem.Interface, writeConfig) []fileResult { return nil }, "marker is gone"},
+		{"no result, attempt left", 0, true, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			tempFileWith(t, fs, cfg, cfg.TempDir+"died", 0, 10)
+			return nil
+		}, "left " + "%TEMP%died"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(t, dir, tc.shards)
+			fs, _ := filesystem.New(ctx, cfg.TempDir)
+			if tc.begun {
+				begin(t, cfg)
+			}
+			results := tc.results(t, fs, cfg)
+			st, err := finalize(ctx, fs, cfg, results)
+			want := strings.ReplaceAll(tc.want, "%TEMP%", cfg.TempDir)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no file was committed") {
+				t.Fatalf("finalize: %+v, %v; want an error saying %q", st, err, want)
+			}
+			if len(st.files) > 0 {
+				t.Errorf("committed %v", st.files)
+			}
+			if got := namesIn(t, dir); len(got) > 0 {
+				t.Errorf("the failed write left %v", got)
+			}
+		})
 	}
 }
 

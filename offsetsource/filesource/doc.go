@@ -41,11 +41,25 @@
 // A pattern is a path or glob on any Beam filesystem: local paths, gs://
 // (both without further imports), and any other registered filesystem
 // (memfs://, s3://: import its package). *, ? and [...] are matched by the
-// filesystem. Brace groups ({a,b}, nested, several) are expanded by this
-// package on every filesystem, because none of Beam Go's does (its local
-// filesystem takes { literally): each expansion is listed and the files
-// merged. A { without its closing }, and the escapes \{ \} \, are literal
-// characters. HasWildcard says whether a pattern has a wildcard in this
+// filesystem. Brace groups ({a,b}, nested, several) are matched by this
+// package on every filesystem, because none of Beam Go's understands them
+// (its local filesystem takes { literally). A pattern that stands for at
+// most MaxBraceListings (1,024) patterns is expanded and each expansion
+// listed, its files merged: gs://b/logs/{2024-01-01,2024-01-02}/* lists
+// those two prefixes and nothing else. A pattern with more alternatives
+// (eleven groups {a,b} make 2,048) is not expanded, and there is no limit
+// on them: as Java's FileSystems do, the filesystem lists what lies under
+// the pattern's fixed part (up to the directory of its first group), one
+// listing for each number of directory levels the rest can have, and this
+// package keeps the names the whole pattern matches. There, *, ? and
+// [...] after the first group never match a / (they never do on the local
+// filesystem); and a pattern that cannot be listed so is refused with an
+// error naming it and why, never matched in part: a group in the scheme or
+// the bucket, a [...] that holds a group, or on gs:// two * that meet
+// across a brace (Beam's gcs filesystem reads ** as crossing directories).
+// A { without its closing }, and the escapes \{ \} \, are literal
+// characters. Local names are cleaned (./d/a.txt is d/a.txt), and each
+// file is matched once. HasWildcard says whether a pattern has a wildcard in this
 // sense; a pattern without one (an unclosed brace, say) is never an
 // allowed empty match under EmptyMatchAllowIfWildcard. Directories that a
 // glob matches are skipped; a directory given as the pattern itself is an

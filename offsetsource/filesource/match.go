@@ -61,106 +61,28 @@ func (t EmptyMatchTreatment) valid() bool {
 
 // HasWildcard reports whether pattern has a wildcard that matching
 // understands on every filesystem: *, ? or [ (which Beam's filesystems
-// match), or a brace group {a,b} (which this package expands itself, see
+// match), or a brace group {a,b} (which this package matches itself, see
 // Match). A { without its closing }, or an escaped one (\{), is a literal
 // character and no wildcard.
 func HasWildcard(pattern string) bool {
-	alts, braces := expandBraces(pattern)
-	if braces {
+	seq := parseBraces(pattern)
+	if seq.hasGroup() {
 		return true
 	}
-	return strings.ContainsAny(alts[0], "*?[")
-}
-
-// maxBraceExpansions bounds the patterns one brace pattern expands into, so
-// that a pattern such as {a,b}{a,b}... cannot make millions of listings.
-const maxBraceExpansions = 1024
-
-// expandBraces expands the brace groups of pattern ({a,b,c}, nested, and
-// several in a row, as a shell does) into the patterns they stand for, in
-// order, and reports whether there was any group. An unclosed { and the
-// escapes \{ \} \, are literal characters (the escapes lose their
-// backslash, so that no filesystem sees them); other backslashes stay.
-// Past maxBraceExpansions alternatives the rest of pattern is kept as is.
-func expandBraces(pattern string) (alts []string, braces bool) {
-	// Find the first group: an unescaped { with its matching }.
-	open := -1
-	depth := 0
-	var commas []int // top-level commas of the group
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; {
-		case c == '\\' && i+1 < len(pattern):
-			i++
-		case c == '{':
-			if depth == 0 {
-				open, commas = i, nil
-			}
-			depth++
-		case c == ',' && depth == 1:
-			commas = append(commas, i)
-		case c == '}' && depth > 0:
-			depth--
-			if depth == 0 {
-				// pattern[open:i+1] is a group.
-				prefix, suffix := pattern[:open], pattern[i+1:]
-				var parts []string
-				from := open + 1
-				for _, c := range commas {
-					parts = append(parts, pattern[from:c])
-					from = c + 1
-				}
-				parts = append(parts, pattern[from:i])
-				rest, _ := expandBraces(suffix)
-				head := unescapeBraces(prefix)
-				for _, p := range parts {
-					sub, _ := expandBraces(p)
-					for _, s := range sub {
-						for _, r := range rest {
-							if len(alts) == maxBraceExpansions {
-								return alts, true
-							}
-							alts = append(alts, head+s+r)
-						}
-					}
-				}
-				return alts, true
-			}
-		}
-	}
-	if depth > 0 && open >= 0 {
-		// An unclosed {: literal, but what follows may hold groups.
-		rest, b := expandBraces(pattern[open+1:])
-		for i, r := range rest {
-			rest[i] = unescapeBraces(pattern[:open]) + "{" + r
-		}
-		return rest, b
-	}
-	return []string{unescapeBraces(pattern)}, false
-}
-
-// unescapeBraces drops the backslash of \{ \} and \,.
-func unescapeBraces(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("{},", s[i+1]) >= 0 {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return len(seq) > 0 && strings.ContainsAny(seq[0].text, "*?[")
 }
 
 // Match lists the files pattern matches, with their sizes and modification
 // times, sorted by path and without duplicates: pattern is a path or glob
 // on any Beam filesystem.
 //
-// Brace groups ({a,b}, nested) are expanded here, before the filesystem
-// sees the pattern, because Beam's filesystems do not expand them (its
-// local filesystem would take { literally and match nothing); the
-// expansions are listed one by one and their files merged. Directories are
+// Brace groups ({a,b}, nested) are matched here, because Beam's
+// filesystems do not understand them (its local filesystem would take {
+// literally and match nothing): up to MaxBraceListings alternatives are
+// expanded, listed one by one and their files merged; a pattern with more
+// is listed under its part before the first group and matched against the
+// whole pattern, with no limit (see the package documentation). A pattern
+// that cannot be matched so is an error naming it and why. Directories are
 // skipped. A pattern with no wildcard that names a directory is an error
 // of kind ErrIsDirectory; a pattern that matches no file is one of kind
 // ErrNoMatch unless empty allows it. Errors name the pattern.
@@ -176,28 +98,20 @@ func Match(ctx context.Context, pattern string, empty EmptyMatchTreatment) ([]Me
 		return nil, fmt.Errorf("filesource: matching %q: %w", pattern, err)
 	}
 	defer fsys.Close()
-	alts, _ := expandBraces(pattern)
-	seen := map[string]bool{}
+	names, err := listBraces(ctx, fsys, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("filesource: matching %q: %w", pattern, err)
+	}
 	var files []Metadata
-	for _, alt := range alts {
-		names, err := fsys.List(ctx, alt)
+	for _, name := range names {
+		m, err := statListed(ctx, fsys, name)
+		if errors.Is(err, ErrIsDirectory) {
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("filesource: matching %q: %w", alt, err)
+			return nil, fmt.Errorf("filesource: matching %q: %w", pattern, err)
 		}
-		for _, name := range names {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			m, err := statListed(ctx, fsys, name)
-			if errors.Is(err, ErrIsDirectory) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("filesource: matching %q: %w", pattern, err)
-			}
-			files = append(files, m)
-		}
+		files = append(files, m)
 	}
 	slices.SortFunc(files, func(a, b Metadata) int { return strings.Compare(a.Path, b.Path) })
 	if len(files) == 0 && !empty.allows(pattern) {

@@ -307,7 +307,7 @@ func (fn *watchFn) emitPending(rt *watchTracker, emit func(beam.EventTime, filei
 	}
 }
 
-// listWatched lists pattern (braces expanded, as Match does) and returns
+// listWatched lists pattern (braces matched, as Match does) and returns
 // its files with their sizes and modification times. Directories are
 // skipped; a file that vanishes between the listing and its size is
 // skipped (a later poll finds it if it comes back).
@@ -317,28 +317,20 @@ func listWatched(ctx context.Context, pattern string) ([]watchFile, error) {
 		return nil, err
 	}
 	defer fsys.Close()
-	alts, _ := expandBraces(pattern)
-	seen := map[string]bool{}
+	names, err := listBraces(ctx, fsys, pattern)
+	if err != nil {
+		return nil, err
+	}
 	var files []watchFile
-	for _, alt := range alts {
-		names, err := fsys.List(ctx, alt)
+	for _, name := range names {
+		m, err := statListed(ctx, fsys, name)
 		if err != nil {
-			return nil, fmt.Errorf("listing %q: %w", alt, err)
-		}
-		for _, name := range names {
-			if seen[name] {
+			if notExist(err) || isDir(err) {
 				continue
 			}
-			seen[name] = true
-			m, err := statListed(ctx, fsys, name)
-			if err != nil {
-				if notExist(err) || isDir(err) {
-					continue
-				}
-				return nil, err
-			}
-			files = append(files, watchFile{Path: m.Path, Size: m.Size, LastModified: m.LastModified})
+			return nil, err
 		}
+		files = append(files, watchFile{Path: m.Path, Size: m.Size, LastModified: m.LastModified})
 	}
 	return files, nil
 }

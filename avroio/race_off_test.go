@@ -1,0 +1,5 @@
+//go:build !race
+
+package avroio_test
+
+const raceEnabled = false
