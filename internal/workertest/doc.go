@@ -23,8 +23,16 @@
 //
 // # How it works
 //
-// Run starts (once per test binary) an in-process Prism job server on a port
-// chosen by the OS, and (per call) an external worker pool: a gRPC
+// Each Run starts a Prism job server of its own, in a process of its own: the
+// test binary, which becomes a job server (in this package's init, before
+// TestMain) when started with SDFIO_WORKERTEST_PRISM set, serves on a free
+// loopback port and exits when Run closes its standard input. Prism keeps
+// state beyond a job that every server in a process shares (Beam v2.77.0
+// reuses the responders of its control requests through a package-level
+// pool, and a worker that disconnects while a request is outstanding can
+// leave its error in one, to be read by a later job as the answer to its own
+// request), so a job server in the test process would let one run's failure
+// reach the next. Run also starts an external worker pool: a gRPC
 // BeamFnExternalWorkerPool service on a loopback port. The pipeline is
 // translated with an EXTERNAL environment (beam:env:external:v1) whose endpoint
 // is that pool, the test binary is staged as the Go worker artifact, and the
@@ -39,7 +47,9 @@
 // TestMain) turns it into an SDK harness before any test runs. The worker
 // connects back to Prism's control, data, state and logging services; Prism
 // stops it through StopWorker when the job ends, and Run kills whatever is still
-// alive before it returns. On Linux a worker also dies with the test process.
+// alive before it returns, then ends the job server process. On Linux a
+// worker also dies with the test process; a job server does everywhere (its
+// standard input closes).
 //
 // # What a test package must do
 //
@@ -54,8 +64,8 @@
 // control to the harness the worker runs no tests and exits, and Run fails with
 // a message saying so, instead of recursing.
 //
-// Runs are serialised within a test binary (Prism's in-memory artifact store
-// is written without a lock), and each Run is bounded by a timeout
+// Runs are serialised within a test binary (one job, one Prism process and
+// its workers at a time), and each Run is bounded by a timeout
 // (WithTimeout, default 3 minutes, shortened to fit the test's deadline). A
 // worker process that exits while its job is running fails the run at once,
 // with the worker's output in the error.

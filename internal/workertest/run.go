@@ -72,6 +72,12 @@ type Result struct {
 
 	// Workers lists the worker processes started for the job, in start order.
 	Workers []Worker
+	// RunnerPID is the process id of the Prism job server that ran the job
+	// (0 if it never started). Each Run has its own, and it has exited when
+	// Run returns.
+	RunnerPID int
+	// RunnerOutput is the tail of that job server's log.
+	RunnerOutput string
 	// Elapsed is the wall time of the run, from translation to the end.
 	Elapsed time.Duration
 }
@@ -98,8 +104,9 @@ func (r *Result) Metrics() metrics.Results {
 
 var _ beam.PipelineResult = (*Result)(nil)
 
-// runMu serialises runs: Prism's artifact store is not safe for concurrent
-// staging and retrieval.
+// runMu serialises the runs of a test binary, so that it has one job (one
+// Prism process and its workers) at a time: that bounds the load it puts on
+// the machine and keeps the output of a failing run to its own processes.
 var runMu sync.Mutex
 
 // Run executes p on a Prism job server with its SDK workers in separate
@@ -139,6 +146,9 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
 		for _, w := range res.Workers {
 			t.Logf("workertest: worker %s (pid %d) output:\n%s", w.ID, w.PID, w.Output)
 		}
+		if res.RunnerPID != 0 {
+			t.Logf("workertest: Prism job server (pid %d) output:\n%s", res.RunnerPID, res.RunnerOutput)
+		}
 	}
 	return res, err
 }
@@ -158,10 +168,6 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	res = &Result{}
 	defer func() { res.Elapsed = time.Since(start) }()
 
-	js, err := sharedJobServer()
-	if err != nil {
-		return res, err
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		return res, fmt.Errorf("workertest: locating the test binary to stage as worker: %w", err)
@@ -169,6 +175,18 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+
+	js, err := startJobServer(ctx, bin)
+	if err != nil {
+		return res, err
+	}
+	res.RunnerPID = js.pid()
+	defer func() {
+		if cerr := js.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		res.RunnerOutput = js.out.String()
+	}()
 
 	wp, err := startPool(bin, cfg.stage)
 	if err != nil {

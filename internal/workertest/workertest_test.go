@@ -240,6 +240,40 @@ func TestTimeoutKillsWorker(t *testing.T) {
 	assertGone(t, res.Workers)
 }
 
+// Each Run has a Prism job server of its own, in its own process, gone when
+// Run returns: Prism keeps state beyond a job that all servers in a process
+// share, and a crashed worker of one run once failed the next run's job with
+// its "SDK worker disconnected" error (see jobserver.go). Two runs in a row,
+// the first one failing as TestWorkerCrashFailsRun does, are each their
+// server's first job.
+func TestEachRunHasItsOwnRunner(t *testing.T) {
+	crash, s := beam.NewPipelineWithRoot()
+	beam.ParDo0(s, &exitFn{}, beam.ParDo(s, &genFn{N: 1}, beam.Impulse(s)))
+	first, err := workertest.Run(t, crash)
+	if err == nil {
+		t.Fatal("run succeeded although the worker exited")
+	}
+
+	p, s := beam.NewPipelineWithRoot()
+	passert.Equals(s, stats.Sum(s, beam.ParDo(s, &genFn{N: 10}, beam.Impulse(s))), int64(45))
+	second := workertest.MustRun(t, p)
+
+	for i, res := range []*workertest.Result{first, second} {
+		if !strings.HasPrefix(res.JobID(), "job-001") {
+			t.Errorf("run %d: job id %q, want its job server's first job (job-001...)", i+1, res.JobID())
+		}
+		if res.RunnerPID == 0 || res.RunnerPID == os.Getpid() {
+			t.Errorf("run %d: Prism ran in pid %d; test process is %d", i+1, res.RunnerPID, os.Getpid())
+		} else if err := syscall.Kill(res.RunnerPID, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("run %d: Prism process %d still exists after Run (kill -0: %v)", i+1, res.RunnerPID, err)
+		}
+		assertGone(t, res.Workers)
+	}
+	if first.RunnerPID == second.RunnerPID {
+		t.Errorf("both runs had Prism process %d", first.RunnerPID)
+	}
+}
+
 // rangeFn is a splittable DoFn over sdf.OffsetRange: the restriction crosses
 // process boundaries through its registered coder, and Prism may split it.
 type rangeFn struct {
