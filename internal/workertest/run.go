@@ -178,6 +178,9 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 
 	js, err := startJobServer(ctx, bin)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("workertest: the run did not finish within %v: %w", timeout, err)
+		}
 		return res, err
 	}
 	res.RunnerPID = js.pid()
@@ -227,15 +230,15 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	jopts := &runnerlib.JobOptions{Name: name, Experiments: cfg.experiments, Worker: staged}
 	prepID, artifactEndpoint, token, err := runnerlib.Prepare(ctx, js.client, pipe, jopts)
 	if err != nil {
-		return res, fmt.Errorf("workertest: preparing job on %s: %w", js.endpoint, err)
+		return res, setupErr(ctx, timeout, "preparing job on "+js.endpoint, err)
 	}
 	retrieval, err := runnerlib.Stage(ctx, prepID, artifactEndpoint, staged, token)
 	if err != nil {
-		return res, fmt.Errorf("workertest: staging worker artifact %s: %w", staged, err)
+		return res, setupErr(ctx, timeout, "staging worker artifact "+staged, err)
 	}
 	jobID, err := runnerlib.Submit(ctx, js.client, prepID, retrieval)
 	if err != nil {
-		return res, fmt.Errorf("workertest: submitting job: %w", err)
+		return res, setupErr(ctx, timeout, "submitting job", err)
 	}
 	res.jobID = jobID
 
@@ -284,6 +287,15 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		runErr = fmt.Errorf("workertest: job %s: fetching metrics: %w", jobID, merr)
 	}
 	return res, runErr
+}
+
+// setupErr is the error of a step before the job runs; when the run's
+// deadline is what failed it, it says so as a timeout of the job does.
+func setupErr(ctx context.Context, timeout time.Duration, step string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("workertest: the run did not finish within %v: %s: %w", timeout, step, err)
+	}
+	return fmt.Errorf("workertest: %s: %w", step, err)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
