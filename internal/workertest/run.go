@@ -19,6 +19,8 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 
+	"github.com/sdfio/sdfio/internal/testtmp"
+
 	// The hook that turns a binary started with --worker=true into an SDK
 	// harness when it calls beam.Init.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/harness/init"
@@ -29,13 +31,14 @@ const DefaultTimeout = 3 * time.Minute
 
 // Main is the TestMain of a package that uses Run: it parses flags and calls
 // beam.Init, which in a worker process runs the SDK harness and never returns,
-// and otherwise runs the tests and exits.
+// and otherwise runs the tests in a temporary directory of their own
+// (internal/testtmp) and exits.
 func Main(m *testing.M) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	beam.Init()
-	os.Exit(m.Run())
+	os.Exit(testtmp.Main(m.Run))
 }
 
 // Option configures a Run.
