@@ -26,13 +26,17 @@
 // Each Run starts a Prism job server of its own, in a process of its own: the
 // test binary, which becomes a job server (in this package's init, before
 // TestMain) when started with SDFIO_WORKERTEST_PRISM set, serves on a free
-// loopback port and exits when Run closes its standard input. Prism keeps
+// port (Prism listens on every interface; Run and the workers connect through
+// localhost) and exits when Run closes its standard input. Prism keeps
 // state beyond a job that every server in a process shares (Beam v2.77.0
 // reuses the responders of its control requests through a package-level
 // pool, and a worker that disconnects while a request is outstanding can
 // leave its error in one, to be read by a later job as the answer to its own
 // request), so a job server in the test process would let one run's failure
-// reach the next. Run also starts an external worker pool: a gRPC
+// reach the next. (Under -race the job server is race-instrumented too, but
+// a race inside Prism, such as v2.77.0's send on a worker's instruction
+// channel against its close, is reported in the job server's output, which
+// Run logs when it fails, not by the test process's race detector.) Run also starts an external worker pool: a gRPC
 // BeamFnExternalWorkerPool service on a loopback port. The pipeline is
 // translated with an EXTERNAL environment (beam:env:external:v1) whose endpoint
 // is that pool, the test binary is staged as the Go worker artifact, and the
