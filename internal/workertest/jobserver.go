@@ -105,7 +105,7 @@ type jobServer struct {
 func startJobServer(ctx context.Context, exe string) (*jobServer, error) {
 	js := &jobServer{exited: make(chan struct{})}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), prismEnv+"=1")
+	cmd.Env = append(os.Environ(), prismEnv+"=1", noExitSleep(os.Getenv("GORACE")))
 	cmd.Stderr = &js.out
 	cmd.WaitDelay = 5 * time.Second
 	setDeathSignal(cmd)
@@ -154,6 +154,17 @@ func startJobServer(ctx context.Context, exe string) (*jobServer, error) {
 	}
 	js.conn, js.client = conn, jobpb.NewJobServiceClient(conn)
 	return js, nil
+}
+
+// noExitSleep is the GORACE setting of a job server process: the race
+// detector's options of the test process, and no sleep at exit. A binary
+// built with -race sleeps a second when it exits (atexit_sleep_ms, for
+// other goroutines to report their races), and Run waits for its job
+// server to exit: that second was most of what a job server of its own
+// added to a Run. A race Prism detects while it serves is reported as
+// before; only the wait for late reports at exit is gone.
+func noExitSleep(gorace string) string {
+	return "GORACE=" + strings.TrimSpace(gorace+" atexit_sleep_ms=0")
 }
 
 // pid is the job server's process id.
