@@ -53,17 +53,36 @@ fmt-check:
 vet:
 	$(GO) vet -race $(PKGS)
 
+# The tests leave nothing in the temporary directory. `unit` and
+# `fuzz-short` run their command with TMPDIR set to a new directory of this
+# make run (go's own build files go to GOTMPDIR, the usual place), and fail
+# if anything is left in it when the command ends; the directory is removed
+# either way. Each test binary also gets a directory of its own under it from
+# its TestMain (internal/testtmp), which removes what Beam is known to leave
+# and fails the package on anything else; this check catches the rest (a
+# package without that TestMain, a process that outlives its test binary).
+define in_test_tmpdir
+	@base="$${TMPDIR:-/tmp}"; tmp=$$(mktemp -d "$$base/sdfio-make.XXXXXX") || exit 1; \
+	( export TMPDIR="$$tmp" GOTMPDIR="$${GOTMPDIR:-$$base}"; $(1) ); st=$$?; \
+	left=$$(cd "$$tmp" && find . -mindepth 1 -maxdepth 3 | sort | head -40); \
+	if [ -n "$$left" ]; then \
+		echo "the tests left files in their temporary directory $$tmp (removed now):"; echo "$$left"; \
+		[ $$st -ne 0 ] || st=1; \
+	fi; \
+	rm -rf "$$tmp"; exit $$st
+endef
+
 # -vet=off: `make test` has run the full vet (a superset of the checks go
 # test runs) in the same configuration just before.
 unit:
-	$(GO) test -race -vet=off -timeout 15m $(PKGS)
+	$(call in_test_tmpdir,$(GO) test -race -vet=off -timeout 15m $(PKGS))
 
 fuzz-short:
-	@for t in $(FUZZ_TARGETS_SHORT); do \
+	$(call in_test_tmpdir,for t in $(FUZZ_TARGETS_SHORT); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME_SHORT)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME_SHORT) -fuzzminimizetime=$(FUZZMINIMIZE_SHORT) $$pkg || exit 1; \
-	done
+	done)
 
 test: deps fmt-check vet unit fuzz-short
 

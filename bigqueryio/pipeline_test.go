@@ -20,6 +20,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/testtmp"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
 
@@ -33,7 +34,7 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	ptest.MainWithDefault(m, "prism")
+	os.Exit(testtmp.Main(func() int { return ptest.MainRetWithDefault(m, "prism") }))
 }
 
 // Event is the output type of the pipeline tests: the selected fields of

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/testtmp"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -36,7 +37,7 @@ import (
 // loading in the background before the first test (see the data sets in
 // read_test.go).
 func TestMain(m *testing.M) {
-	os.Exit(dstest.RunSharedFunc(func() int {
+	run := func() int {
 		flag.Parse()
 		if worker := flag.Lookup("worker"); (worker == nil || worker.Value.String() != "true") && flag.Lookup("test.run").Value.String() == "" {
 			startMedium()
@@ -45,7 +46,8 @@ func TestMain(m *testing.M) {
 			}
 		}
 		return ptest.MainRetWithDefault(m, "prism")
-	}))
+	}
+	os.Exit(testtmp.Main(func() int { return dstest.RunSharedFunc(run) }))
 }
 
 // item is the entity of the tests: a key field, scalars, a slice and a

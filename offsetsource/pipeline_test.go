@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/sdfio/sdfio/internal/testtmp"
 	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/offsetsource"
 )
@@ -24,7 +25,7 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	ptest.MainWithDefault(m, "prism")
+	os.Exit(testtmp.Main(func() int { return ptest.MainRetWithDefault(m, "prism") }))
 }
 
 // countFn counts strings: a combine, so that the count does not go through a

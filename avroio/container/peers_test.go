@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/sdfio/sdfio/avroio/internal/avrotest"
+	"github.com/sdfio/sdfio/internal/testtmp"
 )
 
 const debianPython = avrotest.DebianPython
@@ -142,7 +143,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	peersDir = dir
-	code := m.Run()
+	code := testtmp.Main(m.Run)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -23,13 +23,30 @@
 //
 // # How it works
 //
-// Run starts (once per test binary) an in-process Prism job server on a port
-// chosen by the OS, and (per call) an external worker pool: a gRPC
-// BeamFnExternalWorkerPool service on a loopback port. The pipeline is
-// translated with an EXTERNAL environment (beam:env:external:v1) whose endpoint
-// is that pool, the test binary is staged as the Go worker artifact, and the
-// job is submitted. When Prism asks the pool for a worker it does what Beam's Go
-// container boot loader (sdks/go/container/boot.go) does: it reads the provision
+// Each Run starts a Prism job server of its own, in a process of its own: the
+// test binary, which becomes a job server (in this package's init, before
+// TestMain) when started with SDFIO_WORKERTEST_PRISM set, serves on a free
+// port (Prism listens on every interface; Run and the workers connect through
+// localhost) and exits when Run closes its standard input. Prism keeps
+// state beyond a job that every server in a process shares (Beam v2.77.0
+// reuses the responders of its control requests through a package-level
+// pool, and a worker that disconnects while a request is outstanding can
+// leave its error in one, to be read by a later job as the answer to its own
+// request), so a job server in the test process would let one run's failure
+// reach the next. (Under -race the job server is race-instrumented too, but
+// a race inside Prism, such as v2.77.0's send on a worker's instruction
+// channel against its close, is reported in the job server's output, which
+// Run logs when it fails, not by the test process's race detector.) A job
+// server costs a Run half a second to a second to start at a load of 12-18
+// under -race, and a tenth of a second to end (it does not sleep at exit for
+// late race reports, as a -race binary otherwise does for a second).
+//
+// Run also starts an external worker pool: a gRPC BeamFnExternalWorkerPool
+// service on a loopback port. The pipeline is translated with an EXTERNAL
+// environment (beam:env:external:v1) whose endpoint is that pool, the test
+// binary is staged as the Go worker artifact, and the job is submitted.
+// When Prism asks the pool for a worker it does what Beam's Go container
+// boot loader (sdks/go/container/boot.go) does: it reads the provision
 // info, writes the pipeline options to a file named by PIPELINE_OPTIONS_FILE,
 // and executes the worker binary with --worker=true, --id, --control_endpoint,
 // --logging_endpoint and --semi_persist_dir. The worker binary is the test
@@ -39,7 +56,9 @@
 // TestMain) turns it into an SDK harness before any test runs. The worker
 // connects back to Prism's control, data, state and logging services; Prism
 // stops it through StopWorker when the job ends, and Run kills whatever is still
-// alive before it returns. On Linux a worker also dies with the test process.
+// alive before it returns, then ends the job server process. On Linux a
+// worker also dies with the test process; a job server does everywhere (its
+// standard input closes).
 //
 // # What a test package must do
 //
@@ -54,8 +73,8 @@
 // control to the harness the worker runs no tests and exits, and Run fails with
 // a message saying so, instead of recursing.
 //
-// Runs are serialised within a test binary (Prism's in-memory artifact store
-// is written without a lock), and each Run is bounded by a timeout
+// Runs are serialised within a test binary (one job, one Prism process and
+// its workers at a time), and each Run is bounded by a timeout
 // (WithTimeout, default 3 minutes, shortened to fit the test's deadline). A
 // worker process that exits while its job is running fails the run at once,
 // with the worker's output in the error.

@@ -19,6 +19,8 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 
+	"github.com/sdfio/sdfio/internal/testtmp"
+
 	// The hook that turns a binary started with --worker=true into an SDK
 	// harness when it calls beam.Init.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/harness/init"
@@ -29,13 +31,14 @@ const DefaultTimeout = 3 * time.Minute
 
 // Main is the TestMain of a package that uses Run: it parses flags and calls
 // beam.Init, which in a worker process runs the SDK harness and never returns,
-// and otherwise runs the tests and exits.
+// and otherwise runs the tests in a temporary directory of their own
+// (internal/testtmp) and exits.
 func Main(m *testing.M) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	beam.Init()
-	os.Exit(m.Run())
+	os.Exit(testtmp.Main(m.Run))
 }
 
 // Option configures a Run.
@@ -72,6 +75,12 @@ type Result struct {
 
 	// Workers lists the worker processes started for the job, in start order.
 	Workers []Worker
+	// RunnerPID is the process id of the Prism job server that ran the job
+	// (0 if it never started). Each Run has its own, and it has exited when
+	// Run returns.
+	RunnerPID int
+	// RunnerOutput is the tail of that job server's log.
+	RunnerOutput string
 	// Elapsed is the wall time of the run, from translation to the end.
 	Elapsed time.Duration
 }
@@ -98,8 +107,9 @@ func (r *Result) Metrics() metrics.Results {
 
 var _ beam.PipelineResult = (*Result)(nil)
 
-// runMu serialises runs: Prism's artifact store is not safe for concurrent
-// staging and retrieval.
+// runMu serialises the runs of a test binary, so that it has one job (one
+// Prism process and its workers) at a time: that bounds the load it puts on
+// the machine and keeps the output of a failing run to its own processes.
 var runMu sync.Mutex
 
 // Run executes p on a Prism job server with its SDK workers in separate
@@ -139,6 +149,9 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
 		for _, w := range res.Workers {
 			t.Logf("workertest: worker %s (pid %d) output:\n%s", w.ID, w.PID, w.Output)
 		}
+		if res.RunnerPID != 0 {
+			t.Logf("workertest: Prism job server (pid %d) output:\n%s", res.RunnerPID, res.RunnerOutput)
+		}
 	}
 	return res, err
 }
@@ -158,10 +171,6 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	res = &Result{}
 	defer func() { res.Elapsed = time.Since(start) }()
 
-	js, err := sharedJobServer()
-	if err != nil {
-		return res, err
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		return res, fmt.Errorf("workertest: locating the test binary to stage as worker: %w", err)
@@ -169,6 +178,21 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+
+	js, err := startJobServer(ctx, bin)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("workertest: the run did not finish within %v: %w", timeout, err)
+		}
+		return res, err
+	}
+	res.RunnerPID = js.pid()
+	defer func() {
+		if cerr := js.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		res.RunnerOutput = js.out.String()
+	}()
 
 	wp, err := startPool(bin, cfg.stage)
 	if err != nil {
@@ -209,15 +233,15 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	jopts := &runnerlib.JobOptions{Name: name, Experiments: cfg.experiments, Worker: staged}
 	prepID, artifactEndpoint, token, err := runnerlib.Prepare(ctx, js.client, pipe, jopts)
 	if err != nil {
-		return res, fmt.Errorf("workertest: preparing job on %s: %w", js.endpoint, err)
+		return res, setupErr(ctx, timeout, "preparing job on "+js.endpoint, err)
 	}
 	retrieval, err := runnerlib.Stage(ctx, prepID, artifactEndpoint, staged, token)
 	if err != nil {
-		return res, fmt.Errorf("workertest: staging worker artifact %s: %w", staged, err)
+		return res, setupErr(ctx, timeout, "staging worker artifact "+staged, err)
 	}
 	jobID, err := runnerlib.Submit(ctx, js.client, prepID, retrieval)
 	if err != nil {
-		return res, fmt.Errorf("workertest: submitting job: %w", err)
+		return res, setupErr(ctx, timeout, "submitting job", err)
 	}
 	res.jobID = jobID
 
@@ -266,6 +290,15 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		runErr = fmt.Errorf("workertest: job %s: fetching metrics: %w", jobID, merr)
 	}
 	return res, runErr
+}
+
+// setupErr is the error of a step before the job runs; when the run's
+// deadline is what failed it, it says so as a timeout of the job does.
+func setupErr(ctx context.Context, timeout time.Duration, step string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("workertest: the run did not finish within %v: %s: %w", timeout, step, err)
+	}
+	return fmt.Errorf("workertest: %s: %w", step, err)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

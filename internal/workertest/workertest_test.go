@@ -101,7 +101,11 @@ func TestRunsWorkerInSeparateProcess(t *testing.T) {
 	beam.ParDo0(s, &pidFn{TestPID: os.Getpid(), WantOption: "carried"}, nums)
 	passert.Equals(s, stats.Sum(s, nums), int64(999*1000/2))
 
-	res := workertest.MustRun(t, p, workertest.WithBinaryStaging())
+	// Staging sends the test binary (about 200 MB under -race) to Prism and
+	// from Prism to the worker: 80-110 s at a load of 10-12 on two cores,
+	// and more than the default 3 minutes at a load of 16, so the run gets
+	// longer (Run still ends it before the test's deadline).
+	res := workertest.MustRun(t, p, workertest.WithBinaryStaging(), workertest.WithTimeout(8*time.Minute))
 	t.Logf("job %s: %v, workers %d", res.JobID(), res.Elapsed, len(res.Workers))
 	if len(res.Workers) == 0 {
 		t.Fatal("no worker process was started")
@@ -230,7 +234,10 @@ func (f *sleepFn) ProcessElement(int64) { time.Sleep(f.D) }
 func TestTimeoutKillsWorker(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	beam.ParDo0(s, &sleepFn{D: time.Hour}, beam.ParDo(s, &genFn{N: 1}, beam.Impulse(s)))
-	res, err := workertest.Run(t, p, workertest.WithTimeout(5*time.Second))
+	// The timeout covers starting Prism (0.4-1.2 s at a load of 12 under
+	// -race) and booting the worker (a run that crashes its worker at once
+	// ends within 2-3 s at that load); the test then waits out the rest.
+	res, err := workertest.Run(t, p, workertest.WithTimeout(10*time.Second))
 	if err == nil || !strings.Contains(err.Error(), "did not finish within") {
 		t.Fatalf("Run = %v, want a timeout", err)
 	}
@@ -238,6 +245,40 @@ func TestTimeoutKillsWorker(t *testing.T) {
 		t.Fatalf("no worker started before the timeout: %+v", res.Workers)
 	}
 	assertGone(t, res.Workers)
+}
+
+// Each Run has a Prism job server of its own, in its own process, gone when
+// Run returns: Prism keeps state beyond a job that all servers in a process
+// share, and a crashed worker of one run once failed the next run's job with
+// its "SDK worker disconnected" error (see jobserver.go). Two runs in a row,
+// the first one failing as TestWorkerCrashFailsRun does, are each their
+// server's first job.
+func TestEachRunHasItsOwnRunner(t *testing.T) {
+	crash, s := beam.NewPipelineWithRoot()
+	beam.ParDo0(s, &exitFn{}, beam.ParDo(s, &genFn{N: 1}, beam.Impulse(s)))
+	first, err := workertest.Run(t, crash)
+	if err == nil {
+		t.Fatal("run succeeded although the worker exited")
+	}
+
+	p, s := beam.NewPipelineWithRoot()
+	passert.Equals(s, stats.Sum(s, beam.ParDo(s, &genFn{N: 10}, beam.Impulse(s))), int64(45))
+	second := workertest.MustRun(t, p)
+
+	for i, res := range []*workertest.Result{first, second} {
+		if !strings.HasPrefix(res.JobID(), "job-001") {
+			t.Errorf("run %d: job id %q, want its job server's first job (job-001...)", i+1, res.JobID())
+		}
+		if res.RunnerPID == 0 || res.RunnerPID == os.Getpid() {
+			t.Errorf("run %d: Prism ran in pid %d; test process is %d", i+1, res.RunnerPID, os.Getpid())
+		} else if err := syscall.Kill(res.RunnerPID, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("run %d: Prism process %d still exists after Run (kill -0: %v)", i+1, res.RunnerPID, err)
+		}
+		assertGone(t, res.Workers)
+	}
+	if first.RunnerPID == second.RunnerPID {
+		t.Errorf("both runs had Prism process %d", first.RunnerPID)
+	}
 }
 
 // rangeFn is a splittable DoFn over sdf.OffsetRange: the restriction crosses
@@ -276,9 +317,13 @@ func TestSplittableDoFnInSeparateWorker(t *testing.T) {
 	// Records slower than Prism's 100 ms progress poll make it split the
 	// running restriction: split requests and residual restrictions then
 	// cross the process boundary through the registered OffsetRange coder.
-	const n = 6
+	// Prism splits when two progress reports in a row show the same counts,
+	// so the records are a second apart: on a loaded machine a progress
+	// round trip takes hundreds of milliseconds, and with records 300 ms
+	// apart consecutive reports always differed and Prism never split.
+	const n = 4
 	p, s := beam.NewPipelineWithRoot()
-	out := beam.ParDo(s, &rangeFn{N: n, Delay: 300 * time.Millisecond}, beam.Impulse(s))
+	out := beam.ParDo(s, &rangeFn{N: n, Delay: time.Second}, beam.Impulse(s))
 	passert.Equals(s, stats.Sum(s, out), int64(n*(n-1)/2))
 	passert.Count(s, out, "records", n)
 	res := workertest.MustRun(t, p)
