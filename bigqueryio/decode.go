@@ -26,7 +26,7 @@ type rowDecoder interface {
 }
 
 // avroDecoder decodes the concatenated Avro datums of AvroRows with hamba's
-// reader, by a plan compiled from the session's schema.
+// reader, by a row plan compiled from the session's schema.
 type avroDecoder struct {
 	schema bigquery.Schema
 	r      *avro.Reader

@@ -167,7 +167,7 @@ func emitSession(ctx context.Context, cfg readConfig, t reflect.Type, emit func(
 		return fmt.Errorf("bigqueryio: table %s: %w", cfg.Table, err)
 	}
 	if t != nil && t != typeOfRow {
-		if _, err := newPlan(info, t, cfg); err != nil {
+		if _, err := newRowPlan(info, t, cfg); err != nil {
 			return err
 		}
 	}

@@ -30,18 +30,18 @@ type readStreamFn struct {
 
 	client *bqstorage.BigQueryReadClient
 	mu     sync.Mutex
-	plans  map[string]*plan // by session
+	plans  map[string]*rowPlan // by session
 }
 
-// plan is how rows of one session become values of the output type.
-type plan struct {
+// rowPlan is how rows of one session become values of the output type.
+type rowPlan struct {
 	info   sessionInfo
 	schema bigquery.Schema
 	dec    *structDecoder // for a struct type; nil for Row
 }
 
-// decoder returns a new decoder of the plan, for one stream read.
-func (p *plan) decoder() (batchDecoder, error) {
+// decoder returns a new decoder of the row plan, for one stream read.
+func (p *rowPlan) decoder() (batchDecoder, error) {
 	if p.dec != nil {
 		d := *p.dec
 		d.r, d.buf = nil, nil
@@ -64,7 +64,7 @@ func (fn *readStreamFn) Setup(ctx context.Context) error {
 		return err
 	}
 	fn.client = c
-	fn.plans = map[string]*plan{}
+	fn.plans = map[string]*rowPlan{}
 	return nil
 }
 
@@ -91,13 +91,13 @@ func (fn *readStreamFn) CreateTracker(r StreamRestriction) *StreamTracker {
 	return NewStreamTracker(r, fn.client, fn.Cfg.SplitTimeout)
 }
 
-func (fn *readStreamFn) planFor(info sessionInfo) (*plan, error) {
+func (fn *readStreamFn) rowPlanFor(info sessionInfo) (*rowPlan, error) {
 	fn.mu.Lock()
 	defer fn.mu.Unlock()
 	if p := fn.plans[info.Session]; p != nil {
 		return p, nil
 	}
-	p, err := newPlan(info, fn.Type.T, fn.Cfg)
+	p, err := newRowPlan(info, fn.Type.T, fn.Cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +105,13 @@ func (fn *readStreamFn) planFor(info sessionInfo) (*plan, error) {
 	return p, nil
 }
 
-// newPlan is how the rows of a session become values of t.
-func newPlan(info sessionInfo, t reflect.Type, cfg readConfig) (*plan, error) {
+// newRowPlan is how the rows of a session become values of t.
+func newRowPlan(info sessionInfo, t reflect.Type, cfg readConfig) (*rowPlan, error) {
 	schema, _, err := info.decoder()
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio: table %s: %w", info.Table, err)
 	}
-	p := &plan{info: info, schema: schema}
+	p := &rowPlan{info: info, schema: schema}
 	if t != typeOfRow {
 		if p.dec, err = newStructDecoder(t, schema, info.Format, info.Arrow, cfg.fieldRules()); err != nil {
 			return nil, fmt.Errorf("%w (table %s, session %s)", err, info.Table, info.Session)
@@ -121,7 +121,7 @@ func newPlan(info sessionInfo, t reflect.Type, cfg readConfig) (*plan, error) {
 }
 
 func (fn *readStreamFn) ProcessElement(ctx context.Context, rt *StreamTracker, e StreamElement, emit func(beam.X)) error {
-	p, err := fn.planFor(e.Info)
+	p, err := fn.rowPlanFor(e.Info)
 	if err != nil {
 		return err
 	}

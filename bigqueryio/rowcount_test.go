@@ -23,7 +23,7 @@ type numRow struct {
 }
 
 // readTable reads every stream of a session of table into values of typ,
-// each from offset start, as the stream DoFn does on a worker (the plan,
+// each from offset start, as the stream DoFn does on a worker (the row plan,
 // its decoder, readStream), without Beam.
 func readTable(t *testing.T, table string, typ reflect.Type, start int64, opts ...ReadOption) ([]any, error) {
 	t.Helper()
@@ -52,7 +52,7 @@ func readTable(t *testing.T, table string, typ reflect.Type, start int64, opts .
 	defer fn.Teardown()
 	var out []any
 	for _, st := range s.GetStreams() {
-		p, err := fn.planFor(info)
+		p, err := fn.rowPlanFor(info)
 		if err != nil {
 			return out, err
 		}
