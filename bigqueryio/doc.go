@@ -213,9 +213,10 @@
 // Package bqtest serves the Storage Read API in the test process; point Read
 // at it with WithEndpoint(srv.Addr()) and WithInsecure(), and Query also
 // with WithRESTEndpoint(srv.RESTEndpoint()), where bqtest answers the query
-// job with a table the test defines (bqtest.Server.AddQuery). StreamSubject gives
-// an sdftest.Subject of one stream, to check the split contract against it
-// (or against the service).
+// job with a table the test defines (bqtest.Server.AddQuery).
+// bqtest.Subject(t, sc) of a NewStreamCheck gives an sdftest.Subject of one
+// stream, to check the split contract against it (or against the service);
+// the harness is in bqtest, so that no user's binary links package testing.
 //
 // # IAM
 //

@@ -55,12 +55,11 @@ func serverOpts(srv *bqtest.Server, more ...ReadOption) []ReadOption {
 
 func subject(t *testing.T, srv *bqtest.Server, opts ...ReadOption) sdftest.Subject[[]bigquery.Value] {
 	t.Helper()
-	s, closer, err := StreamSubject(context.Background(), "p.d.nums", serverOpts(srv, append([]ReadOption{WithMaxStreams(1)}, opts...)...)...)
+	sc, err := NewStreamCheck(context.Background(), "p.d.nums", serverOpts(srv, append([]ReadOption{WithMaxStreams(1)}, opts...)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closer() })
-	return s
+	return bqtest.Subject(t, sc)
 }
 
 func ids(rows [][]bigquery.Value) []int64 {

@@ -5,65 +5,86 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/bigquery"
-	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
 
 	"github.com/sdfio/sdfio/sdf"
-	"github.com/sdfio/sdfio/sdf/sdftest"
 )
 
-// StreamSubject returns an sdftest.Subject of the read of one stream, for
-// checking the split contract against a real server (bqtest's, or the
-// service): it creates a read session of table with opts and takes its
+// StreamCheck is the read of one stream of a read session outside a
+// pipeline, as the reading SDF does it, for checking the split contract
+// against a server (bqtest's, or the service): bqtest.Subject turns it into
+// an sdf/sdftest subject. A pipeline needs none of it; Read reads tables.
+// It exists so that the split-check harness, which links package testing,
+// lives in bqtest and not in the binaries of bigqueryio's users.
+type StreamCheck struct {
+	client *bqstorage.BigQueryReadClient
+	cfg    readConfig
+	info   sessionInfo
+	first  StreamRestriction
+}
+
+// NewStreamCheck creates a read session of table with opts and takes its
 // first stream (pass WithMaxStreams(1) to have the whole table in it). The
-// records are the rows as []bigquery.Value. Splits go through
-// SplitReadStream. Call close when done.
-func StreamSubject(ctx context.Context, table string, opts ...ReadOption) (s sdftest.Subject[[]bigquery.Value], close func() error, err error) {
+// records are the rows as []bigquery.Value; splits go through
+// SplitReadStream. Close it when done.
+func NewStreamCheck(ctx context.Context, table string, opts ...ReadOption) (*StreamCheck, error) {
 	cfg, err := newConfig(table, opts)
 	if err != nil {
-		return s, nil, err
+		return nil, err
 	}
 	c, err := newClient(ctx, cfg)
 	if err != nil {
-		return s, nil, err
+		return nil, err
+	}
+	fail := func(err error) (*StreamCheck, error) {
+		c.Close()
+		return nil, err
 	}
 	sess, err := createSession(ctx, c, cfg)
 	if err != nil {
-		c.Close()
-		return s, nil, err
+		return fail(err)
 	}
 	if len(sess.GetStreams()) == 0 {
-		c.Close()
-		return s, nil, fmt.Errorf("bigqueryio: the session of %s has no streams (empty table?)", cfg.Table)
+		return fail(fmt.Errorf("bigqueryio: the session of %s has no streams (empty table?)", cfg.Table))
 	}
 	info, err := sessionInfoOf(sess)
 	if err != nil {
-		c.Close()
-		return s, nil, err
+		return fail(err)
 	}
 	if _, _, err := info.decoder(); err != nil {
-		c.Close()
-		return s, nil, err
+		return fail(err)
 	}
-	s = sdftest.Subject[[]bigquery.Value]{
-		Restriction: StreamRestriction{Stream: sess.GetStreams()[0].GetName(), End: sdf.Unbounded, EstRows: sess.GetEstimatedRowCount()},
-		NewTracker: func(r any) beamsdf.RTracker {
-			return NewStreamTracker(r.(StreamRestriction), c, cfg.SplitTimeout)
-		},
-		Size: func(r any) float64 { return r.(StreamRestriction).size() },
-		Read: func(ctx context.Context, rt beamsdf.RTracker, emit func([]bigquery.Value)) error {
-			_, rows, err := info.decoder()
-			if err != nil {
-				return err
-			}
-			dec := valuesDecoder{rows: rows, conv: func(row []bigquery.Value) (any, error) {
-				return append([]bigquery.Value(nil), row...), nil
-			}}
-			var st readStats
-			return readStream(ctx, c, cfg, info, rt.(*StreamTracker), dec, func(row any) error {
-				emit(row.([]bigquery.Value))
-				return nil
-			}, &st)
-		},
-	}
-	return s, c.Close, nil
+	first := StreamRestriction{Stream: sess.GetStreams()[0].GetName(), End: sdf.Unbounded, EstRows: sess.GetEstimatedRowCount()}
+	return &StreamCheck{client: c, cfg: cfg, info: info, first: first}, nil
 }
+
+// Restriction is the whole restriction of the stream.
+func (c *StreamCheck) Restriction() StreamRestriction { return c.first }
+
+// NewTracker is the SDF's CreateTracker.
+func (c *StreamCheck) NewTracker(r StreamRestriction) *StreamTracker {
+	return NewStreamTracker(r, c.client, c.cfg.SplitTimeout)
+}
+
+// Size is the SDF's RestrictionSize.
+func (c *StreamCheck) Size(r StreamRestriction) float64 { return r.size() }
+
+// Read is the SDF's ProcessElement: it reads rt's restriction, emitting
+// each row it claims, until a claim is refused or the stream ends.
+func (c *StreamCheck) Read(ctx context.Context, rt *StreamTracker, emit func([]bigquery.Value)) error {
+	_, rows, err := c.info.decoder()
+	if err != nil {
+		return err
+	}
+	dec := valuesDecoder{rows: rows, conv: func(row []bigquery.Value) (any, error) {
+		return append([]bigquery.Value(nil), row...), nil
+	}}
+	var st readStats
+	return readStream(ctx, c.client, c.cfg, c.info, rt, dec, func(row any) error {
+		emit(row.([]bigquery.Value))
+		return nil
+	}, &st)
+}
+
+// Close closes the connection to the server.
+func (c *StreamCheck) Close() error { return c.client.Close() }
