@@ -31,7 +31,7 @@ func BenchmarkStreamRead(b *testing.B) {
 			const n = 100_000
 			numbersTable(b, srv, n)
 			ctx := context.Background()
-			cfg, _ := newConfig("p.d.nums", []ReadOption{WithEndpoint(srv.Addr()), WithInsecure(), WithMaxStreams(1), WithDataFormat(format)})
+			cfg, _ := newConfig("bigqueryio.Read", "p.d.nums", []ReadOption{WithEndpoint(srv.Addr()), WithInsecure(), WithMaxStreams(1), WithDataFormat(format)})
 			c, err := newClient(ctx, cfg)
 			if err != nil {
 				b.Fatal(err)

@@ -286,7 +286,7 @@ func TestUnknownFields(t *testing.T) {
 				}
 			}
 			// The session DoFn refuses it too, before any stream is read.
-			cfg, _ := newConfig(tc.table, serverOpts(srv, append([]ReadOption{WithDataFormat(format)}, tc.opts...)...))
+			cfg, _ := newConfig("bigqueryio.Read", tc.table, serverOpts(srv, append([]ReadOption{WithDataFormat(format)}, tc.opts...)...))
 			emitted := 0
 			if err := emitSession(context.Background(), cfg, reflect.TypeOf(tc.v), func(StreamElement) { emitted++ }); err == nil || emitted > 0 {
 				t.Errorf("%T: the session emitted %d streams, error %v", tc.v, emitted, err)

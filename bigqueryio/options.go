@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -53,6 +54,8 @@ type readConfig struct {
 	// QueryParams is WithQueryParameters' parameters, for Query, as JSON
 	// of []queryParam: Beam's coder of DoFn fields takes no recursive type.
 	QueryParams string
+	// Namespace is the Beam metrics namespace (WithMetricsNamespace).
+	Namespace string
 
 	// given is the options as they were given, for the checks of
 	// construction (see check); it does not travel.
@@ -88,62 +91,117 @@ func (c *readConfig) calls(name string) []string {
 	return out
 }
 
-// ReadOption configures Read (and Query).
-type ReadOption func(*readConfig)
+// ReadOption configures Read (and NewStreamCheck). The options of Read
+// alone return a ReadOption (WithSnapshotTime); those of Read and Query, a
+// SessionOption. A QueryOption is not a ReadOption: given to Read, it does
+// not compile.
+type ReadOption interface{ applyRead(*readConfig) }
 
-// applyOptions applies opts to cfg and checks the result (see check).
-func applyOptions(cfg *readConfig, opts []ReadOption) error {
+// QueryOption configures Query. The options of Query alone return a
+// QueryOption (WithLegacySQL, WithQueryPriority, WithQueryLocation,
+// WithQueryTempDataset, WithQueryParameters, WithRESTEndpoint); those of
+// Read and Query, a SessionOption. A ReadOption is not a QueryOption: given
+// to Query, it does not compile.
+type QueryOption interface{ applyQuery(*readConfig) }
+
+// SessionOption configures what Read and Query share: the read session
+// (columns, rows, format, streams), its stream reads (splits, retries),
+// the connection to the Storage Read API and the metrics. It is both a
+// ReadOption and a QueryOption.
+type SessionOption func(*readConfig)
+
+func (o SessionOption) applyRead(c *readConfig)  { o(c) }
+func (o SessionOption) applyQuery(c *readConfig) { o(c) }
+
+// readOnlyOption is an option of Read alone.
+type readOnlyOption func(*readConfig)
+
+func (o readOnlyOption) applyRead(c *readConfig) { o(c) }
+
+// queryOnlyOption is an option of Query alone.
+type queryOnlyOption func(*readConfig)
+
+func (o queryOnlyOption) applyQuery(c *readConfig) { o(c) }
+
+// newReadConfig is the configuration of a Read of table (the resource
+// name) with opts, checked; transform names it in errors.
+func newReadConfig(transform, table string, opts []ReadOption) (readConfig, error) {
+	cfg := readConfig{Table: table, Format: int32(Avro), Namespace: Namespace}
 	for _, o := range opts {
-		o(cfg)
+		o.applyRead(&cfg)
 	}
-	return cfg.check()
+	return cfg, cfg.check(transform)
+}
+
+// newQueryConfig is the configuration of a Query with opts, checked.
+func newQueryConfig(opts []QueryOption) (readConfig, error) {
+	cfg := readConfig{Format: int32(Avro), Namespace: Namespace}
+	for _, o := range opts {
+		o.applyQuery(&cfg)
+	}
+	return cfg, cfg.check("bigqueryio.Query")
+}
+
+// last is the last call of the named option.
+func (c *readConfig) last(name string) string {
+	calls := c.calls(name)
+	return calls[len(calls)-1]
 }
 
 // check refuses, when the pipeline is built, options that contradict each
-// other or hold values that cannot work, naming the options.
-func (c *readConfig) check() error {
+// other or hold values that cannot work, naming transform and the options.
+func (c *readConfig) check(transform string) error {
+	if err := c.checkOptions(); err != nil {
+		return fmt.Errorf("%s: %w", transform, err)
+	}
+	return nil
+}
+
+func (c *readConfig) checkOptions() error {
 	if sel := c.calls("WithSelectedFields"); len(sel) > 1 {
-		return fmt.Errorf("bigqueryio: WithSelectedFields is given %d times, %s: give every column in one", len(sel), strings.Join(sel, " and "))
+		return fmt.Errorf("WithSelectedFields is given %d times, %s: give every column in one", len(sel), strings.Join(sel, " and "))
 	} else if len(sel) == 1 {
 		if len(c.SelectedFields) == 0 {
-			return errors.New("bigqueryio: WithSelectedFields() names no field: leave it out to read every column")
+			return errors.New("WithSelectedFields() names no field: leave it out to read every column")
 		}
 		seen := map[string]bool{}
 		for _, f := range c.SelectedFields {
 			switch k := strings.ToLower(f); {
 			case strings.TrimSpace(f) == "":
-				return fmt.Errorf("bigqueryio: %s names an empty field", sel[0])
+				return fmt.Errorf("%s names an empty field", sel[0])
 			case seen[k]:
-				return fmt.Errorf("bigqueryio: %s names %s twice", sel[0], f)
+				return fmt.Errorf("%s names %s twice", sel[0], f)
 			default:
 				seen[k] = true
 			}
 		}
 	}
 	if qp := c.calls("WithQueryParameters"); len(qp) > 1 {
-		return fmt.Errorf("bigqueryio: WithQueryParameters is given %d times, %s: give every parameter in one", len(qp), strings.Join(qp, " and "))
+		return fmt.Errorf("WithQueryParameters is given %d times, %s: give every parameter in one", len(qp), strings.Join(qp, " and "))
 	}
 	if c.paramsErr != nil {
-		return fmt.Errorf("bigqueryio: WithQueryParameters: %w", c.paramsErr)
+		return fmt.Errorf("WithQueryParameters: %w", c.paramsErr)
 	}
 	ms, bs := c.calls("WithMaxStreams"), c.calls("WithDesiredBundleSize")
 	switch {
 	case len(ms) > 0 && len(bs) > 0:
-		return fmt.Errorf("bigqueryio: %s and %s both size the read session: give one", ms[0], bs[0])
+		return fmt.Errorf("%s and %s both size the read session: give one", ms[0], bs[0])
 	case c.tooManyStreams:
-		return fmt.Errorf("bigqueryio: %s: more streams than the API can ask for", ms[len(ms)-1])
+		return fmt.Errorf("%s: more streams than the API can ask for", ms[len(ms)-1])
 	case c.MaxStreams < 0:
-		return fmt.Errorf("bigqueryio: %s: a negative stream count", ms[len(ms)-1])
+		return fmt.Errorf("%s: a negative stream count", ms[len(ms)-1])
 	case c.BundleSize < 0:
-		return fmt.Errorf("bigqueryio: %s: a negative bundle size", bs[len(bs)-1])
+		return fmt.Errorf("%s: a negative bundle size", bs[len(bs)-1])
 	case c.MaxRetries < 0 || c.RetryBase < 0:
-		r := c.calls("WithRetries")
-		return fmt.Errorf("bigqueryio: %s: a negative retry count or backoff", r[len(r)-1])
+		return fmt.Errorf("%s: a negative retry count or backoff", c.last("WithRetries"))
 	case c.SplitTimeout < 0:
-		r := c.calls("WithSplitTimeout")
-		return fmt.Errorf("bigqueryio: %s: a negative timeout", r[len(r)-1])
+		return fmt.Errorf("%s: a negative timeout", c.last("WithSplitTimeout"))
 	case c.Format != int32(Avro) && c.Format != int32(Arrow):
-		return fmt.Errorf("bigqueryio: data format %d is neither Avro nor Arrow", c.Format)
+		return fmt.Errorf("%s: data format %d is neither Avro nor Arrow", c.last("WithDataFormat"), c.Format)
+	case c.Namespace == "":
+		return fmt.Errorf("%s: an empty metrics namespace", c.last("WithMetricsNamespace"))
+	case c.Billing != "" && !validProject(c.Billing):
+		return fmt.Errorf("%s: not a project id", c.last("WithBillingProject"))
 	}
 	return nil
 }
@@ -157,7 +215,7 @@ func (c readConfig) fieldRules() fieldRules {
 // record.field paths as the service allows), in table order. Give it once,
 // with every column: given twice, the read is refused when the pipeline is
 // built.
-func WithSelectedFields(fields ...string) ReadOption {
+func WithSelectedFields(fields ...string) SessionOption {
 	return func(c *readConfig) {
 		c.note("WithSelectedFields", anys(fields)...)
 		c.SelectedFields = append([]string(nil), fields...)
@@ -179,29 +237,31 @@ func anys(s []string) []any {
 // doc). Without it such a field fails the read: when the pipeline is built
 // if WithSelectedFields shows the column cannot be there, else when the
 // read session is created.
-func WithIgnoreUnknownFields() ReadOption {
+func WithIgnoreUnknownFields() SessionOption {
 	return func(c *readConfig) { c.note("WithIgnoreUnknownFields"); c.IgnoreUnknownFields = true }
 }
 
 // WithRowRestriction filters rows on the server with a SQL boolean
 // expression ("id > 5 AND name IS NOT NULL").
-func WithRowRestriction(sql string) ReadOption {
-	return func(c *readConfig) { c.RowRestriction = sql }
+func WithRowRestriction(sql string) SessionOption {
+	return func(c *readConfig) { c.note("WithRowRestriction", sql); c.RowRestriction = sql }
 }
 
 // WithDataFormat chooses the wire format: Avro (default) or Arrow.
-func WithDataFormat(f DataFormat) ReadOption { return func(c *readConfig) { c.Format = int32(f) } }
+func WithDataFormat(f DataFormat) SessionOption {
+	return func(c *readConfig) { c.note("WithDataFormat", int32(f)); c.Format = int32(f) }
+}
 
 // WithBillingProject bills the read session to project instead of the
-// table's project.
-func WithBillingProject(project string) ReadOption {
-	return func(c *readConfig) { c.Billing = project }
+// table's project. Query requires it (see Query).
+func WithBillingProject(project string) SessionOption {
+	return func(c *readConfig) { c.note("WithBillingProject", project); c.Billing = project }
 }
 
 // WithMaxStreams asks for at most n streams (0, the default, lets the
 // service choose; at most MaxStreams). It cannot be given with
 // WithDesiredBundleSize.
-func WithMaxStreams(n int) ReadOption {
+func WithMaxStreams(n int) SessionOption {
 	return func(c *readConfig) {
 		c.note("WithMaxStreams", n)
 		// Kept out of int32's range checks: int32(n) of a count beyond it
@@ -214,35 +274,56 @@ func WithMaxStreams(n int) ReadOption {
 // (the service's estimate of the bytes the session scans) / bytes streams,
 // between MinStreams and MaxStreams. It cannot be given with
 // WithMaxStreams.
-func WithDesiredBundleSize(bytes int64) ReadOption {
+func WithDesiredBundleSize(bytes int64) SessionOption {
 	return func(c *readConfig) { c.note("WithDesiredBundleSize", bytes); c.BundleSize = bytes }
 }
 
-// WithSnapshotTime reads the table as of t.
+// WithSnapshotTime reads the table as of t. It is Read's alone: a Query's
+// result table is new (use FOR SYSTEM_TIME AS OF in its SQL).
 func WithSnapshotTime(t time.Time) ReadOption {
-	return func(c *readConfig) { c.SnapshotMicros = t.UnixMicro() }
+	return readOnlyOption(func(c *readConfig) { c.note("WithSnapshotTime", t); c.SnapshotMicros = t.UnixMicro() })
 }
 
 // WithEndpoint sends the Storage Read API calls to host:port instead of
 // Google's endpoint: a regional or private endpoint, or a test server such as
 // bqtest's (with WithInsecure).
-func WithEndpoint(hostport string) ReadOption { return func(c *readConfig) { c.Endpoint = hostport } }
+func WithEndpoint(hostport string) SessionOption {
+	return func(c *readConfig) { c.note("WithEndpoint", hostport); c.Endpoint = hostport }
+}
 
 // WithInsecure talks to the endpoint without TLS and without credentials,
 // as a local test server needs. Never use it against Google.
-func WithInsecure() ReadOption { return func(c *readConfig) { c.Insecure = true } }
+func WithInsecure() SessionOption {
+	return func(c *readConfig) { c.note("WithInsecure"); c.Insecure = true }
+}
 
 // WithSplitTimeout bounds a dynamic split's RPCs (default
 // sdf.DefaultSplitTimeout); the reader waits at most this long for one.
-func WithSplitTimeout(d time.Duration) ReadOption {
+func WithSplitTimeout(d time.Duration) SessionOption {
 	return func(c *readConfig) { c.note("WithSplitTimeout", d); c.SplitTimeout = d }
 }
 
 // WithRetries sets how many times in a row a ReadRows failing with a
 // transient error is retried (default 10), backing off from base (default
 // 100 ms) doubling up to 10 s.
-func WithRetries(n int, base time.Duration) ReadOption {
+func WithRetries(n int, base time.Duration) SessionOption {
 	return func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base }
+}
+
+// WithMetricsNamespace puts the read's Beam metrics in namespace ns
+// instead of Namespace, the default (say, to tell two reads of a pipeline
+// apart).
+func WithMetricsNamespace(ns string) SessionOption {
+	return func(c *readConfig) { c.note("WithMetricsNamespace", ns); c.Namespace = ns }
+}
+
+// counter is the named counter of the read's metrics namespace.
+func (c readConfig) counter(name string) beam.Counter {
+	ns := c.Namespace
+	if ns == "" { // a readConfig not built by the options (tests)
+		ns = Namespace
+	}
+	return beam.NewCounter(ns, name)
 }
 
 func (c readConfig) clientOptions() []option.ClientOption {

@@ -43,7 +43,7 @@ func TestSessionOptions(t *testing.T) {
 	numbersTable(t, srv, 1000)
 	ctx := context.Background()
 	snap := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	cfg, err := newConfig("p.d.nums", serverOpts(srv, WithSelectedFields("id", "score"), WithRowRestriction("id > 3"),
+	cfg, err := newConfig("bigqueryio.Read", "p.d.nums", serverOpts(srv, WithSelectedFields("id", "score"), WithRowRestriction("id > 3"),
 		WithDataFormat(Arrow), WithBillingProject("billing"), WithMaxStreams(7), WithSnapshotTime(snap)))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestSessionOptions(t *testing.T) {
 		bundle int64
 		want   int32
 	}{{1 << 40, MinStreams}, {1, MaxStreams}} {
-		cfg, _ := newConfig("p.d.nums", serverOpts(srv, WithDesiredBundleSize(tc.bundle)))
+		cfg, _ := newConfig("bigqueryio.Read", "p.d.nums", serverOpts(srv, WithDesiredBundleSize(tc.bundle)))
 		if _, err := createSession(ctx, c, cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestSessionOptions(t *testing.T) {
 			t.Errorf("bundle size %d: %d streams asked, want %d", tc.bundle, got, tc.want)
 		}
 	}
-	cfg, _ = newConfig("p.d.nums", serverOpts(srv))
+	cfg, _ = newConfig("bigqueryio.Read", "p.d.nums", serverOpts(srv))
 	if _, err := createSession(ctx, c, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -95,32 +95,34 @@ func TestSessionOptions(t *testing.T) {
 // won, and a negative count was "negative stream count or bundle size".)
 func TestOptionConflicts(t *testing.T) {
 	for _, tc := range []struct {
-		opts []ReadOption
+		opts []SessionOption
 		want string
 	}{
-		{[]ReadOption{WithSelectedFields("id"), WithSelectedFields("score", "kind")},
+		{[]SessionOption{WithSelectedFields("id"), WithSelectedFields("score", "kind")},
 			`WithSelectedFields is given 2 times, WithSelectedFields("id") and WithSelectedFields("score", "kind")`},
-		{[]ReadOption{WithSelectedFields()}, "WithSelectedFields() names no field"},
-		{[]ReadOption{WithSelectedFields("id", "ID")}, `WithSelectedFields("id", "ID") names ID twice`},
-		{[]ReadOption{WithSelectedFields("id", " ")}, "names an empty field"},
-		{[]ReadOption{WithMaxStreams(4), WithDesiredBundleSize(1 << 20)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
-		{[]ReadOption{WithDesiredBundleSize(1 << 20), WithMaxStreams(4)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
-		{[]ReadOption{WithMaxStreams(-1)}, "WithMaxStreams(-1): a negative stream count"},
-		{[]ReadOption{WithMaxStreams(1 << 40)}, "WithMaxStreams(1099511627776): more streams than the API can ask for"},
-		{[]ReadOption{WithMaxStreams(-1<<32 + 5)}, "WithMaxStreams(-4294967291): a negative stream count"},
-		{[]ReadOption{WithDesiredBundleSize(-5)}, "WithDesiredBundleSize(-5): a negative bundle size"},
-		{[]ReadOption{WithRetries(-1, time.Second)}, "WithRetries(-1, 1s): a negative retry count or backoff"},
-		{[]ReadOption{WithSplitTimeout(-time.Second)}, "WithSplitTimeout(-1s): a negative timeout"},
-		{[]ReadOption{WithDataFormat(7)}, "data format 7"},
+		{[]SessionOption{WithSelectedFields()}, "WithSelectedFields() names no field"},
+		{[]SessionOption{WithSelectedFields("id", "ID")}, `WithSelectedFields("id", "ID") names ID twice`},
+		{[]SessionOption{WithSelectedFields("id", " ")}, "names an empty field"},
+		{[]SessionOption{WithMaxStreams(4), WithDesiredBundleSize(1 << 20)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
+		{[]SessionOption{WithDesiredBundleSize(1 << 20), WithMaxStreams(4)}, "WithMaxStreams(4) and WithDesiredBundleSize(1048576) both size the read session"},
+		{[]SessionOption{WithMaxStreams(-1)}, "WithMaxStreams(-1): a negative stream count"},
+		{[]SessionOption{WithMaxStreams(1 << 40)}, "WithMaxStreams(1099511627776): more streams than the API can ask for"},
+		{[]SessionOption{WithMaxStreams(-1<<32 + 5)}, "WithMaxStreams(-4294967291): a negative stream count"},
+		{[]SessionOption{WithDesiredBundleSize(-5)}, "WithDesiredBundleSize(-5): a negative bundle size"},
+		{[]SessionOption{WithRetries(-1, time.Second)}, "WithRetries(-1, 1s): a negative retry count or backoff"},
+		{[]SessionOption{WithSplitTimeout(-time.Second)}, "WithSplitTimeout(-1s): a negative timeout"},
+		{[]SessionOption{WithDataFormat(7)}, "WithDataFormat(7): data format 7"},
+		{[]SessionOption{WithMetricsNamespace("")}, `WithMetricsNamespace(""): an empty metrics namespace`},
+		{[]SessionOption{WithBillingProject("a/b")}, `WithBillingProject("a/b"): not a project id`},
 	} {
-		if _, err := newConfig("p.d.t", tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := newConfig("bigqueryio.Read", "p.d.t", readOptions(tc.opts...)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Read: %v, want an error saying %s", err, tc.want)
 		}
 		_, s := beam.NewPipelineWithRoot()
-		if _, err := TryRead(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := TryRead(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), readOptions(tc.opts...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Read: ") {
 			t.Errorf("TryRead: %v, want an error saying %s", err, tc.want)
 		}
-		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), append(tc.opts, WithBillingProject("b"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), queryOptions(append([]SessionOption{WithBillingProject("b")}, tc.opts...)...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Query: ") {
 			t.Errorf("TryQuery: %v, want an error saying %s", err, tc.want)
 		}
 	}
@@ -136,8 +138,24 @@ func TestOptionConflicts(t *testing.T) {
 	}()
 	// Each alone, and a selection given once, are fine.
 	for _, opts := range [][]ReadOption{{WithMaxStreams(4)}, {WithDesiredBundleSize(1 << 20)}, {WithSelectedFields("id", "score")}, {WithMaxStreams(0), WithMaxStreams(3)}} {
-		if _, err := newConfig("p.d.t", opts); err != nil {
+		if _, err := newConfig("bigqueryio.Read", "p.d.t", opts); err != nil {
 			t.Error(err)
 		}
 	}
+}
+
+func readOptions(opts ...SessionOption) []ReadOption {
+	out := make([]ReadOption, len(opts))
+	for i, o := range opts {
+		out[i] = o
+	}
+	return out
+}
+
+func queryOptions(opts ...SessionOption) []QueryOption {
+	out := make([]QueryOption, len(opts))
+	for i, o := range opts {
+		out[i] = o
+	}
+	return out
 }

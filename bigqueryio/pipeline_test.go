@@ -119,10 +119,20 @@ func fingerprintOf(s beam.Scope, col beam.PCollection) beam.PCollection {
 	return beam.Combine(s.Scope("fingerprint"), &sumFn{}, col)
 }
 
-func readOpts(srv *bqtest.Server, more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
-	return append([]bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
+// sessionOpts are the options of Read and Query of the tests: srv's
+// endpoint, fast retries, the columns and rows of restriction.
+func sessionOpts(srv *bqtest.Server) []bigqueryio.SessionOption {
+	return []bigqueryio.SessionOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
 		bigqueryio.WithRetries(8, 5*time.Millisecond), bigqueryio.WithSelectedFields("id", "score", "kind"),
-		bigqueryio.WithRowRestriction(restriction)}, more...)
+		bigqueryio.WithRowRestriction(restriction)}
+}
+
+func readOpts(srv *bqtest.Server, more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
+	var opts []bigqueryio.ReadOption
+	for _, o := range sessionOpts(srv) {
+		opts = append(opts, o)
+	}
+	return append(opts, more...)
 }
 
 // counter sums a bigqueryio counter over all steps.
@@ -397,5 +407,30 @@ func TestPipelineRunnerSplitFaults(t *testing.T) {
 	retries := counter(t, m, "retries")
 	if st.SplitCalls < 1 || st.InjectedFailures < 1 || st.InjectedFailures > 3 || retries < 1 || retries > int64(st.InjectedFailures) {
 		t.Errorf("server %+v, retries metric %d: want split calls, 1 to 3 injected failures, and retries", st, retries)
+	}
+}
+
+// TestPipelineMetricsNamespace: WithMetricsNamespace puts the counters of
+// a read in its namespace, and none in the default one. (Before: there was
+// no such option; every read counted in Namespace.)
+func TestPipelineMetricsNamespace(t *testing.T) {
+	srv := newServer(t, bqtest.WithBlockRows(8))
+	rows := eventsTable(t, srv, 50)
+	p, s := beam.NewPipelineWithRoot()
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(2), bigqueryio.WithMetricsNamespace("orders-read"))...)
+	passert.Equals(s, fingerprintOf(s, col), expected(rows))
+	m := run(t, p)
+	got := map[string]int64{}
+	for _, c := range m.AllMetrics().Counters() {
+		if c.Namespace() == bigqueryio.Namespace {
+			t.Errorf("counter %s in the default namespace", c.Name())
+		}
+		if c.Namespace() == "orders-read" {
+			got[c.Name()] += c.Result()
+		}
+	}
+	want := expected(rows).N
+	if got["rows"] != want || got["streams"] != 2 || got["bytes"] == 0 {
+		t.Errorf("counters in orders-read: %v, want %d rows of 2 streams", got, want)
 	}
 }

@@ -172,7 +172,7 @@ func emitSession(ctx context.Context, cfg readConfig, t reflect.Type, emit func(
 		}
 	}
 	n := int64(len(s.GetStreams()))
-	streamsCounter.Inc(ctx, n)
+	cfg.counter("streams").Inc(ctx, n)
 	est := int64(0)
 	if n > 0 {
 		est = (s.GetEstimatedRowCount() + n - 1) / n

@@ -36,13 +36,15 @@ type queryConfig struct {
 }
 
 // WithLegacySQL runs Query's SQL as legacy SQL; standard SQL is the default.
-func WithLegacySQL() ReadOption { return func(c *readConfig) { c.Query.LegacySQL = true } }
+func WithLegacySQL() QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithLegacySQL"); c.Query.LegacySQL = true })
+}
 
 // WithQueryPriority runs Query's job at priority p: bigquery.InteractivePriority
 // (the service's default) or bigquery.BatchPriority (queued until resources
 // are idle; it may wait for hours).
-func WithQueryPriority(p bigquery.QueryPriority) ReadOption {
-	return func(c *readConfig) { c.Query.Priority = string(p) }
+func WithQueryPriority(p bigquery.QueryPriority) QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithQueryPriority", string(p)); c.Query.Priority = string(p) })
 }
 
 // WithQueryLocation runs Query's job, and creates its temporary dataset, in
@@ -51,16 +53,16 @@ func WithQueryPriority(p bigquery.QueryPriority) ReadOption {
 // the dry run does not say, it takes the location of the first table the
 // dry run reports the query reads; failing both (a query of no table), the
 // job and the dataset name no location and the service places them (in US).
-func WithQueryLocation(location string) ReadOption {
-	return func(c *readConfig) { c.Query.Location = location }
+func WithQueryLocation(location string) QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithQueryLocation", location); c.Query.Location = location })
 }
 
 // WithQueryTempDataset writes Query's result into a new table of dataset (an
 // id in the billing project, in the query's location), which Query removes
 // afterwards, instead of into a temporary dataset of its own. The account
 // then needs no right to create datasets.
-func WithQueryTempDataset(dataset string) ReadOption {
-	return func(c *readConfig) { c.Query.TempDataset = dataset }
+func WithQueryTempDataset(dataset string) QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithQueryTempDataset", dataset); c.Query.TempDataset = dataset })
 }
 
 // WithQueryParameters gives Query's SQL its parameters: all named (Name
@@ -77,18 +79,20 @@ func WithQueryTempDataset(dataset string) ReadOption {
 // value the client could not send, names mixed with positions, parameters
 // with WithLegacySQL, or WithQueryParameters given twice are refused then.
 // The dry run and the job both get them.
-func WithQueryParameters(params ...bigquery.QueryParameter) ReadOption {
-	return func(c *readConfig) {
+func WithQueryParameters(params ...bigquery.QueryParameter) QueryOption {
+	return queryOnlyOption(func(c *readConfig) {
 		c.note("WithQueryParameters", paramsText(params)...)
 		c.QueryParams, c.paramsErr = encodeParams(params)
-	}
+	})
 }
 
 // WithRESTEndpoint sends Query's BigQuery REST API calls (query jobs,
 // datasets, tables) to url instead of Google's endpoint: a test server's,
 // such as bqtest's RESTEndpoint (with WithInsecure, which drops credentials
 // there too).
-func WithRESTEndpoint(url string) ReadOption { return func(c *readConfig) { c.Query.REST = url } }
+func WithRESTEndpoint(url string) QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithRESTEndpoint", url); c.Query.REST = url })
+}
 
 func (c readConfig) restOptions() []option.ClientOption {
 	var opts []option.ClientOption
@@ -123,7 +127,7 @@ func init() {
 // when the pipeline is built, where TryQuery returns an error: an empty
 // SQL text, a missing billing project, a type it cannot fill, options that
 // contradict each other or hold values that cannot work.
-func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PCollection {
+func Query(s beam.Scope, sql string, t reflect.Type, opts ...QueryOption) beam.PCollection {
 	col, err := TryQuery(s, sql, t, opts...)
 	if err != nil {
 		panic(err)
@@ -133,25 +137,23 @@ func Query(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) beam.PC
 
 // TryQuery is Query returning the errors of construction instead of
 // panicking.
-func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
-	cfg := readConfig{Format: int32(Avro)}
-	if err := applyOptions(&cfg, opts); err != nil {
+func TryQuery(s beam.Scope, sql string, t reflect.Type, opts ...QueryOption) (beam.PCollection, error) {
+	cfg, err := newQueryConfig(opts)
+	if err != nil {
 		return beam.PCollection{}, err
 	}
 	cfg.Query.SQL = strings.TrimSpace(sql)
 	switch {
 	case cfg.Query.SQL == "":
-		return beam.PCollection{}, errors.New("bigqueryio: Query of an empty SQL text")
-	case cfg.Billing == "" || !validProject(cfg.Billing):
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: Query needs WithBillingProject (the project its job runs in, holding its temporary table), got %q", cfg.Billing)
+		return beam.PCollection{}, errors.New("bigqueryio.Query: an empty SQL text")
+	case cfg.Billing == "":
+		return beam.PCollection{}, errors.New("bigqueryio.Query: needs WithBillingProject (the project its job runs in, holding its temporary table)")
 	case cfg.Query.LegacySQL && cfg.QueryParams != "":
-		return beam.PCollection{}, errors.New("bigqueryio: WithQueryParameters with WithLegacySQL: legacy SQL takes no parameters")
-	case cfg.SnapshotMicros != 0:
-		return beam.PCollection{}, errors.New("bigqueryio: WithSnapshotTime does not apply to Query (its result table is new); use FOR SYSTEM_TIME AS OF in the SQL")
+		return beam.PCollection{}, fmt.Errorf("bigqueryio.Query: %s with WithLegacySQL(): legacy SQL takes no parameters", cfg.last("WithQueryParameters"))
 	case cfg.Query.Priority != "" && cfg.Query.Priority != string(bigquery.InteractivePriority) && cfg.Query.Priority != string(bigquery.BatchPriority):
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: query priority %q is neither INTERACTIVE nor BATCH", cfg.Query.Priority)
+		return beam.PCollection{}, fmt.Errorf("bigqueryio.Query: %s: query priority %q is neither INTERACTIVE nor BATCH", cfg.last("WithQueryPriority"), cfg.Query.Priority)
 	case cfg.Query.TempDataset != "" && strings.ContainsAny(cfg.Query.TempDataset, ".:/"):
-		return beam.PCollection{}, fmt.Errorf("bigqueryio: temporary dataset %q: want a dataset id of the billing project", cfg.Query.TempDataset)
+		return beam.PCollection{}, fmt.Errorf("bigqueryio.Query: %s: the temporary dataset must be a dataset id of the billing project", cfg.last("WithQueryTempDataset"))
 	}
 	if err := checkOutputType(t, cfg, "Query"); err != nil {
 		return beam.PCollection{}, err

@@ -42,8 +42,12 @@ func queryServer(t *testing.T, n int, opts ...bqtest.Option) (*bqtest.Server, []
 	return srv, even
 }
 
-func queryOpts(srv *bqtest.Server, more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
-	return readOpts(srv, append([]bigqueryio.ReadOption{bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill")}, more...)...)
+func queryOpts(srv *bqtest.Server, more ...bigqueryio.QueryOption) []bigqueryio.QueryOption {
+	var opts []bigqueryio.QueryOption
+	for _, o := range sessionOpts(srv) {
+		opts = append(opts, o)
+	}
+	return append(append(opts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill")), more...)
 }
 
 // assertNoTemp checks that the server holds the events table only, and no
@@ -147,8 +151,8 @@ func TestQueryParametersAndRows(t *testing.T) {
 		})}}
 	})
 	p, s := beam.NewPipelineWithRoot()
-	opts := func(more ...bigqueryio.ReadOption) []bigqueryio.ReadOption {
-		return append([]bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()),
+	opts := func(more ...bigqueryio.QueryOption) []bigqueryio.QueryOption {
+		return append([]bigqueryio.QueryOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()),
 			bigqueryio.WithBillingProject("bill"), bigqueryio.WithMaxStreams(3)}, more...)
 	}
 	named := bigqueryio.Query(s.Scope("named"), namedSQL, reflect.TypeOf(bigqueryio.Row{}), opts(bigqueryio.WithQueryParameters(
@@ -224,13 +228,13 @@ func TestQueryErrors(t *testing.T) {
 	srv.AddQuery("SELECT nope FROM d.events", bqtest.QueryResult{Err: "Unrecognized name: nope at [1:8]", Location: "EU"})
 	for _, tc := range []struct {
 		name, sql string
-		opts      []bigqueryio.ReadOption
+		opts      []bigqueryio.QueryOption
 		want      []string
 	}{
 		{"dry run", "SELECT nope FROM d.events", nil, []string{"dry run", "Unrecognized name: nope at [1:8]"}},
-		{"job", "SELECT nope FROM d.events", []bigqueryio.ReadOption{bigqueryio.WithQueryLocation("EU")}, []string{"query job", "Unrecognized name: nope at [1:8]"}},
-		{"location", evenSQL, []bigqueryio.ReadOption{bigqueryio.WithQueryLocation("US")}, []string{"query job", "not found in location US"}},
-		{"session", evenSQL, []bigqueryio.ReadOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
+		{"job", "SELECT nope FROM d.events", []bigqueryio.QueryOption{bigqueryio.WithQueryLocation("EU")}, []string{"query job", "Unrecognized name: nope at [1:8]"}},
+		{"location", evenSQL, []bigqueryio.QueryOption{bigqueryio.WithQueryLocation("US")}, []string{"query job", "not found in location US"}},
+		{"session", evenSQL, []bigqueryio.QueryOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
 	} {
 		p, s := beam.NewPipelineWithRoot()
 		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), queryOpts(srv, tc.opts...)...)
@@ -248,22 +252,53 @@ func TestQueryErrors(t *testing.T) {
 	}
 }
 
-// TestQueryConstruction: Query's own options are refused by Read, and
-// Query refuses what cannot work.
+// TestOptionTypes: Query's own options are not ReadOptions and Read's own
+// are not QueryOptions, so that one given to the other transform does not
+// compile (Go's assignability to an interface is this method-set check);
+// the shared ones are both. (Before: Read refused Query's options when the
+// pipeline was built, and Query refused WithSnapshotTime then.)
+func TestOptionTypes(t *testing.T) {
+	queryOnly := map[string]any{
+		"WithLegacySQL":        bigqueryio.WithLegacySQL(),
+		"WithQueryPriority":    bigqueryio.WithQueryPriority(bigquery.BatchPriority),
+		"WithQueryLocation":    bigqueryio.WithQueryLocation("EU"),
+		"WithQueryTempDataset": bigqueryio.WithQueryTempDataset("d"),
+		"WithQueryParameters":  bigqueryio.WithQueryParameters(),
+		"WithRESTEndpoint":     bigqueryio.WithRESTEndpoint("http://x"),
+	}
+	for name, o := range queryOnly {
+		if _, ok := o.(bigqueryio.ReadOption); ok {
+			t.Errorf("%s is a ReadOption", name)
+		}
+		if _, ok := o.(bigqueryio.QueryOption); !ok {
+			t.Errorf("%s is no QueryOption", name)
+		}
+	}
+	var snap any = bigqueryio.WithSnapshotTime(time.Now())
+	if _, ok := snap.(bigqueryio.QueryOption); ok {
+		t.Error("WithSnapshotTime is a QueryOption")
+	}
+	for _, o := range []bigqueryio.SessionOption{bigqueryio.WithSelectedFields("a"), bigqueryio.WithIgnoreUnknownFields(),
+		bigqueryio.WithRowRestriction("a > 1"), bigqueryio.WithDataFormat(bigqueryio.Arrow), bigqueryio.WithBillingProject("b"),
+		bigqueryio.WithMaxStreams(1), bigqueryio.WithDesiredBundleSize(1), bigqueryio.WithEndpoint("h:1"), bigqueryio.WithInsecure(),
+		bigqueryio.WithSplitTimeout(time.Second), bigqueryio.WithRetries(1, time.Second), bigqueryio.WithMetricsNamespace("ns")} {
+		var _ bigqueryio.ReadOption = o
+		var _ bigqueryio.QueryOption = o
+	}
+}
+
+// TestQueryConstruction: Query refuses what cannot work.
 func TestQueryConstruction(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
-	if _, err := bigqueryio.TryRead(s, "p.d.t", reflect.TypeOf(Event{}), bigqueryio.WithQueryLocation("EU")); err == nil || !strings.Contains(err.Error(), "only Query") {
-		t.Errorf("Read with a query option: %v", err)
-	}
 	for _, tc := range []struct {
 		sql  string
-		opts []bigqueryio.ReadOption
+		opts []bigqueryio.QueryOption
 		want string
 	}{
 		{"SELECT 1", nil, "WithBillingProject"},
-		{"  ", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b")}, "empty SQL"},
-		{"SELECT 1", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryPriority("SOON")}, "priority"},
-		{"SELECT 1", []bigqueryio.ReadOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryTempDataset("x.y")}, "temporary dataset"},
+		{"  ", []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b")}, "empty SQL"},
+		{"SELECT 1", []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryPriority("SOON")}, "priority"},
+		{"SELECT 1", []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryTempDataset("x.y")}, "temporary dataset"},
 	} {
 		if _, err := bigqueryio.TryQuery(s, tc.sql, reflect.TypeOf(Event{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("TryQuery(%q): %v, want an error saying %q", tc.sql, err, tc.want)

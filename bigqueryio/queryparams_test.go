@@ -93,8 +93,8 @@ func TestQueryParamsLikeClient(t *testing.T) {
 		want := dryRun(tc.params)
 
 		// What travels: the readConfig as Beam carries a DoFn, in JSON.
-		cfg := readConfig{Format: int32(Avro)}
-		if err := applyOptions(&cfg, []ReadOption{WithQueryParameters(tc.params...)}); err != nil {
+		cfg, err := newQueryConfig([]QueryOption{WithQueryParameters(tc.params...)})
+		if err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(cfg)
@@ -149,24 +149,21 @@ func TestQueryParamsRefused(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	typ := reflect.TypeOf(struct{ X int64 }{})
 	for _, tc := range []struct {
-		opts []ReadOption
+		opts []QueryOption
 		want string
 	}{
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}, bigquery.QueryParameter{Value: 2})}, "1 of 2 parameters have names"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "c", Value: make(chan int)})}, "parameter c (chan int): Go type chan int has no BigQuery parameter type"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "m", Value: map[string]int{}})}, "parameter m (map[string]int)"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Value: nil})}, "parameter 1 (<nil>): a nil value"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "u", Value: uint64(1)})}, "parameter u (uint64)"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "x", Value: []any{1}})}, "parameter x ([]interface {})"},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithQueryParameters(bigquery.QueryParameter{Name: "b", Value: 2})},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}, bigquery.QueryParameter{Value: 2})}, "1 of 2 parameters have names"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "c", Value: make(chan int)})}, "parameter c (chan int): Go type chan int has no BigQuery parameter type"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "m", Value: map[string]int{}})}, "parameter m (map[string]int)"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Value: nil})}, "parameter 1 (<nil>): a nil value"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "u", Value: uint64(1)})}, "parameter u (uint64)"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "x", Value: []any{1}})}, "parameter x ([]interface {})"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithQueryParameters(bigquery.QueryParameter{Name: "b", Value: 2})},
 			`WithQueryParameters is given 2 times, WithQueryParameters("a=1") and WithQueryParameters("b=2")`},
-		{[]ReadOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithLegacySQL()}, "legacy SQL takes no parameters"},
+		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithLegacySQL()}, "legacy SQL takes no parameters"},
 	} {
 		if _, err := TryQuery(s, "SELECT @a", typ, append(tc.opts, WithBillingProject("b"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v, want an error saying %q", err, tc.want)
 		}
-	}
-	if _, err := TryRead(s, "p.d.t", typ, WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1})); err == nil || !strings.Contains(err.Error(), "only Query takes") {
-		t.Errorf("Read with query parameters: %v", err)
 	}
 }

@@ -9,20 +9,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
-// Namespace is the Beam metrics namespace of Read and Query: rows (rows
-// emitted), bytes (serialized rows received), streams (of the read
-// sessions created), splits_accepted and splits_refused (dynamic splits of
-// running stream reads), retries (ReadRows calls retried).
+// Namespace is the default Beam metrics namespace of Read and Query
+// (WithMetricsNamespace sets another): rows (rows emitted), bytes
+// (serialized rows received), streams (of the read sessions created),
+// splits_accepted and splits_refused (dynamic splits of running stream
+// reads), retries (ReadRows calls retried).
 const Namespace = "sdfio/bigqueryio"
-
-var (
-	rowsCounter     = beam.NewCounter(Namespace, "rows")
-	bytesCounter    = beam.NewCounter(Namespace, "bytes")
-	streamsCounter  = beam.NewCounter(Namespace, "streams")
-	acceptedCounter = beam.NewCounter(Namespace, "splits_accepted")
-	refusedCounter  = beam.NewCounter(Namespace, "splits_refused")
-	retriesCounter  = beam.NewCounter(Namespace, "retries")
-)
 
 func init() {
 	register.DoFn3x1[context.Context, []byte, func(StreamElement), error](&sessionFn{})
@@ -53,7 +45,7 @@ func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.P
 // TryRead is Read returning the errors of construction instead of
 // panicking.
 func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (beam.PCollection, error) {
-	cfg, err := newConfig(table, opts)
+	cfg, err := newConfig("bigqueryio.Read", table, opts)
 	if err != nil {
 		return beam.PCollection{}, err
 	}
@@ -90,17 +82,12 @@ func readStreams(s beam.Scope, cfg readConfig, t reflect.Type, streams beam.PCol
 	return beam.ParDo(s, &readStreamFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, streams, beam.TypeDefinition{Var: beam.XType, T: t})
 }
 
-func newConfig(table string, opts []ReadOption) (readConfig, error) {
+// newConfig is the configuration of a read of table with opts, checked;
+// transform names it in errors.
+func newConfig(transform, table string, opts []ReadOption) (readConfig, error) {
 	res, err := tableResource(table)
 	if err != nil {
 		return readConfig{}, err
 	}
-	cfg := readConfig{Table: res, Format: int32(Avro)}
-	if err := applyOptions(&cfg, opts); err != nil {
-		return cfg, err
-	}
-	if cfg.Query != (queryConfig{}) || len(cfg.calls("WithQueryParameters")) > 0 {
-		return cfg, fmt.Errorf("bigqueryio: the options of %s include query options (legacy SQL, query priority, location, temporary dataset, REST endpoint, query parameters), which only Query takes", table)
-	}
-	return cfg, nil
+	return newReadConfig(transform, res, opts)
 }

@@ -133,6 +133,8 @@ func (fn *readStreamFn) ProcessElement(ctx context.Context, rt *StreamTracker, e
 	// a split's residual reports it too (Prism v2.77 keeps one of two
 	// first reports of a counter it does not know yet); rows and bytes are
 	// counted per response, so they move while a long stream is read.
+	rowsCounter, bytesCounter, retriesCounter := fn.Cfg.counter("rows"), fn.Cfg.counter("bytes"), fn.Cfg.counter("retries")
+	acceptedCounter, refusedCounter := fn.Cfg.counter("splits_accepted"), fn.Cfg.counter("splits_refused")
 	for _, c := range []beam.Counter{rowsCounter, bytesCounter, retriesCounter, acceptedCounter, refusedCounter} {
 		c.Inc(ctx, 0)
 	}

@@ -28,7 +28,7 @@ type numRow struct {
 func readTable(t *testing.T, table string, typ reflect.Type, start int64, opts ...ReadOption) ([]any, error) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := newConfig(table, opts)
+	cfg, err := newConfig("bigqueryio.Read", table, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func (l *lowSplits) SplitReadStream(ctx context.Context, req *storagepb.SplitRea
 
 func testClient(t *testing.T, srv *bqtest.Server) splitClient {
 	t.Helper()
-	cfg, _ := newConfig("p.d.nums", serverOpts(srv))
+	cfg, _ := newConfig("bigqueryio.Read", "p.d.nums", serverOpts(srv))
 	c, err := newClient(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

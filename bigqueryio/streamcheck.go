@@ -28,7 +28,7 @@ type StreamCheck struct {
 // records are the rows as []bigquery.Value; splits go through
 // SplitReadStream. Close it when done.
 func NewStreamCheck(ctx context.Context, table string, opts ...ReadOption) (*StreamCheck, error) {
-	cfg, err := newConfig(table, opts)
+	cfg, err := newConfig("bigqueryio.NewStreamCheck", table, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,8 @@ func main() {
 	ctx := context.Background()
 
 	name := *table
-	var opts []bigqueryio.ReadOption
+	var opts []bigqueryio.SessionOption // Read's and Query's
+	var queryOpts []bigqueryio.QueryOption
 	if name == "" {
 		srv, n, err := serveGenerated(*rows)
 		if err != nil {
@@ -145,7 +146,7 @@ func main() {
 		name = n
 		opts = append(opts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
 		if *query != "" {
-			opts = append(opts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
+			queryOpts = append(queryOpts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
 			if *gcpopts.Project == "" {
 				opts = append(opts, bigqueryio.WithBillingProject("demo-project"))
 			}
@@ -171,9 +172,16 @@ func main() {
 	var words beam.PCollection
 	if *query != "" {
 		name = "the query " + *query
-		words = bigqueryio.Query(s, *query, reflect.TypeFor[Word](), opts...)
+		for _, o := range opts {
+			queryOpts = append(queryOpts, o)
+		}
+		words = bigqueryio.Query(s, *query, reflect.TypeFor[Word](), queryOpts...)
 	} else {
-		words = bigqueryio.Read(s, name, reflect.TypeFor[Word](), opts...)
+		var readOpts []bigqueryio.ReadOption
+		for _, o := range opts {
+			readOpts = append(readOpts, o)
+		}
+		words = bigqueryio.Read(s, name, reflect.TypeFor[Word](), readOpts...)
 	}
 	if *rowDelay > 0 {
 		words = beam.ParDo(s, &slowFn{Delay: *rowDelay}, words)
