@@ -323,7 +323,9 @@ func TestUnknownFields(t *testing.T) {
 	} {
 		_, err := TryRead(s, "p.d.nums", reflect.TypeOf(tc.v), tc.opts...)
 		if tc.want == "" {
-			if err != nil {
+			// The registration is checked last (TestUnregisteredType):
+			// these local types cannot be registered, and get only that.
+			if err != nil && !strings.Contains(err.Error(), "is not registered with Beam") {
 				t.Errorf("TryRead(%T): %v", tc.v, err)
 			}
 			continue

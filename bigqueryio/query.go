@@ -121,12 +121,13 @@ func init() {
 // it runs). The query is standard SQL (WithLegacySQL for legacy SQL), with
 // the parameters of WithQueryParameters. WithBillingProject is required:
 // the query job runs in, and is billed to, that project, which also holds
-// the temporary table. Read's options apply, but for WithSnapshotTime;
+// the temporary table. The SessionOptions apply as for Read; WithLegacySQL,
 // WithQueryLocation, WithQueryPriority, WithQueryTempDataset,
-// WithQueryParameters and WithRESTEndpoint are Query's own. Query panics,
-// when the pipeline is built, where TryQuery returns an error: an empty
-// SQL text, a missing billing project, a type it cannot fill, options that
-// contradict each other or hold values that cannot work.
+// WithQueryParameters and WithRESTEndpoint are Query's own (QueryOption).
+// Query panics, when the pipeline is built, where TryQuery returns an
+// error: an empty SQL text, a missing billing project, a type it cannot
+// fill or one not registered with Beam, options that contradict each other
+// or hold values that cannot work.
 func Query(s beam.Scope, sql string, t reflect.Type, opts ...QueryOption) beam.PCollection {
 	col, err := TryQuery(s, sql, t, opts...)
 	if err != nil {

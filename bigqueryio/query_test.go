@@ -306,6 +306,31 @@ func TestQueryConstruction(t *testing.T) {
 	}
 }
 
+// unregistered is a named type no init registers with Beam.
+type unregistered struct{ ID int64 }
+
+// TestUnregisteredType: Read and Query refuse, when the pipeline is built,
+// a named element type not registered with Beam, naming it and the call
+// that registers it. (Before: they took it, and a separate worker would
+// have decoded its rows into an anonymous copy.)
+func TestUnregisteredType(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	typ := reflect.TypeOf(unregistered{})
+	want := "element type bigqueryio_test.unregistered is not registered with Beam: call beam.RegisterType(reflect.TypeFor[bigqueryio_test.unregistered]()) in an init function"
+	if _, err := bigqueryio.TryRead(s, "p.d.t", typ); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Read of p.d.t") {
+		t.Errorf("TryRead: %v", err)
+	}
+	if _, err := bigqueryio.TryQuery(s, "SELECT 1", typ, bigqueryio.WithBillingProject("b")); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("TryQuery: %v", err)
+	}
+	// Registered, and unnamed, types are taken.
+	for _, ok := range []reflect.Type{reflect.TypeOf(Event{}), reflect.TypeOf(struct{ ID int64 }{}), reflect.TypeOf(bigqueryio.Row{})} {
+		if _, err := bigqueryio.TryRead(s, "p.d.t", ok); err != nil {
+			t.Errorf("TryRead of %v: %v", ok, err)
+		}
+	}
+}
+
 // TestQuerySeparateWorker runs Query with SDK workers in separate
 // processes: the query, session and cleanup DoFns, the temporary table's
 // element and the side input that orders the cleanup travel through the

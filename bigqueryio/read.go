@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
@@ -32,8 +33,9 @@ func init() {
 // RowIterator fills structs, or bigqueryio.Row (see the package doc).
 // table is project.dataset.table or project:dataset.table. Read panics,
 // when the pipeline is built, where TryRead returns an error: a bad table
-// name, a type it cannot fill or Beam cannot encode, options that
-// contradict each other or hold values that cannot work.
+// name, a type it cannot fill, one not registered with Beam
+// (beam.RegisterType) or one Beam cannot encode, options that contradict
+// each other or hold values that cannot work.
 func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	col, err := TryRead(s, table, t, opts...)
 	if err != nil {
@@ -69,6 +71,23 @@ func checkOutputType(t reflect.Type, cfg readConfig, what string) error {
 	}
 	if err := checkCoder(t); err != nil {
 		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+	}
+	if err := checkRegistered(t); err != nil {
+		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+	}
+	return nil
+}
+
+// checkRegistered refuses a named type that is not registered with Beam:
+// a worker of Dataflow or Flink, a separate binary, would decode the rows
+// into an anonymous copy of it, or fail.
+func checkRegistered(t reflect.Type) error {
+	key, ok := runtime.TypeKey(t)
+	if !ok {
+		return nil // not named: Beam carries its structure
+	}
+	if rt, found := runtime.LookupType(key); !found || rt != t {
+		return fmt.Errorf("element type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function of its package", t, t)
 	}
 	return nil
 }
