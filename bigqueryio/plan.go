@@ -10,6 +10,7 @@ import (
 	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -173,6 +174,8 @@ func emitSession(ctx context.Context, cfg readConfig, t reflect.Type, emit func(
 	}
 	n := int64(len(s.GetStreams()))
 	cfg.counter("streams").Inc(ctx, n)
+	log.Infof(ctx, "bigqueryio: read session %s of %s: %d streams, about %d rows, %d bytes to scan",
+		s.GetName(), cfg.Table, n, s.GetEstimatedRowCount(), s.GetEstimatedTotalBytesScanned())
 	est := int64(0)
 	if n > 0 {
 		est = (s.GetEstimatedRowCount() + n - 1) / n

@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -276,6 +277,8 @@ func (t *StreamTracker) TrySplit(f float64) (primary, residual any, err error) {
 		t.core.Unlock()
 		return res.Primary, nil, nil
 	}
+	// A runner's rebalancing, made visible in the worker's log.
+	log.Infof(context.Background(), "bigqueryio: split accepted at fraction %.3g of the rest: primary %v, residual %v", f, res.Primary, res.Residual)
 	return res.Primary, res.Residual, nil
 }
 
