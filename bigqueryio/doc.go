@@ -1,15 +1,39 @@
-// Package bigqueryio reads BigQuery tables through the BigQuery Storage Read
-// API, with one splittable restriction per read stream and dynamic splits
-// through SplitReadStream.
+// Package bigqueryio reads BigQuery tables, and the results of queries,
+// into PCollections of Go structs (or bigqueryio.Row) through the BigQuery
+// Storage Read API: one splittable restriction per read stream, split
+// further while it runs through SplitReadStream, so that a runner can
+// rebalance a read. Element types must be registered with Beam
+// (beam.RegisterType); Read and Query refuse one that is not when the
+// pipeline is built.
 //
 //	type Order struct {
-//		ID     int64              `bigquery:"id"`
+//		ID     int64                `bigquery:"id"`
 //		Amount bigquery.NullFloat64 `bigquery:"amount"`
-//		Placed time.Time          `bigquery:"placed"`
+//		Placed time.Time            `bigquery:"placed"`
 //	}
-//	orders := bigqueryio.Read(s, "my-project.sales.orders", reflect.TypeOf(Order{}),
-//		bigqueryio.WithSelectedFields("id", "amount", "placed"),
-//		bigqueryio.WithRowRestriction("amount > 100"))
+//
+//	func init() { beam.RegisterType(reflect.TypeFor[Order]()) }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		orders := bigqueryio.Read(s, "my-project.sales.orders", reflect.TypeFor[Order](),
+//			bigqueryio.WithSelectedFields("id", "amount", "placed"),
+//			bigqueryio.WithRowRestriction("amount > 100"))
+//		debug.Print(s, orders)
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Options are typed by transform: a SessionOption (WithSelectedFields,
+// WithMaxStreams, WithEndpoint, WithMetricsNamespace, ...) goes to Read and
+// Query alike, a ReadOption (WithSnapshotTime) to Read alone, a QueryOption
+// (WithLegacySQL, WithQueryParameters, ...) to Query alone; one given to the
+// wrong transform does not compile. Values that cannot work are refused
+// when the pipeline is built, the error naming the transform and the option
+// (bigqueryio.Read: WithMaxStreams(-1): a negative stream count); Read and
+// Query panic with it, TryRead and TryQuery return it.
 //
 // # How a read runs
 //
@@ -204,9 +228,11 @@
 //
 // # Metrics
 //
-// In namespace Namespace ("sdfio/bigqueryio"): rows, bytes (serialized
-// rows received), streams (of sessions created), splits_accepted,
-// splits_refused, retries.
+// In namespace Namespace ("sdfio/bigqueryio"), or WithMetricsNamespace's:
+// rows, bytes (serialized rows received), streams (of sessions created),
+// splits_accepted, splits_refused, retries. At INFO, the log says each read
+// session planned (its streams, estimated rows and bytes) and each split
+// accepted (its primary and residual).
 //
 // # Testing
 //
