@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // This file decodes Avro datums into Records and encodes Records into Avro
@@ -337,10 +339,12 @@ func jsonDefault(n *node, v any) any {
 	return v
 }
 
-// maxDatumDepth bounds the nesting of a decoded datum. Recursive schemas
-// are validated by the container reader before they are decoded; this is
-// the last line.
-const maxDatumDepth = 1000
+// maxDatumDepth bounds the nesting of a decoded datum, counting unions as
+// levels too. Recursive schemas are validated by the container reader
+// before they are decoded, to the read's MaxDepth (records, arrays and
+// maps, at most container.MaxMaxDepth); this is the last line, above
+// anything a MaxDepth lets through.
+const maxDatumDepth = 2*container.MaxMaxDepth + 8
 
 var errDepth = errors.New("datum nested too deep")
 
@@ -536,7 +540,12 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 	case kTimeMillis:
 		return d.durationv(time.Duration(r.ReadInt()) * time.Millisecond)
 	case kTimeMicros:
-		return d.durationv(time.Duration(r.ReadLong()) * time.Microsecond)
+		v, err := container.MicrosDuration(r.ReadLong())
+		if err != nil {
+			fail(r, err)
+			return nil
+		}
+		return d.durationv(v)
 	case kTimestampMillis, kLocalTimestampMillis:
 		return d.timev(time.UnixMilli(r.ReadLong()).UTC())
 	case kTimestampMicros, kLocalTimestampMicros:
@@ -585,6 +594,9 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 				out = append(out, d.decode(r, n.elem, depth+1))
 			}
 		}
+		if r.Error != nil {
+			r.Error = container.InField("[]", r.Error)
+		}
 		if out == nil {
 			out = []any{}
 		}
@@ -608,6 +620,9 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 				out[k] = d.decode(r, n.elem, depth+1)
 			}
 		}
+		if r.Error != nil {
+			r.Error = container.InField("{}", r.Error)
+		}
 		if out == nil {
 			out = map[string]any{}
 		}
@@ -621,6 +636,7 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 		for _, f := range n.fields {
 			m[f.name] = d.decode(r, f.node, depth+1)
 			if r.Error != nil {
+				r.Error = container.InField(f.name, r.Error)
 				break
 			}
 		}
