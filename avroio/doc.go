@@ -190,6 +190,16 @@
 // finalize step renames the committed ones, so files appear whole or not
 // at all, and a failed bundle removes what it wrote. An element type that
 // cannot hold the schema (a string for a record, a struct lacking a field
-// without a default) panics at construction. Write's documentation has the
-// options, the file names and the commit protocol.
+// without a default) panics at construction. A value the schema cannot
+// hold exactly fails the write, naming the field and the record, instead
+// of being written changed: a Record key that names no field of the
+// record, a float64 or integer that an Avro float (double) does not hold
+// exactly, an integer, date or time-millis beyond an Avro int, a timestamp
+// beyond ±2^63 of its unit, nil for an array or map (which have no null;
+// give an empty one). Times are truncated to the schema's unit
+// (millisecond, microsecond, day), as Avro Java writes them. A struct
+// field whose Go type hamba/avro would write changed (an int64 for a
+// time-millis, read and written as nanoseconds) or fail on every record
+// (a float64 for an Avro float) panics at construction. Write's
+// documentation has the options, the file names and the commit protocol.
 package avroio

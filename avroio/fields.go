@@ -24,6 +24,7 @@ type goField struct {
 	path   string       // its Go selector from the struct ("Base.ID" when embedded)
 	typ    reflect.Type // its Go type
 	tagged bool         // it has an avro tag
+	index  []int        // its index sequence from the struct (reflect.Value.FieldByIndex)
 }
 
 // structFields lists the fields of the struct t as hamba/avro matches them
@@ -33,11 +34,12 @@ func structFields(t reflect.Type) []goField {
 	type level struct {
 		t      reflect.Type
 		prefix string
+		index  []int
 	}
 	var out []goField
 	named := map[string]bool{}
 	visited := map[reflect.Type]bool{}
-	for next := []level{{t, ""}}; len(next) > 0; {
+	for next := []level{{t, "", nil}}; len(next) > 0; {
 		curr := next
 		next = nil
 		for _, l := range curr {
@@ -47,13 +49,14 @@ func structFields(t reflect.Type) []goField {
 			visited[l.t] = true
 			for i := 0; i < l.t.NumField(); i++ {
 				f := l.t.Field(i)
+				index := append(append([]int(nil), l.index...), i)
 				if f.Anonymous {
 					et := f.Type
 					if et.Kind() == reflect.Pointer {
 						et = et.Elem()
 					}
 					if et.Kind() == reflect.Struct {
-						next = append(next, level{et, l.prefix + f.Name + "."})
+						next = append(next, level{et, l.prefix + f.Name + ".", index})
 					}
 					continue
 				}
@@ -69,7 +72,7 @@ func structFields(t reflect.Type) []goField {
 					continue
 				}
 				named[name] = true
-				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged})
+				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged, index: index})
 			}
 		}
 	}
