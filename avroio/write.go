@@ -292,6 +292,14 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 			return fail("%v", err)
 		}
 	}
+	if elem != RecordType {
+		// Values other than Records are encoded by hamba/avro, whose
+		// compiling of a schema costs the square of its records' fields
+		// and unions' branches: bounded as reads bound it by default.
+		if err := container.CheckCompileCost(parsedSchema(schema), "writer schema for "+elem.String(), DefaultMaxAlloc); err != nil {
+			return fail("%v", err)
+		}
+	}
 	if elem == RecordType {
 		if _, err := newRecordEncoder(schema); err != nil {
 			return fail("%v", err)

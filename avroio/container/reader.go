@@ -234,6 +234,12 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed 
 	}
 	var skips bool
 	if typed {
+		// hamba/avro compiles its decoder once per process and schema
+		// (the writer schemas are cached by text), at a cost that grows
+		// with the square of a record's fields or a union's branches.
+		if err := checkCompileCost(decode, "schema", lim.MaxAlloc); err != nil {
+			return nil, headerErr(name, h.Size, ErrLimit, nil, "%v", err)
+		}
 		r.dec = api.DecoderOf(decode, reflect2.Type2(reflect.PointerTo(goType)))
 		var convertsMicros bool
 		skips, convertsMicros = inspectDecoder(r.dec)
@@ -372,7 +378,7 @@ func parseWriterSchema(text string) (parsedSchema, error) {
 	}
 	// A fresh cache per file: named types of one file's schema must not
 	// leak into, or clash with, another's.
-	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	s, err := ParseSchema(text)
 	if err != nil {
 		return parsedSchema{}, fmt.Errorf("parsing: %w", err)
 	}
