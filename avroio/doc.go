@@ -21,7 +21,14 @@
 //     name). Every exported field must name a field of the schema records
 //     are read with (tag it `avro:"-"` to leave it out), in nested records
 //     too; otherwise the read fails, naming the Go field, the file and the
-//     record's fields, instead of silently decoding zero values. Beam Go's
+//     record's fields, instead of silently decoding zero values. A struct
+//     that hamba/avro would fail every record of, or read changed, fails
+//     the read when the file is opened, as a schema error naming the Go
+//     field and the file: an int64 for an Avro int (use int32 or int), an
+//     int64 for a time-millis or time-micros (read as nanoseconds; use
+//     time.Duration), no field for an Avro field that holds a null
+//     (hamba/avro cannot skip a null; add a field of any type tagged with
+//     its name, which stays zero). Beam Go's
 //     avroio matched fields through JSON: a struct with only `json` tags
 //     must gain `avro` tags. A union of null and one type goes into a
 //     pointer (nil for null), as hamba/avro does. The type must be

@@ -90,7 +90,17 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		br.Close()
 		return nil, err
 	}
-	if err := checkFields(f.Type.T, r.Schema()); err != nil {
+	err = checkFields(f.Type.T, r.Schema())
+	if err == nil && f.Type.T != RecordType {
+		// Go types hamba/avro would fail every record of, or read
+		// changed (fit.go), and nulls it cannot skip: refused before any
+		// record is read.
+		_, err = fitTypes(f.Type.T, r.Schema(), fitRead)
+		if err == nil {
+			err = checkSkippedNulls(f.Type.T, r.Schema())
+		}
+	}
+	if err != nil {
 		r.Close()
 		return nil, &container.Error{File: file.Path, Offset: r.Header().Size, Block: -1, Record: -1, Kind: container.ErrSchema, Msg: err.Error()}
 	}
