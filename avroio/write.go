@@ -332,6 +332,19 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	if err := checkWritable(elem, parsedSchema(schema)); err != nil {
 		return fail("%v", err)
 	}
+	if elem != RecordType && elem.Kind() != reflect.Interface {
+		if _, err := fitTypes(elem, parsedSchema(schema), fitWrite); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if elem != RecordType {
+		// Values other than Records are encoded by hamba/avro, whose
+		// compiling of a schema costs the square of its records' fields
+		// and unions' branches: bounded as reads bound it by default.
+		if err := container.CheckCompileCost(parsedSchema(schema), "writer schema for "+elem.String(), DefaultMaxAlloc); err != nil {
+			return fail("%v", err)
+		}
+	}
 	if elem == RecordType {
 		if _, err := newRecordEncoder(schema); err != nil {
 			return fail("%v", err)
@@ -464,6 +477,9 @@ type elementEncoder struct {
 	schema avro.Schema
 	name   string // the writer schema's full name, for errors
 	enc    *avro.Writer
+	// checks are what each Go type of element needs checked before
+	// hamba/avro encodes it (fit.go), made at its first element.
+	checks map[reflect.Type]*valueCheck
 }
 
 func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
@@ -471,7 +487,7 @@ func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512)}
+	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512), checks: map[reflect.Type]*valueCheck{}}
 	e.name = schemaFullName(e.schema)
 	if cfg.StructSchema != "" {
 		e.schema = parsedSchema(cfg.StructSchema)
@@ -488,6 +504,9 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 		}
 		return d, nil
 	}
+	if err := e.checkValue(elem); err != nil {
+		return nil, err
+	}
 	e.enc.Reset(nil)
 	e.enc.Error = nil
 	e.enc.WriteVal(e.schema, elem)
@@ -498,9 +517,36 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 	return e.enc.Buffer(), nil
 }
 
+// checkValue refuses an element that hamba/avro would encode changed: a
+// value out of the range of its Avro type (fit.go).
+func (e *elementEncoder) checkValue(elem any) error {
+	if elem == nil {
+		return nil // hamba/avro refuses it
+	}
+	t := reflect.TypeOf(elem)
+	c, ok := e.checks[t]
+	if !ok {
+		var err error
+		if c, err = fitTypes(t, e.schema, fitWrite); err != nil {
+			return fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+		}
+		e.checks[t] = c
+	}
+	if c == nil {
+		return nil
+	}
+	if err := c.check(reflect.ValueOf(elem), ""); err != nil {
+		return fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+	}
+	return nil
+}
+
 // append adds elem to w.
 func (e *elementEncoder) append(w *container.Writer, elem any) error {
 	if _, ok := elem.(Record); !ok {
+		if err := e.checkValue(elem); err != nil {
+			return fmt.Errorf("record %d: %w", w.Records(), err)
+		}
 		// Straight into the block; Append encodes local timestamps by
 		// the relabelled schema itself.
 		return w.Append(elem)

@@ -161,7 +161,7 @@ type Writer struct {
 func NewWriter(w io.Writer, schema string, opts WriterOptions) (*Writer, error) {
 	// A fresh cache, as for reading: named types of one schema must not
 	// clash with those of another in the same process.
-	s, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	s, err := ParseSchema(schema)
 	if err != nil {
 		return nil, fmt.Errorf("avro container: parsing the writer schema: %w", err)
 	}
