@@ -40,8 +40,9 @@ func init() {
 
 // Write upserts the entities of col into project's Datastore (see the
 // package doc, "Writing and deleting"). col holds structs or pointers to
-// structs with a `datastore:"__key__"` *datastore.Key field, or KVs of a
-// *datastore.Key and a value the client saves. Write panics at
+// structs with a `datastore:"__key__"` *datastore.Key field,
+// *datastore.Entity (its Key and Properties), or KVs of a *datastore.Key
+// and a value the client saves (such as *datastore.PropertyList). Write panics at
 // construction when col holds anything else or project is empty.
 func Write(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
 	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
@@ -115,6 +116,8 @@ func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Optio
 		if t.Type() != keyType {
 			panic(fmt.Sprintf("datastoreio: DeleteKey takes a PCollection of *datastore.Key, not %v", t))
 		}
+		beam.ParDo0(s, &fn, col)
+	case t.Type() == entityPtrType:
 		beam.ParDo0(s, &fn, col)
 	default:
 		if t.Type() == keyType {
@@ -220,6 +223,16 @@ func (fn *mutateFn) Setup(ctx context.Context) error {
 func (fn *mutateFn) ProcessElement(ctx context.Context, elem beam.X) error {
 	if k, ok := elem.(*datastore.Key); ok && fn.Op == opDeleteKey {
 		return fn.w.add(ctx, k, nil, "a *datastore.Key")
+	}
+	if e, ok := elem.(*datastore.Entity); ok {
+		if e == nil {
+			return fmt.Errorf("datastoreio: %s got a nil *datastore.Entity", fn.Op)
+		}
+		var src any
+		if fn.Op == opUpsert {
+			src = (*datastore.PropertyList)(&e.Properties)
+		}
+		return fn.w.add(ctx, e.Key, src, "*datastore.Entity")
 	}
 	v := reflect.ValueOf(elem)
 	if !v.IsValid() {

@@ -199,6 +199,11 @@ func (w *writer) flush(ctx context.Context) error {
 			w.b.reset()
 			return nil
 		}
+		if ctx.Err() == nil && n > 1 && refusedAlone(err) {
+			if i, committed, ierr, ok := w.locateRefused(ctx, muts); ok {
+				return w.refusedError(i, committed, ierr, attempt+1)
+			}
+		}
 		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
 			return w.commitError(err, attempt+1)
 		}
@@ -207,6 +212,14 @@ func (w *writer) flush(ctx context.Context) error {
 			return w.commitError(err, attempt+1)
 		}
 	}
+}
+
+// dbName names the database in errors.
+func (w *writer) dbName() string {
+	if w.cfg.database == "" {
+		return "(default)"
+	}
+	return w.cfg.database
 }
 
 // allocate gives the incomplete keys of items ids, with one AllocateIds
@@ -250,10 +263,7 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 // and the namespaces, kinds and keys of its mutations.
 func (w *writer) commitError(err error, attempts int) error {
 	items := w.b.items
-	db := w.cfg.database
-	if db == "" {
-		db = "(default)"
-	}
+	db := w.dbName()
 	var which string
 	if len(items) == 1 {
 		which = describeKey(items[0].key)
