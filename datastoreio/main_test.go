@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 		flag.Parse()
 		if worker := flag.Lookup("worker"); (worker == nil || worker.Value.String() != "true") && flag.Lookup("test.run").Value.String() == "" {
 			startMedium()
+			startUnicode()
 			if !testing.Short() {
 				startLarge()
 			}
