@@ -56,14 +56,20 @@ const (
 )
 
 var (
+	propertyType        = reflect.TypeFor[datastore.Property]()
 	propertyListType    = reflect.TypeFor[datastore.PropertyList]()
 	propertyListPtrType = reflect.TypeFor[*datastore.PropertyList]()
 )
 
 func init() {
-	for _, t := range []reflect.Type{propertyListType, propertyListPtrType, entityPtrType} {
+	for _, t := range []reflect.Type{propertyType, propertyListType, propertyListPtrType, entityPtrType} {
 		beam.RegisterType(t)
 	}
+	// Beam Go codes a PCollection of a slice type as a list of its
+	// elements, and makes its element type the unnamed slice: a
+	// PCollection of datastore.PropertyList is one of []datastore.Property,
+	// each property coded by the coder of datastore.Property.
+	beam.RegisterCoder(propertyType, encodeProperty, decodeProperty)
 	beam.RegisterCoder(propertyListType, EncodePropertyList, DecodePropertyList)
 	beam.RegisterCoder(propertyListPtrType, encodePropertyListPtr, decodePropertyListPtr)
 	beam.RegisterCoder(entityPtrType, EncodeEntity, DecodeEntity)
@@ -158,6 +164,25 @@ func DecodePropertyList(b []byte) (datastore.PropertyList, error) {
 		return nil, d.errorf("tag %d where a property list starts", tag)
 	}
 	return pl, d.end()
+}
+
+func encodeProperty(p datastore.Property) ([]byte, error) {
+	return appendProperties([]byte{entityCoderVersion}, []datastore.Property{p}, 1)
+}
+
+func decodeProperty(b []byte) (datastore.Property, error) {
+	d, err := newEntityDecoder(b)
+	if err != nil {
+		return datastore.Property{}, err
+	}
+	props, err := d.properties(1)
+	if err != nil {
+		return datastore.Property{}, err
+	}
+	if len(props) != 1 {
+		return datastore.Property{}, d.errorf("%d properties where one was encoded", len(props))
+	}
+	return props[0], d.end()
 }
 
 func encodePropertyListPtr(p *datastore.PropertyList) ([]byte, error) {

@@ -163,6 +163,19 @@ func TestEntityCoderExact(t *testing.T) {
 	if err := sameProps(pl, got); err != nil {
 		t.Fatal(err)
 	}
+	for _, p := range pl { // one by one, as in a PCollection of []datastore.Property
+		b, err := encodeProperty(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := decodeProperty(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameProps([]datastore.Property{p}, []datastore.Property{q}); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, l := range []datastore.PropertyList{nil, {}} {
 		b, _ := EncodePropertyList(l)
 		got, err := DecodePropertyList(b)

@@ -71,5 +71,11 @@ func (l loader) next(it *datastore.Iterator) (*datastore.Key, any, error) {
 	if err != nil {
 		return k, nil, err
 	}
+	if l.t.Kind() == reflect.Slice && l.t.Name() != "" {
+		// Beam Go makes the element type of a PCollection of a named slice
+		// type the unnamed slice ([]datastore.Property for
+		// datastore.PropertyList): emit that, as the next DoFn takes it.
+		return k, dst.Elem().Convert(reflect.SliceOf(l.t.Elem())).Interface(), nil
+	}
 	return k, dst.Elem().Interface(), nil
 }
