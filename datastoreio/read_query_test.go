@@ -174,7 +174,9 @@ func TestOversizedPageNotRetried(t *testing.T) {
 		ok        bool
 	}{{2, true}, {1 << 20, false}} {
 		hook.reset()
-		hook.set(func(h *hookState) { h.failFirst, h.failCode, h.failMsg = c.failFirst, codes.ResourceExhausted, tooLarge })
+		hook.set(func(h *hookState) {
+			h.failFirst, h.failCode, h.failMsg = c.failFirst, codes.ResourceExhausted, tooLarge
+		})
 		rr, err := datastoreio.NewRangeReader(ctx, r)
 		if err != nil {
 			t.Fatal(err)

@@ -72,10 +72,10 @@ func (w *writer) commitPart(ctx context.Context, muts []*datastore.Mutation) err
 	return nil
 }
 
-// refusedError describes a batch whose mutation i alone was refused with
+// refusedError describes batch b, whose mutation i alone was refused with
 // err: project, database, the refused mutation's key, and the batch.
-func (w *writer) refusedError(i, committed int, err error, attempts int) error {
-	items := w.b.items
+func (w *writer) refusedError(b *batch[pending], i, committed int, err error, attempts int) error {
+	items := b.items
 	return fmt.Errorf("datastoreio: commit of %d %s mutations to project %q, database %s refused after %d attempt(s); committed in parts, the %s of %s alone is refused (%d of the batch's other mutations were committed meanwhile): %w",
 		len(items), w.op(), w.cfg.project, w.dbName(), attempts, w.op(), describeKey(items[i].key), committed, err)
 }
