@@ -51,6 +51,7 @@ type writeOptions struct {
 	codec        string
 	level        int
 	syncInterval int
+	maxBlock     int64
 	meta         map[string][]byte
 	tempDir      string
 }
@@ -99,6 +100,18 @@ func SyncInterval(bytes int) WriteOption {
 	return func(o *writeOptions) { o.syncInterval = bytes }
 }
 
+// MaxBlockSize bounds the blocks of the files (their serialized records,
+// and those compressed), by default container.DefaultMaxAlloc: the largest
+// block Read, with its default MaxAlloc, reads. So what Write writes with
+// its defaults, Read reads with its defaults: a record that would take a
+// block past the bound ends the block first, and a record that alone
+// serializes to more fails the write naming it and its size (as a record
+// the schema cannot hold does: see "When a write fails"). Raise it together
+// with the readers' MaxAlloc.
+func MaxBlockSize(bytes int64) WriteOption {
+	return func(o *writeOptions) { o.maxBlock = bytes }
+}
+
 // Metadata adds user metadata to every file's header. Keys starting with
 // "avro." are reserved. Several Metadata options add up; a later value for
 // a key replaces an earlier one.
@@ -136,6 +149,8 @@ type writeConfig struct {
 	Level        int
 	SyncInterval int
 	Metadata     map[string][]byte
+	// MaxBlockSize bounds a block (container.WriterOptions.MaxBlockSize).
+	MaxBlockSize int64
 	// NumShards is the fixed number of files, or 0.
 	NumShards int
 	// TempDir is the write's temporary directory, ending in "/".
@@ -143,7 +158,7 @@ type writeConfig struct {
 }
 
 func (c writeConfig) writerOptions() container.WriterOptions {
-	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, Metadata: c.Metadata}
+	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, MaxBlockSize: c.MaxBlockSize, Metadata: c.Metadata}
 }
 
 // fileResult describes a temporary file a committed bundle wrote, or
@@ -204,7 +219,8 @@ type fileResult struct {
 // the number of shards, zero-padded to the run's length) and Suffix
 // complete the names. Codec (default "snappy", as in Java), DeflateLevel,
 // ZstandardLevel, SyncInterval (bytes of serialized records per block,
-// default 64000) and Metadata shape the files. TempDirectory moves the
+// default 64000), MaxBlockSize (the largest block, by default the largest
+// Read reads with its defaults) and Metadata shape the files. TempDirectory moves the
 // temporary files.
 //
 // # Committing files
@@ -317,7 +333,7 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	cfg := writeConfig{
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
 		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
-		NumShards: o.numShards,
+		MaxBlockSize: o.maxBlock, NumShards: o.numShards,
 	}
 	// Everything the container writer checks (schema, codec, level, sync
 	// interval, metadata keys) fails here rather than on a worker.
