@@ -21,7 +21,14 @@
 //     name). Every exported field must name a field of the schema records
 //     are read with (tag it `avro:"-"` to leave it out), in nested records
 //     too; otherwise the read fails, naming the Go field, the file and the
-//     record's fields, instead of silently decoding zero values. Beam Go's
+//     record's fields, instead of silently decoding zero values. A struct
+//     that hamba/avro would fail every record of, or read changed, fails
+//     the read when the file is opened, as a schema error naming the Go
+//     field and the file: an int64 for an Avro int (use int32 or int), an
+//     int64 for a time-millis or time-micros (read as nanoseconds; use
+//     time.Duration), no field for an Avro field that holds a null
+//     (hamba/avro cannot skip a null; add a field of any type tagged with
+//     its name, which stays zero). Beam Go's
 //     avroio matched fields through JSON: a struct with only `json` tags
 //     must gain `avro` tags. A union of null and one type goes into a
 //     pointer (nil for null), as hamba/avro does. The type must be
@@ -200,6 +207,16 @@
 // a finalize step that runs anyway (Prism does, now and then) commits
 // nothing it has no evidence for. An element type that
 // cannot hold the schema (a string for a record, a struct lacking a field
-// without a default) panics at construction. Write's documentation has the
-// options, the file names and the commit protocol.
+// without a default) panics at construction. A value the schema cannot
+// hold exactly fails the write, naming the field and the record, instead
+// of being written changed: a Record key that names no field of the
+// record, a float64 or integer that an Avro float (double) does not hold
+// exactly, an integer, date or time-millis beyond an Avro int, a timestamp
+// beyond ±2^63 of its unit, nil for an array or map (which have no null;
+// give an empty one). Times are truncated to the schema's unit
+// (millisecond, microsecond, day), as Avro Java writes them. A struct
+// field whose Go type hamba/avro would write changed (an int64 for a
+// time-millis, read and written as nanoseconds) or fail on every record
+// (a float64 for an Avro float) panics at construction. Write's
+// documentation has the options, the file names and the commit protocol.
 package avroio

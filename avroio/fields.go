@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/hamba/avro/v2"
@@ -24,6 +25,7 @@ type goField struct {
 	path   string       // its Go selector from the struct ("Base.ID" when embedded)
 	typ    reflect.Type // its Go type
 	tagged bool         // it has an avro tag
+	index  []int        // its index sequence from the struct (reflect.Value.FieldByIndex)
 }
 
 // structFields lists the fields of the struct t as hamba/avro matches them
@@ -33,11 +35,12 @@ func structFields(t reflect.Type) []goField {
 	type level struct {
 		t      reflect.Type
 		prefix string
+		index  []int
 	}
 	var out []goField
 	named := map[string]bool{}
 	visited := map[reflect.Type]bool{}
-	for next := []level{{t, ""}}; len(next) > 0; {
+	for next := []level{{t, "", nil}}; len(next) > 0; {
 		curr := next
 		next = nil
 		for _, l := range curr {
@@ -47,13 +50,14 @@ func structFields(t reflect.Type) []goField {
 			visited[l.t] = true
 			for i := 0; i < l.t.NumField(); i++ {
 				f := l.t.Field(i)
+				index := append(append([]int(nil), l.index...), i)
 				if f.Anonymous {
 					et := f.Type
 					if et.Kind() == reflect.Pointer {
 						et = et.Elem()
 					}
 					if et.Kind() == reflect.Struct {
-						next = append(next, level{et, l.prefix + f.Name + "."})
+						next = append(next, level{et, l.prefix + f.Name + ".", index})
 					}
 					continue
 				}
@@ -69,7 +73,7 @@ func structFields(t reflect.Type) []goField {
 					continue
 				}
 				named[name] = true
-				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged})
+				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged, index: index})
 			}
 		}
 	}
@@ -326,4 +330,72 @@ func suggestField(rs *avro.RecordSchema, name string) string {
 		return fs[0].Name()
 	}
 	return name
+}
+
+// checkSkippedNulls refuses a struct type t that has no field for an Avro
+// field of schema s holding a null (the field itself, or a record, array
+// or map it holds, outside a union's null branch): hamba/avro skips the
+// fields a struct lacks with decoders that have no case for null, and so
+// fails every record as corrupt data. A Go field of any type holds a null
+// (it stays zero).
+func checkSkippedNulls(t reflect.Type, s avro.Schema) error {
+	return walkRecords(t, s, func(st reflect.Type, rs *avro.RecordSchema, path string) error {
+		have := map[string]bool{}
+		for _, f := range structFields(st) {
+			have[f.name] = true
+		}
+		for _, af := range rs.Fields() {
+			if have[af.Name()] || slices.ContainsFunc(af.Aliases(), func(a string) bool { return have[a] }) {
+				continue
+			}
+			at, ok := bareNull(af.Type(), af.Name(), map[string]bool{})
+			if !ok {
+				continue
+			}
+			where := t.String()
+			if path != "" {
+				where += "." + strings.TrimSuffix(path, ".")
+			}
+			return fmt.Errorf("Go type %v (%s) has no field for Avro field %q of record %s, which holds a null (at %s): hamba/avro cannot skip a null and would fail every record; add a field tagged `avro:%q` (of any type: a null leaves it zero)",
+				st, where, af.Name(), rs.FullName(), at, af.Name())
+		}
+		return nil
+	})
+}
+
+// bareNull reports where the schema s (at path) holds a null that
+// hamba/avro's skip decoders meet: s itself, or inside its records, arrays
+// and maps, and the non-null branches of its unions.
+func bareNull(s avro.Schema, path string, seen map[string]bool) (string, bool) {
+	if s.Type() == avro.Null {
+		return path, true
+	}
+	switch t := s.(type) {
+	case *avro.RefSchema:
+		return bareNull(t.Schema(), path, seen)
+	case *avro.ArraySchema:
+		return bareNull(t.Items(), path+"[]", seen)
+	case *avro.MapSchema:
+		return bareNull(t.Values(), path+"{}", seen)
+	case *avro.UnionSchema:
+		for _, b := range t.Types() {
+			if b.Type() == avro.Null {
+				continue
+			}
+			if p, ok := bareNull(b, path, seen); ok {
+				return p, true
+			}
+		}
+	case *avro.RecordSchema:
+		if seen[t.FullName()] {
+			return "", false
+		}
+		seen[t.FullName()] = true
+		for _, f := range t.Fields() {
+			if p, ok := bareNull(f.Type(), path+"."+f.Name(), seen); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }

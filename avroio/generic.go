@@ -7,11 +7,15 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // This file decodes Avro datums into Records and encodes Records into Avro
@@ -291,6 +295,30 @@ func defaultValue(n *node, v any) (any, error) {
 // appendDatum takes.
 func jsonDefault(n *node, v any) any {
 	switch n.kind {
+	case kFloat:
+		// JSON has doubles only: a float's default is rounded to a float,
+		// as Avro Java reads it.
+		if f, ok := v.(float64); ok {
+			return float32(f)
+		}
+	case kDate, kTimeMillis, kTimeMicros, kTimestampMillis, kTimestampMicros, kLocalTimestampMillis, kLocalTimestampMicros:
+		// A logical type's default is the number it is encoded as.
+		if x, ok := asInt64(v); ok {
+			switch n.kind {
+			case kDate:
+				return time.Unix(x*86400, 0).UTC()
+			case kTimeMillis:
+				return time.Duration(x) * time.Millisecond
+			case kTimeMicros:
+				if d, err := container.MicrosDuration(x); err == nil {
+					return d
+				}
+			case kTimestampMillis, kLocalTimestampMillis:
+				return time.UnixMilli(x).UTC()
+			default:
+				return time.UnixMicro(x).UTC()
+			}
+		}
 	case kBytes, kFixed, kDecimalBytes, kDecimalFixed, kDuration:
 		if s, ok := v.(string); ok {
 			b := make([]byte, 0, len(s))
@@ -337,10 +365,12 @@ func jsonDefault(n *node, v any) any {
 	return v
 }
 
-// maxDatumDepth bounds the nesting of a decoded datum. Recursive schemas
-// are validated by the container reader before they are decoded; this is
-// the last line.
-const maxDatumDepth = 1000
+// maxDatumDepth bounds the nesting of a decoded datum, counting unions as
+// levels too. Recursive schemas are validated by the container reader
+// before they are decoded, to the read's MaxDepth (records, arrays and
+// maps, at most container.MaxMaxDepth); this is the last line, above
+// anything a MaxDepth lets through.
+const maxDatumDepth = 2*container.MaxMaxDepth + 8
 
 var errDepth = errors.New("datum nested too deep")
 
@@ -536,7 +566,12 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 	case kTimeMillis:
 		return d.durationv(time.Duration(r.ReadInt()) * time.Millisecond)
 	case kTimeMicros:
-		return d.durationv(time.Duration(r.ReadLong()) * time.Microsecond)
+		v, err := container.MicrosDuration(r.ReadLong())
+		if err != nil {
+			fail(r, err)
+			return nil
+		}
+		return d.durationv(v)
 	case kTimestampMillis, kLocalTimestampMillis:
 		return d.timev(time.UnixMilli(r.ReadLong()).UTC())
 	case kTimestampMicros, kLocalTimestampMicros:
@@ -585,6 +620,9 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 				out = append(out, d.decode(r, n.elem, depth+1))
 			}
 		}
+		if r.Error != nil {
+			r.Error = container.InField("[]", r.Error)
+		}
 		if out == nil {
 			out = []any{}
 		}
@@ -608,6 +646,9 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 				out[k] = d.decode(r, n.elem, depth+1)
 			}
 		}
+		if r.Error != nil {
+			r.Error = container.InField("{}", r.Error)
+		}
 		if out == nil {
 			out = map[string]any{}
 		}
@@ -621,6 +662,7 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 		for _, f := range n.fields {
 			m[f.name] = d.decode(r, f.node, depth+1)
 			if r.Error != nil {
+				r.Error = container.InField(f.name, r.Error)
 				break
 			}
 		}
@@ -785,12 +827,18 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 			f = x
 		case float64:
 			f = float32(x)
+			if float64(f) != x && !math.IsNaN(x) {
+				return nil, fmt.Errorf("the float64 %v is not a float32 (an Avro float holds %v): convert it with float32(x) to round it", x, f)
+			}
 		default:
 			i, ok := asInt64(v)
 			if !ok {
 				return nil, typeErr(n, v)
 			}
 			f = float32(i)
+			if !exactInt(float64(f), i) {
+				return nil, fmt.Errorf("the integer %d is not a float32 (an Avro float holds %v)", i, f)
+			}
 		}
 		return binary.LittleEndian.AppendUint32(b, math.Float32bits(f)), nil
 	case kDouble:
@@ -806,6 +854,9 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 				return nil, typeErr(n, v)
 			}
 			f = float64(i)
+			if !exactInt(f, i) {
+				return nil, fmt.Errorf("the integer %d is not a float64 (an Avro double holds %v)", i, f)
+			}
 		}
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f)), nil
 	case kString:
@@ -842,26 +893,31 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		}
 		// A local timestamp is the wall clock of t's UTC fields, whatever
 		// t's location (localtime.go): the same long as a timestamp.
+		var x int64
+		var err error
 		switch n.kind {
 		case kDate:
-			sec := t.Unix()
-			days := sec / 86400
-			if sec%86400 < 0 {
-				days--
-			}
-			return putLong(b, days), nil
+			x, err = dateOf(t)
 		case kTimestampMillis, kLocalTimestampMillis:
-			return putLong(b, t.UnixMilli()), nil
+			x, err = unixUnits(t, 1000)
 		default:
-			return putLong(b, t.UnixMicro()), nil
+			x, err = unixUnits(t, 1000000)
 		}
+		if err != nil {
+			return nil, err
+		}
+		return putLong(b, x), nil
 	case kTimeMillis, kTimeMicros:
 		d, ok := v.(time.Duration)
 		if !ok {
 			return nil, typeErr(n, v)
 		}
 		if n.kind == kTimeMillis {
-			return putLong(b, int64(d/time.Millisecond)), nil
+			ms, err := timeMillisOf(d)
+			if err != nil {
+				return nil, err
+			}
+			return putLong(b, ms), nil
 		}
 		return putLong(b, int64(d/time.Microsecond)), nil
 	case kDecimalBytes, kDecimalFixed:
@@ -911,7 +967,7 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		l, ok := v.([]any)
 		if !ok {
 			if v == nil {
-				return append(b, 0), nil
+				return nil, fmt.Errorf("nil for an Avro array, which has no null: give an empty []any{}, or make the schema a union with null")
 			}
 			return nil, typeErr(n, v)
 		}
@@ -929,7 +985,7 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		m, ok := asMap(v)
 		if !ok {
 			if v == nil {
-				return append(b, 0), nil
+				return nil, fmt.Errorf("nil for an Avro map, which has no null: give an empty map[string]any{}, or make the schema a union with null")
 			}
 			return nil, typeErr(n, v)
 		}
@@ -950,6 +1006,7 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 			return nil, typeErr(n, v)
 		}
 		var err error
+		found := 0
 		for _, f := range n.fields {
 			fv, ok := m[f.name]
 			if !ok {
@@ -957,10 +1014,15 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 					return nil, fmt.Errorf("record %s: field %q is missing and has no default", n.name, f.name)
 				}
 				fv = f.def
+			} else {
+				found++
 			}
 			if b, err = appendDatumDepth(b, f.node, fv, depth+1); err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.name, err)
 			}
+		}
+		if found < len(m) {
+			return nil, n.unknownKeys(m)
 		}
 		return b, nil
 	case kUnion:
@@ -976,6 +1038,27 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("unknown node kind %d", n.kind)
+}
+
+// unknownKeys is the error of a Record whose keys name fields record n
+// does not have: their values would be dropped.
+func (n *node) unknownKeys(m map[string]any) error {
+	var extra, names []string
+	for k := range m {
+		if !slices.ContainsFunc(n.fields, func(f *field) bool { return f.name == k }) {
+			extra = append(extra, strconv.Quote(k))
+		}
+	}
+	for _, f := range n.fields {
+		names = append(names, f.name)
+	}
+	slices.Sort(extra)
+	return fmt.Errorf("record %s has no field %s (its fields: %s): the value would be lost", n.name, strings.Join(extra, ", "), strings.Join(names, ", "))
+}
+
+// exactInt reports whether the float f is exactly the integer i.
+func exactInt(f float64, i int64) bool {
+	return f >= -(1<<63) && f < 1<<63 && int64(f) == i
 }
 
 func asMap(v any) (map[string]any, bool) {

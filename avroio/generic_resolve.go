@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // newRecordDecoder is the container.DecoderFunc of Records: datums of the
@@ -315,9 +317,10 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 		return v
 	case hRecord:
 		m := make(map[string]any, len(res.rd.fields))
-		for _, f := range res.fields {
+		for i, f := range res.fields {
 			v := d.resolved(r, f.res, depth+1)
 			if r.Error != nil {
+				r.Error = container.InField(res.w.fields[i].name, r.Error)
 				return m
 			}
 			if f.name != "" {
@@ -346,6 +349,9 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 				out = append(out, d.resolved(r, res.elem, depth+1))
 			}
 		}
+		if r.Error != nil {
+			r.Error = container.InField("[]", r.Error)
+		}
 		if out == nil {
 			out = []any{}
 		}
@@ -361,6 +367,9 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 				k := r.ReadString()
 				out[k] = d.resolved(r, res.elem, depth+1)
 			}
+		}
+		if r.Error != nil {
+			r.Error = container.InField("{}", r.Error)
 		}
 		return out
 	case hEnum:

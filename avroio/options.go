@@ -34,6 +34,7 @@ type readOptions struct {
 	minBundleSize     int64
 	readerSchema      string
 	maxAlloc          int64
+	maxDepth          int
 	matchUpdated      bool
 }
 
@@ -89,11 +90,22 @@ func MaxAlloc(bytes int64) ReadOption {
 	return func(o *readOptions) { o.maxAlloc = bytes }
 }
 
+// MaxDepth bounds how deeply a record's values may nest records, arrays
+// and maps (the top record is level 1; unions add no level), for the
+// records of recursive schemas, whose data nests as deep as it says:
+// decoding recurses once per level. Deeper records, and schemas nested
+// deeper, fail the read naming the limit. Default
+// container.DefaultMaxDepth (1000), at most container.MaxMaxDepth.
+func MaxDepth(levels int) ReadOption {
+	return func(o *readOptions) { o.maxDepth = levels }
+}
+
 func parseReadOptions(opts []ReadOption, emptyDefault EmptyMatchTreatment) (readOptions, error) {
 	o := readOptions{
 		desiredBundleSize: offsetsource.DefaultDesiredBundleSize,
 		minBundleSize:     DefaultMinBundleSize,
 		maxAlloc:          DefaultMaxAlloc,
+		maxDepth:          container.DefaultMaxDepth,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -110,6 +122,8 @@ func parseReadOptions(opts []ReadOption, emptyDefault EmptyMatchTreatment) (read
 		return o, fmt.Errorf("minimum bundle size %d: must be positive", o.minBundleSize)
 	case o.maxAlloc <= 0:
 		return o, fmt.Errorf("allocation limit %d: must be positive", o.maxAlloc)
+	case o.maxDepth <= 0 || o.maxDepth > container.MaxMaxDepth:
+		return o, fmt.Errorf("MaxDepth(%d): must be from 1 to %d", o.maxDepth, container.MaxMaxDepth)
 	}
 	if o.readerSchema != "" {
 		if _, err := parseReaderSchema(o.readerSchema); err != nil {
@@ -151,7 +165,7 @@ func (o readOptions) format(t reflect.Type) format {
 
 // settings is what every source of the read carries to the workers.
 func (o readOptions) settings() sourceSettings {
-	return sourceSettings{ReaderSchema: o.readerSchema, MaxAlloc: o.maxAlloc, MinBundleSize: o.minBundleSize}
+	return sourceSettings{ReaderSchema: o.readerSchema, MaxAlloc: o.maxAlloc, MaxDepth: o.maxDepth, MinBundleSize: o.minBundleSize}
 }
 
 // parseReaderSchema parses a reader schema with a cache of its own, so that

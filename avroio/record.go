@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // Record is a generic Avro record, as ReadGeneric returns them: field name
@@ -235,8 +237,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return nil, fmt.Errorf("avroio: a Record cannot hold a value of type %T", v)
 }
 
-// maxDepth bounds the nesting the Record decoder follows.
-const maxDepth = 1000
+// maxDepth bounds the nesting the Record coder follows: above what any
+// read lets through (container.MaxMaxDepth levels, each of which a union
+// wrapped in a map may double).
+const maxDepth = 2*container.MaxMaxDepth + 8
 
 type valueDecoder struct {
 	b   []byte // what is left to decode

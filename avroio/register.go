@@ -25,6 +25,11 @@ func init() {
 	// arrive as 0 in the next stage. big.Rat's logical type keeps them.
 	beamtypes.RegisterBigRat()
 
+	// Times of every year (Avro's dates and timestamps reach far beyond
+	// 0-9999, where Beam's own coder for time.Time stops) keep their exact
+	// value between stages.
+	registerTimeCoder()
+
 	// Write's DoFns and types.
 	register.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
 	register.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})

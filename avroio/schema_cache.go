@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
 
 // maxCachedSchemas bounds every schema cache of the package, as the
@@ -59,7 +61,7 @@ func cachedSchema(json string) (avro.Schema, error) {
 	if s, ok := parsedSchemas.get(json); ok {
 		return s, nil
 	}
-	s, err := avro.ParseWithCache(json, "", &avro.SchemaCache{})
+	s, err := container.ParseSchema(json)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,8 @@ type sourceSettings struct {
 	ReaderSchema string
 	// MaxAlloc bounds one allocation driven by a length in the file.
 	MaxAlloc int64
+	// MaxDepth bounds the nesting of records, arrays and maps.
+	MaxDepth int
 	// MinBundleSize is the smallest initial bundle in bytes.
 	MinBundleSize int64
 }
@@ -59,7 +61,7 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 	// DecodeAhead: the next records are read, decompressed and decoded on
 	// a second goroutine while this one claims and emits the ones before
 	// them (claims stay here, record by record, so splits are unaffected).
-	opts := container.Options{Limits: container.Limits{MaxAlloc: f.Settings.MaxAlloc}, DecodeAhead: true}
+	opts := container.Options{Limits: container.Limits{MaxAlloc: f.Settings.MaxAlloc, MaxDepth: f.Settings.MaxDepth}, DecodeAhead: true}
 	if f.Settings.ReaderSchema != "" {
 		rs, err := cachedReaderSchema(f.Settings.ReaderSchema)
 		if err != nil {
@@ -88,7 +90,17 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		br.Close()
 		return nil, err
 	}
-	if err := checkFields(f.Type.T, r.Schema()); err != nil {
+	err = checkFields(f.Type.T, r.Schema())
+	if err == nil && f.Type.T != RecordType {
+		// Go types hamba/avro would fail every record of, or read
+		// changed (fit.go), and nulls it cannot skip: refused before any
+		// record is read.
+		_, err = fitTypes(f.Type.T, r.Schema(), fitRead)
+		if err == nil {
+			err = checkSkippedNulls(f.Type.T, r.Schema())
+		}
+	}
+	if err != nil {
 		r.Close()
 		return nil, &container.Error{File: file.Path, Offset: r.Header().Size, Block: -1, Record: -1, Kind: container.ErrSchema, Msg: err.Error()}
 	}

@@ -51,6 +51,7 @@ type writeOptions struct {
 	codec        string
 	level        int
 	syncInterval int
+	maxBlock     int64
 	meta         map[string][]byte
 	tempDir      string
 }
@@ -99,6 +100,18 @@ func SyncInterval(bytes int) WriteOption {
 	return func(o *writeOptions) { o.syncInterval = bytes }
 }
 
+// MaxBlockSize bounds the blocks of the files (their serialized records,
+// and those compressed), by default container.DefaultMaxAlloc: the largest
+// block Read, with its default MaxAlloc, reads. So what Write writes with
+// its defaults, Read reads with its defaults: a record that would take a
+// block past the bound ends the block first, and a record that alone
+// serializes to more fails the write naming it and its size (as a record
+// the schema cannot hold does: see "When a write fails"). Raise it together
+// with the readers' MaxAlloc.
+func MaxBlockSize(bytes int64) WriteOption {
+	return func(o *writeOptions) { o.maxBlock = bytes }
+}
+
 // Metadata adds user metadata to every file's header. Keys starting with
 // "avro." are reserved. Several Metadata options add up; a later value for
 // a key replaces an earlier one.
@@ -136,6 +149,8 @@ type writeConfig struct {
 	Level        int
 	SyncInterval int
 	Metadata     map[string][]byte
+	// MaxBlockSize bounds a block (container.WriterOptions.MaxBlockSize).
+	MaxBlockSize int64
 	// NumShards is the fixed number of files, or 0.
 	NumShards int
 	// TempDir is the write's temporary directory, ending in "/".
@@ -143,7 +158,7 @@ type writeConfig struct {
 }
 
 func (c writeConfig) writerOptions() container.WriterOptions {
-	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, Metadata: c.Metadata}
+	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, MaxBlockSize: c.MaxBlockSize, Metadata: c.Metadata}
 }
 
 // fileResult describes a temporary file a committed bundle wrote, or
@@ -204,7 +219,8 @@ type fileResult struct {
 // the number of shards, zero-padded to the run's length) and Suffix
 // complete the names. Codec (default "snappy", as in Java), DeflateLevel,
 // ZstandardLevel, SyncInterval (bytes of serialized records per block,
-// default 64000) and Metadata shape the files. TempDirectory moves the
+// default 64000), MaxBlockSize (the largest block, by default the largest
+// Read reads with its defaults) and Metadata shape the files. TempDirectory moves the
 // temporary files.
 //
 // # Committing files
@@ -317,7 +333,7 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	cfg := writeConfig{
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
 		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
-		NumShards: o.numShards,
+		MaxBlockSize: o.maxBlock, NumShards: o.numShards,
 	}
 	// Everything the container writer checks (schema, codec, level, sync
 	// interval, metadata keys) fails here rather than on a worker.
@@ -331,6 +347,19 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	}
 	if err := checkWritable(elem, parsedSchema(schema)); err != nil {
 		return fail("%v", err)
+	}
+	if elem != RecordType && elem.Kind() != reflect.Interface {
+		if _, err := fitTypes(elem, parsedSchema(schema), fitWrite); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if elem != RecordType {
+		// Values other than Records are encoded by hamba/avro, whose
+		// compiling of a schema costs the square of its records' fields
+		// and unions' branches: bounded as reads bound it by default.
+		if err := container.CheckCompileCost(parsedSchema(schema), "writer schema for "+elem.String(), DefaultMaxAlloc); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if elem == RecordType {
 		if _, err := newRecordEncoder(schema); err != nil {
@@ -464,6 +493,9 @@ type elementEncoder struct {
 	schema avro.Schema
 	name   string // the writer schema's full name, for errors
 	enc    *avro.Writer
+	// checks are what each Go type of element needs checked before
+	// hamba/avro encodes it (fit.go), made at its first element.
+	checks map[reflect.Type]*valueCheck
 }
 
 func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
@@ -471,7 +503,7 @@ func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512)}
+	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512), checks: map[reflect.Type]*valueCheck{}}
 	e.name = schemaFullName(e.schema)
 	if cfg.StructSchema != "" {
 		e.schema = parsedSchema(cfg.StructSchema)
@@ -488,6 +520,9 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 		}
 		return d, nil
 	}
+	if err := e.checkValue(elem); err != nil {
+		return nil, err
+	}
 	e.enc.Reset(nil)
 	e.enc.Error = nil
 	e.enc.WriteVal(e.schema, elem)
@@ -498,9 +533,36 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 	return e.enc.Buffer(), nil
 }
 
+// checkValue refuses an element that hamba/avro would encode changed: a
+// value out of the range of its Avro type (fit.go).
+func (e *elementEncoder) checkValue(elem any) error {
+	if elem == nil {
+		return nil // hamba/avro refuses it
+	}
+	t := reflect.TypeOf(elem)
+	c, ok := e.checks[t]
+	if !ok {
+		var err error
+		if c, err = fitTypes(t, e.schema, fitWrite); err != nil {
+			return fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+		}
+		e.checks[t] = c
+	}
+	if c == nil {
+		return nil
+	}
+	if err := c.check(reflect.ValueOf(elem), ""); err != nil {
+		return fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+	}
+	return nil
+}
+
 // append adds elem to w.
 func (e *elementEncoder) append(w *container.Writer, elem any) error {
 	if _, ok := elem.(Record); !ok {
+		if err := e.checkValue(elem); err != nil {
+			return fmt.Errorf("record %d: %w", w.Records(), err)
+		}
 		// Straight into the block; Append encodes local timestamps by
 		// the relabelled schema itself.
 		return w.Append(elem)

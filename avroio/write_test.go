@@ -624,6 +624,8 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"level", eventSchema, nil, []avroio.WriteOption{avroio.DeflateLevel(12)}, "deflate level 12"},
 		{"schema", `{"type":"record","name":"X","fields":[{"name":"a","type":"nope"}]}`, nil, nil, "parsing the writer schema"},
 		{"interval", eventSchema, nil, []avroio.WriteOption{avroio.SyncInterval(10)}, "sync interval 10"},
+		{"max block", eventSchema, nil, []avroio.WriteOption{avroio.MaxBlockSize(-1)}, "negative MaxBlockSize"},
+		{"interval over max block", eventSchema, nil, []avroio.WriteOption{avroio.SyncInterval(8000), avroio.MaxBlockSize(4096)}, "sync interval 8000 is above MaxBlockSize 4096"},
 		{"metadata", eventSchema, nil, []avroio.WriteOption{avroio.Metadata(map[string]string{"avro.schema": "x"})}, "reserved"},
 		{"shards", eventSchema, nil, []avroio.WriteOption{avroio.NumShards(-1)}, "negative"},
 		{"template", eventSchema, nil, []avroio.WriteOption{avroio.NumShards(2), avroio.ShardNameTemplate("-of-NN")}, "has no S"},

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
@@ -238,7 +237,7 @@ func TestQueryErrors(t *testing.T) {
 	} {
 		p, s := beam.NewPipelineWithRoot()
 		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), queryOpts(srv, tc.opts...)...)
-		err := ptest.Run(p)
+		err := runFailing(p)
 		if err == nil {
 			t.Errorf("%s: the pipeline succeeded", tc.name)
 			continue

@@ -146,13 +146,34 @@ func meterInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 	return err
 }
 
-// isTransient reports errors that a retry may cure.
+// isTransient reports errors that a retry may cure: UNAVAILABLE,
+// DEADLINE_EXCEEDED, ABORTED, INTERNAL and RESOURCE_EXHAUSTED, except a
+// message over gRPC's size limits (also RESOURCE_EXHAUSTED), which the
+// same request meets again.
 func isTransient(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted, codes.Internal:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Internal:
 		return true
+	case codes.ResourceExhausted:
+		return !messageTooLarge(err)
 	}
 	return false
+}
+
+// messageTooLarge reports gRPC's refusal of a request or response over its
+// size limit ("grpc: received message larger than max (5000000 vs.
+// 4194304)", "trying to send message larger than max", and the same after
+// decompression).
+func messageTooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		var se interface{ GRPCStatus() *status.Status }
+		if !errors.As(err, &se) {
+			return false
+		}
+		st = se.GRPCStatus()
+	}
+	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }
 
 // retryPolicy is exponential backoff with jitter.

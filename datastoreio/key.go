@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"sort"
 	"strings"
 
 	"cloud.google.com/go/datastore"
@@ -39,60 +38,6 @@ func decodeKeyCoder(b []byte) (*datastore.Key, error) {
 	return protoToKey(&p)
 }
 
-// CompareKeys orders keys as Cloud Datastore does: path element by element
-// from the root, an ancestor before its descendants; within an element by kind
-// (bytewise), then numeric ids before names, ids numerically, names bytewise.
-// Namespaces are compared first (bytewise), though a query never mixes them.
-// It returns -1, 0 or +1.
-func CompareKeys(a, b *datastore.Key) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return -1
-	case b == nil:
-		return 1
-	}
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	pa, pb := keyPath(a), keyPath(b)
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		if c := compareElem(pa[i], pb[i]); c != 0 {
-			return c
-		}
-	}
-	switch {
-	case len(pa) < len(pb):
-		return -1
-	case len(pa) > len(pb):
-		return 1
-	}
-	return 0
-}
-
-func compareElem(a, b *datastore.Key) int {
-	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
-		return c
-	}
-	aName, bName := a.ID == 0, b.ID == 0 // a name (or an incomplete element)
-	switch {
-	case !aName && bName:
-		return -1
-	case aName && !bName:
-		return 1
-	case !aName:
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	}
-	return strings.Compare(a.Name, b.Name)
-}
-
 // keyPath is k's path, root first.
 func keyPath(k *datastore.Key) []*datastore.Key {
 	n := 0
@@ -105,11 +50,6 @@ func keyPath(k *datastore.Key) []*datastore.Key {
 		path[n] = p
 	}
 	return path
-}
-
-// SortKeys sorts keys in Datastore's key order (CompareKeys).
-func SortKeys(keys []*datastore.Key) {
-	sort.SliceStable(keys, func(i, j int) bool { return CompareKeys(keys[i], keys[j]) < 0 })
 }
 
 // keyToProto converts a complete key to its protocol buffer, path root first.

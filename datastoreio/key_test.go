@@ -135,7 +135,7 @@ func TestGroupBoundaries(t *testing.T) {
 	keys = append(keys, idk("K", 30, nil)) // a duplicate is dropped
 	SortKeys(keys)
 	// 9 distinct keys: 10 sub-ranges into 3 bundles of 3, 3, 4.
-	b := groupBoundaries(keys, 3)
+	b := groupBoundaries(UTF8Order, keys, 3)
 	if len(b) != 3 {
 		t.Fatalf("%d bundles, want 3", len(b))
 	}
@@ -158,10 +158,10 @@ func TestGroupBoundaries(t *testing.T) {
 	check(1, 30, 60, 40, 50)
 	check(2, 60, 0, 70, 80, 90)
 	// Fewer sub-ranges than asked: one bundle per sub-range.
-	if b := groupBoundaries(keys[:2], 8); len(b) != 3 {
+	if b := groupBoundaries(UTF8Order, keys[:2], 8); len(b) != 3 {
 		t.Errorf("2 keys, 8 asked: %d bundles, want 3", len(b))
 	}
-	if b := groupBoundaries(nil, 8); len(b) != 1 || b[0].lo != nil || b[0].hi != nil {
+	if b := groupBoundaries(UTF8Order, nil, 8); len(b) != 1 || b[0].lo != nil || b[0].hi != nil {
 		t.Errorf("no keys: %+v, want one open bundle", b)
 	}
 }
@@ -198,11 +198,11 @@ func TestSampleAndThin(t *testing.T) {
 	}
 	keys = append(keys, idk("K", 3, nil), idk("K", 3, nil)) // duplicates count once
 	SortKeys(keys)
-	got := thinKeys(keys, 3)
+	got := thinKeys(UTF8Order, keys, 3)
 	if len(got) != 3 || got[0].ID != 3 || got[1].ID != 6 || got[2].ID != 9 {
 		t.Errorf("thinKeys(1..10, 3) = %v, want 3 6 9", got)
 	}
-	if got := thinKeys(keys, 1); len(got) != 10 {
+	if got := thinKeys(UTF8Order, keys, 1); len(got) != 10 {
 		t.Errorf("thinKeys(stride 1) kept %d of 10 distinct keys", len(got))
 	}
 	// The default rule: a full sample of one split gives 8 sub-ranges.
@@ -210,7 +210,7 @@ func TestSampleAndThin(t *testing.T) {
 	for i := range sampleSize(1, DefaultKeysPerSplit) {
 		sample = append(sample, idk("K", int64(i+1), nil))
 	}
-	b := groupBoundaries(thinKeys(sample, keyStride(DefaultKeysPerSplit, DefaultSubRangesPerSplit)), 1)
+	b := groupBoundaries(UTF8Order, thinKeys(UTF8Order, sample, keyStride(DefaultKeysPerSplit, DefaultSubRangesPerSplit)), 1)
 	if len(b) != 1 || len(b[0].inner)+1 != DefaultSubRangesPerSplit {
 		t.Errorf("one split, default keys: %d bundles, %d sub-ranges; want 1, %d", len(b), len(b[0].inner)+1, DefaultSubRangesPerSplit)
 	}

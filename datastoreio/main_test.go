@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 		flag.Parse()
 		if worker := flag.Lookup("worker"); (worker == nil || worker.Value.String() != "true") && flag.Lookup("test.run").Value.String() == "" {
 			startMedium()
+			startUnicode()
 			if !testing.Short() {
 				startLarge()
 			}
@@ -91,7 +92,9 @@ type hookState struct {
 	mu        sync.Mutex
 	calls     int
 	failEvery int        // every failEvery-th RunQuery fails with failCode before reaching the server
+	failFirst int        // the first failFirst RunQueries fail so too
 	failCode  codes.Code // default Unavailable
+	failMsg   string     // the failures' message, when set
 	cutEvery  int        // every cutEvery-th RunQuery reaches the server, whose answer is then lost
 	delay     time.Duration
 	delayKind string
@@ -104,7 +107,7 @@ type hookState struct {
 func (h *hookState) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.calls, h.failEvery, h.failCode, h.cutEvery, h.delay, h.delayKind = 0, 0, codes.OK, 0, 0, ""
+	h.calls, h.failEvery, h.failFirst, h.failCode, h.failMsg, h.cutEvery, h.delay, h.delayKind = 0, 0, 0, codes.OK, "", 0, 0, ""
 	h.statBytes, h.readTimes, h.noTime, h.injected = 0, nil, 0, 0
 }
 
@@ -131,7 +134,8 @@ func (h *hookState) intercept(ctx context.Context, method string, req, reply any
 	} else {
 		h.noTime++
 	}
-	fail := h.failEvery > 0 && n%h.failEvery == 0
+	fail := h.failEvery > 0 && n%h.failEvery == 0 || n <= h.failFirst
+	msg := h.failMsg
 	cut := !fail && h.cutEvery > 0 && n%h.cutEvery == 0
 	code := h.failCode
 	if code == codes.OK {
@@ -150,6 +154,9 @@ func (h *hookState) intercept(ctx context.Context, method string, req, reply any
 		return answerStat(rq, reply.(*pb.RunQueryResponse), kind, statBytes)
 	}
 	if fail {
+		if msg != "" {
+			return status.Error(code, msg)
+		}
 		return status.Errorf(code, "injected %v on call %d", code, n)
 	}
 	time.Sleep(delay)

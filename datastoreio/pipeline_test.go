@@ -20,11 +20,22 @@ import (
 
 func init() {
 	register.Function1x1(itemID)
+	register.Function1x1(entityItemID)
 	register.Function1x1(plsID)
 	beam.RegisterType(reflect.TypeFor[plsItem]())
 }
 
 func itemID(it item) string { return it.id() }
+
+// entityItemID is itemID of an item read as a *datastore.Entity.
+func entityItemID(e *datastore.Entity) string {
+	for _, p := range e.Properties {
+		if p.Name == "N" {
+			return fmt.Sprintf("%s|%s=%d", e.Key.Namespace, e.Key.String(), p.Value.(int64))
+		}
+	}
+	return "no N: " + e.Key.String()
+}
 
 func anySlice(s []string) []any {
 	out := make([]any, len(s))
@@ -100,7 +111,8 @@ func TestPipelineRunnerSplit(t *testing.T) {
 
 // TestPipelineSeparateWorker reads through Prism with SDK workers in
 // separate processes, as on Dataflow and Flink: the Range coder, the key
-// coder and the DoFns must reach them through the pipeline and the binary's
+// coder, the entity coder (a read into *datastore.Entity, reshuffled) and
+// the DoFns must reach them through the pipeline and the binary's
 // registrations; the emulator through DATASTORE_EMULATOR_HOST.
 func TestPipelineSeparateWorker(t *testing.T) {
 	project := loadMedium(t)
@@ -108,6 +120,9 @@ func TestPipelineSeparateWorker(t *testing.T) {
 	items := datastoreio.Read(s, project, datastoreio.GQL("SELECT * FROM Item WHERE Inner.B = 'Item'"), reflect.TypeFor[item](),
 		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(2))
 	passert.Equals(s, beam.ParDo(s, itemID, items), anySlice(ids(medium.items))...)
+	ents := datastoreio.Read(s, project, datastoreio.NewQuery("Item"), reflect.TypeFor[*datastore.Entity](),
+		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(2))
+	passert.Equals(s, beam.ParDo(s, entityItemID, beam.Reshuffle(s, ents)), anySlice(ids(medium.items))...)
 	res, err := workertest.Run(t, p)
 	if err != nil {
 		t.Fatalf("pipeline with separate worker processes failed: %v", err)
@@ -120,8 +135,8 @@ func TestPipelineSeparateWorker(t *testing.T) {
 			t.Errorf("worker %s ran as pid %d, want a separate process", w.ID, w.PID)
 		}
 	}
-	if n := counter(t, res, "entities"); n != 1000 {
-		t.Errorf("entities metric = %d, want 1000", n)
+	if n := counter(t, res, "entities"); n != 2000 {
+		t.Errorf("entities metric = %d, want 2000", n)
 	}
 }
 

@@ -39,6 +39,9 @@ type Query struct {
 	Limit int32 `json:",omitempty"`
 	// Offset, when > 0, skips that many entities first (GQL's OFFSET).
 	Offset int32 `json:",omitempty"`
+	// Keys makes the query keys-only (KeysOnly; GQL's SELECT __key__): it
+	// returns the entities' keys, read as *datastore.Key.
+	Keys bool `json:",omitempty"`
 	// GQL is a literal GQL query, used instead of everything above.
 	GQL string `json:",omitempty"`
 
@@ -98,7 +101,18 @@ func (q Query) Filter(property, op string, value any) Query {
 	return q
 }
 
+// KeysOnly returns q as a keys-only query: it returns the keys of the
+// entities, and a Read of it emits *datastore.Key (as Java's keys-only
+// queries emit entities holding only their keys). A Read into
+// *datastore.Key reads any query keys-only.
+func (q Query) KeysOnly() Query {
+	q = q.clone()
+	q.Keys = true
+	return q
+}
+
 // Ancestor returns q restricted to the descendants of k (and k itself).
+// k's namespace must be the read's (WithNamespace), as the client requires.
 func (q Query) Ancestor(k *datastore.Key) Query {
 	q = q.clone()
 	if k == nil || k.Incomplete() {
@@ -156,7 +170,7 @@ func (q Query) Validate() error {
 		return q.err
 	}
 	if q.GQL != "" {
-		if q.Kind != "" || len(q.Filters) > 0 || q.AncestorKey != "" || len(q.Projection) > 0 || len(q.Distinct) > 0 || len(q.Order) > 0 || q.Limit != 0 || q.Offset != 0 {
+		if q.Kind != "" || len(q.Filters) > 0 || q.AncestorKey != "" || len(q.Projection) > 0 || len(q.Distinct) > 0 || len(q.Order) > 0 || q.Limit != 0 || q.Offset != 0 || q.Keys {
 			return errors.New("datastoreio: a GQL query cannot have structured parts too")
 		}
 		return nil
@@ -180,6 +194,28 @@ func (q Query) Validate() error {
 	}
 	if q.Limit < 0 || q.Offset < 0 {
 		return errors.New("datastoreio: negative limit or offset")
+	}
+	if q.Keys && len(q.Projection) > 0 {
+		return fmt.Errorf("datastoreio: a keys-only query cannot project properties (%s)", strings.Join(q.Projection, ", "))
+	}
+	return nil
+}
+
+// checkNamespace refuses an ancestor in another namespace than the read's,
+// as the client does ("The query namespace is ... but ancestor namespace
+// is ..."): reading the read's namespace under the ancestor's path instead
+// would read other entities than the ancestor's.
+func (q Query) checkNamespace(ns string) error {
+	if q.AncestorKey == "" {
+		return nil
+	}
+	a, err := decodeKey(q.AncestorKey)
+	if err != nil {
+		return err
+	}
+	if a.Namespace != ns {
+		return fmt.Errorf("datastoreio: the ancestor %s is in namespace %q but the read is of namespace %q: read it WithNamespace(%q)",
+			keyString(a, ""), a.Namespace, ns, a.Namespace)
 	}
 	return nil
 }
@@ -226,6 +262,9 @@ func (q Query) describe() string {
 		k, _ := decodeKey(q.AncestorKey)
 		fmt.Fprintf(&b, " ancestor %s", keyString(k, "?"))
 	}
+	if q.Keys {
+		b.WriteString(" (keys only)")
+	}
 	return b.String()
 }
 
@@ -262,6 +301,9 @@ func ValueOf(v any) (Value, error) {
 	case []byte:
 		return Value{Type: "bytes", Str: base64.StdEncoding.EncodeToString(x)}, nil
 	case datastore.GeoPoint:
+		if !x.Valid() {
+			return Value{}, fmt.Errorf("datastoreio: GeoPoint %v is not valid (latitude in [-90, 90], longitude in [-180, 180])", x)
+		}
 		return Value{Type: "geo", Float: x.Lat, Float2: x.Lng}, nil
 	}
 	return Value{}, fmt.Errorf("datastoreio: a filter value of type %T is not supported", v)
@@ -311,8 +353,9 @@ func (v Value) String() string {
 }
 
 // clientQuery builds the client's query for q in namespace ns, with the key
-// range [lo, hi) added to its filters (a nil bound is open).
-func (q Query) clientQuery(ns string, lo, hi *datastore.Key) (*datastore.Query, error) {
+// range [lo, hi) added to its filters (a nil bound is open), keys-only when
+// q is or keysOnly says.
+func (q Query) clientQuery(ns string, lo, hi *datastore.Key, keysOnly bool) (*datastore.Query, error) {
 	dq := datastore.NewQuery(q.Kind).Namespace(ns)
 	for _, f := range q.Filters {
 		v, err := f.Value.goValue()
@@ -326,8 +369,8 @@ func (q Query) clientQuery(ns string, lo, hi *datastore.Key) (*datastore.Query, 
 		if err != nil {
 			return nil, err
 		}
-		a = withNamespace(a, ns)
-		dq = dq.Ancestor(a)
+		dq = dq.Ancestor(a) // in another namespace, refused by the client
+
 	}
 	if lo != nil {
 		dq = dq.FilterField("__key__", ">=", withNamespace(lo, ns))
@@ -346,6 +389,9 @@ func (q Query) clientQuery(ns string, lo, hi *datastore.Key) (*datastore.Query, 
 	}
 	if q.Offset > 0 {
 		dq = dq.Offset(int(q.Offset))
+	}
+	if q.Keys || keysOnly {
+		dq = dq.KeysOnly()
 	}
 	return dq, nil
 }
@@ -374,11 +420,17 @@ func fromProto(p *pb.Query) (Query, error) {
 	if err := addFilter(&q, p.Filter); err != nil {
 		return q, err
 	}
+	keyProjected := false
 	for _, pr := range p.Projection {
 		if n := pr.GetProperty().GetName(); n != "__key__" {
 			q.Projection = append(q.Projection, n)
+		} else {
+			keyProjected = true
 		}
 	}
+	// SELECT __key__: keys only. (With other properties, a projection of
+	// those: every entity read carries its key anyway.)
+	q.Keys = keyProjected && len(q.Projection) == 0
 	for _, d := range p.DistinctOn {
 		q.Distinct = append(q.Distinct, d.Name)
 	}

@@ -49,7 +49,7 @@ func TestQuerySerialises(t *testing.T) {
 			t.Errorf("filter %d: %#v, want %#v", i, v, want[i])
 		}
 	}
-	if _, err := back.clientQuery("ns", nil, nil); err != nil {
+	if _, err := back.clientQuery("ns", nil, nil, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,18 +36,26 @@ var (
 )
 
 // Read reads the entities of q in project and returns them as a PCollection
-// of t, a struct type (or a type whose pointer is a
-// datastore.PropertyLoadSaver), loaded as the client's Get loads them. A
-// field of type *datastore.Key tagged `datastore:"__key__"` receives the
-// entity's key; the package registers a Beam coder for *datastore.Key.
-// See the package doc for how the read splits and which snapshot it reads.
-// Read panics at pipeline construction when the project is empty, the query
-// is invalid (Query.Validate) or t cannot hold entities.
+// of t: a struct type (or a type whose pointer is a
+// datastore.PropertyLoadSaver, such as datastore.PropertyList), loaded as
+// the client's Get loads them; *datastore.Entity, the key and properties of
+// each entity; or *datastore.Key, which reads q keys-only and emits the
+// keys. A field of type *datastore.Key tagged `datastore:"__key__"`
+// receives the entity's key. The package registers Beam coders for
+// *datastore.Key, *datastore.Entity and datastore.PropertyList (see the
+// package doc, "Generic entities"). See the package doc for how the read
+// splits and which snapshot it reads. Read panics at pipeline construction
+// when the project is empty, the query is invalid (Query.Validate), its
+// ancestor is in another namespace than the read's, a keys-only query is
+// read into anything but *datastore.Key, or t cannot hold entities.
 func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...Option) beam.PCollection {
 	s = s.Scope("datastoreio.Read")
 	plan, err := planOf(project, q, opts)
 	if err == nil {
 		err = checkType(t)
+	}
+	if err == nil {
+		err = checkKeysOnly(q, t)
 	}
 	if err != nil {
 		panic(fmt.Errorf("datastoreio.Read: %w", err))
@@ -73,19 +81,7 @@ func checkRead(project string, q Query, o options) error {
 	if o.latest && !o.readTime.IsZero() {
 		return errors.New("ReadTime and LatestData exclude each other")
 	}
-	return nil
-}
-
-var plsType = reflect.TypeFor[datastore.PropertyLoadSaver]()
-
-func checkType(t reflect.Type) error {
-	if t == nil {
-		return errors.New("no output type")
-	}
-	if reflect.PointerTo(t).Implements(plsType) || t.Kind() == reflect.Struct {
-		return nil
-	}
-	return fmt.Errorf("output type %v is neither a struct nor a PropertyLoadSaver", t)
+	return q.checkNamespace(o.namespace)
 }
 
 // Range is one initial split of a read, as the read's first step computes it
@@ -104,6 +100,10 @@ type Range struct {
 	ReadTimeMicros int64 `json:",omitempty"`
 	Lo, Hi         string
 	Bounds         []string `json:",omitempty"`
+	// KeyOrder is the order (KeyOrder.String) Bounds are sorted in and
+	// every entity read is checked against its sub-range in: the server's
+	// own, found when the read was planned ("" is UTF-8).
+	KeyOrder string `json:",omitempty"`
 	// Index and Of number the range among the read's initial splits, for
 	// messages.
 	Index, Of int
@@ -235,6 +235,9 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		if q, serverNow, err = parseGQL(ctx, c, ns, q.GQL, readTime); err != nil {
 			return err
 		}
+		if err := q.checkNamespace(ns); err != nil {
+			return fmt.Errorf("datastoreio: GQL %q: %w", fn.Query.GQL, err)
+		}
 	}
 	if readTime.IsZero() && !fn.Latest {
 		// One snapshot for every range and retry: the server's time now.
@@ -273,8 +276,13 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		if err != nil {
 			return err
 		}
-		SortKeys(keys)
-		bundles = groupBoundaries(thinKeys(keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
+		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
+		if err != nil {
+			return err
+		}
+		order.Sort(keys)
+		bundles = groupBoundaries(order, thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
+		base.KeyOrder = order.String()
 	}
 	rangesCounter.Inc(ctx, int64(len(bundles)))
 	for i, b := range bundles {
@@ -408,8 +416,18 @@ func (rr *RangeReader) Read(ctx context.Context, r Range, rt *sdf.Tracker, t ref
 }
 
 func readRange(ctx context.Context, c *conn, r Range, rt *sdf.Tracker, t reflect.Type, emit func(any)) error {
+	if err := checkKeysOnly(r.Query, t); err != nil {
+		err = fmt.Errorf("datastoreio: project %s namespace %q: %w", r.Project, r.Namespace, err)
+		rt.Fail(err)
+		return err
+	}
+	order, err := keyOrderOf(r.KeyOrder)
+	if err != nil {
+		rt.Fail(err)
+		return err
+	}
 	for i := rt.Range().Start; i < rt.Range().End; i++ {
-		more, err := readSubRange(ctx, c, r, i, rt, t, emit)
+		more, err := readSubRange(ctx, c, r, order, i, rt, loader{t}, emit)
 		if err != nil {
 			rt.Fail(err)
 			return err
@@ -424,13 +442,16 @@ func readRange(ctx context.Context, c *conn, r Range, rt *sdf.Tracker, t reflect
 
 // readSubRange reads sub-range i in pages of at most maxPage entities,
 // resuming after the last entity emitted when a transient error interrupts
-// it. It returns false when the tracker refused a claim.
-func readSubRange(ctx context.Context, c *conn, r Range, i int64, rt *sdf.Tracker, t reflect.Type, emit func(any)) (bool, error) {
+// it. It returns false when the tracker refused a claim. An entity whose
+// key is outside the sub-range in the read's key order fails the read
+// before it is claimed or emitted (see the package doc, "Key order").
+func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64, rt *sdf.Tracker, ld loader, emit func(any)) (bool, error) {
 	lo, hi, err := r.subRange(i)
 	if err != nil {
 		return false, err
 	}
-	base, err := r.Query.clientQuery(r.Namespace, lo, hi)
+	lo, hi = withNamespace(lo, r.Namespace), withNamespace(hi, r.Namespace)
+	base, err := r.Query.clientQuery(r.Namespace, lo, hi, ld.t == keyType)
 	if err != nil {
 		return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
 	}
@@ -459,18 +480,22 @@ func readSubRange(ctx context.Context, c *conn, r Range, i int64, rt *sdf.Tracke
 		var got int64
 		var runErr error
 		for {
-			dst := reflect.New(t)
-			_, err := it.Next(dst.Interface())
+			k, v, err := ld.next(it)
 			if errors.Is(err, iterator.Done) {
 				break
 			}
 			if err != nil {
 				var mismatch *datastore.ErrFieldMismatch
 				if errors.As(err, &mismatch) {
-					return false, fmt.Errorf("datastoreio: %s: loading an entity into %v: %w", r.where(i), t, err)
+					return false, fmt.Errorf("datastoreio: %s: loading entity %s into %v: %w", r.where(i), keyString(k, "?"), ld.t, err)
 				}
 				runErr = err
 				break
+			}
+			if (lo != nil && order.Compare(k, lo) < 0) || (hi != nil && order.Compare(k, hi) >= 0) {
+				return false, fmt.Errorf("datastoreio: %s: the server returned key %s, outside the sub-range [%s, %s) in %v key order: "+
+					"the server does not order keys as the read was planned, and reading on could read entities twice",
+					r.where(i), keyString(k, "?"), keyString(lo, "-inf"), keyString(hi, "+inf"), order)
 			}
 			if emitted == 0 {
 				if !rt.TryClaimSplitPoint(i) {
@@ -479,7 +504,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, i int64, rt *sdf.Tracke
 			} else if !rt.TryClaimRecord(i, false) {
 				return false, rt.GetError()
 			}
-			emit(dst.Elem().Interface())
+			emit(v)
 			entitiesCounter.Inc(ctx, 1)
 			emitted++
 			got++
@@ -492,6 +517,12 @@ func readSubRange(ctx context.Context, c *conn, r Range, i int64, rt *sdf.Tracke
 		if runErr != nil {
 			if ctx.Err() != nil {
 				return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), ctx.Err())
+			}
+			if messageTooLarge(runErr) && pageSize > 1 {
+				// A page over gRPC's size limit: the same page would be
+				// refused again, a smaller one may not be.
+				pageSize = max(1, pageSize/2)
+				continue
 			}
 			attempt++
 			if !isTransient(runErr) || attempt >= defaultRetry.Attempts {

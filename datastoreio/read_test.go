@@ -76,20 +76,30 @@ var largeReads = []readCase{
 }
 
 func startLarge() {
-	large.start(func(e *dstest.Emulator) string { return e.Project() + "-large" }, "large", 20000, 1, largeReads)
+	large.start(func(e *dstest.Emulator) string { return e.Project() + "-large" }, "large", mixedOf("Item", 20000, 1), largeReads)
 }
 
 func startMedium() {
-	medium.start(func(e *dstest.Emulator) string { return e.Project() }, "medium", 1000, 2, nil)
+	medium.start(func(e *dstest.Emulator) string { return e.Project() }, "medium", mixedOf("Item", 1000, 2), nil)
+}
+
+// mixedOf makes the entities of a data set of mixedItems in a namespace.
+func mixedOf(kind string, n int, seed uint64) func(ns string, decoy bool) []item {
+	return func(ns string, decoy bool) []item {
+		if decoy {
+			return mixedItems(ns, kind, 200, seed+100)
+		}
+		return mixedItems(ns, kind, n, seed)
+	}
 }
 
 func loadLarge(t *testing.T) (project string)  { startLarge(); return large.wait(t) }
 func loadMedium(t *testing.T) (project string) { startMedium(); return medium.wait(t) }
 
-// start loads n entities into a new namespace of project(e), and the
-// decoys, in the background, once; then it reads them as each of reads
-// says.
-func (d *dataSet) start(project func(*dstest.Emulator) string, name string, n int, seed uint64, reads []readCase) {
+// start loads the entities gen makes into a new namespace of project(e),
+// and the decoys (gen's, in another namespace), in the background, once;
+// then it reads them as each of reads says.
+func (d *dataSet) start(project func(*dstest.Emulator) string, name string, gen func(ns string, decoy bool) []item, reads []readCase) {
 	d.once.Do(func() {
 		d.done = make(chan struct{})
 		go func() {
@@ -109,8 +119,8 @@ func (d *dataSet) start(project func(*dstest.Emulator) string, name string, n in
 				return
 			}
 			defer c.Close()
-			items := mixedItems(d.ns, "Item", n, seed)
-			if err := putItems(ctx, c, append(mixedItems(d.ns+".decoy", "Item", 200, seed+100), items...)); err != nil {
+			items := gen(d.ns, false)
+			if err := putItems(ctx, c, append(gen(d.ns+".decoy", true), items...)); err != nil {
 				d.err = err
 				return
 			}

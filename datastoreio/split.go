@@ -52,14 +52,15 @@ func keyStride(keysPerSplit, subRangesPerSplit int) int {
 	return max(1, keysPerSplit/max(1, subRangesPerSplit))
 }
 
-// thinKeys returns every stride-th key of sorted, without duplicates: the
-// keys at indexes stride-1, 2*stride-1, ... of the distinct keys.
-func thinKeys(sorted []*datastore.Key, stride int) []*datastore.Key {
+// thinKeys returns every stride-th key of sorted (sorted in order o),
+// without duplicates: the keys at indexes stride-1, 2*stride-1, ... of the
+// distinct keys.
+func thinKeys(o KeyOrder, sorted []*datastore.Key, stride int) []*datastore.Key {
 	var out []*datastore.Key
 	distinct := 0
 	var last *datastore.Key
 	for _, k := range sorted {
-		if last != nil && CompareKeys(last, k) >= 0 {
+		if last != nil && o.Compare(last, k) >= 0 {
 			continue
 		}
 		last = k
@@ -240,15 +241,15 @@ func scatterKeys(ctx context.Context, c *conn, ns, kind string, n int, readTime 
 	return keys, nil
 }
 
-// groupBoundaries turns sorted scatter keys into bundles: the keys cut the
+// groupBoundaries turns scatter keys sorted in order o into bundles: the keys cut the
 // key space into len(keys)+1 sub-ranges, which are grouped, in order, into at
 // most n bundles of about equal numbers of sub-ranges. Duplicates are
 // dropped. Each bundle is returned as its outer bounds (nil: open) and the
 // keys inside it.
-func groupBoundaries(sorted []*datastore.Key, n int) []bundleBounds {
+func groupBoundaries(o KeyOrder, sorted []*datastore.Key, n int) []bundleBounds {
 	keys := sorted[:0:0]
 	for _, k := range sorted {
-		if len(keys) == 0 || CompareKeys(keys[len(keys)-1], k) < 0 {
+		if len(keys) == 0 || o.Compare(keys[len(keys)-1], k) < 0 {
 			keys = append(keys, k)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -54,6 +55,16 @@ const incompleteKeySlack = 12
 // writer batches mutations and commits them: the state of one DoFn
 // instance, reused across its bundles. It is not safe for concurrent use
 // (a DoFn instance runs one bundle at a time).
+//
+// With async set (as the DoFn sets it), a full batch is committed in the
+// background while the next one is built (the entities converted and
+// sized), so that a commit's wait and the next batch's preparation overlap,
+// where a plain loop of PutMulti does one after the other. At most one
+// commit is in flight, and a batch's commit starts only once the previous
+// one has succeeded, so commits stay in the order of the elements (two
+// mutations of a key are applied in order) and a failure stops the writer
+// before anything later is sent. The error of a background commit is
+// returned by the next add or flush.
 type writer struct {
 	cfg   writerConfig
 	c     committer
@@ -64,6 +75,12 @@ type writer struct {
 	b     *batch[pending]
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
+
+	async    bool
+	sizesMu  sync.Mutex      // guards sizes, which a background commit records into
+	inflight *batch[pending] // the batch of the commit in flight, nil when none
+	done     chan error      // receives the in-flight commit's result
+	spare    *batch[pending] // an empty batch to reuse
 }
 
 func newWriter(cfg writerConfig, c committer, sz *sizer, ramp *rampup) *writer {
@@ -71,7 +88,48 @@ func newWriter(cfg writerConfig, c committer, sz *sizer, ramp *rampup) *writer {
 		b: newBatch[pending](), now: time.Now, sleep: sleep}
 }
 
-func (w *writer) close() error { return w.c.close() }
+func (w *writer) close() error {
+	_ = w.wait() // a bundle that failed may have left a commit in flight
+	return w.c.close()
+}
+
+// wait waits for the commit in flight, if any, and returns its error.
+func (w *writer) wait() error {
+	if w.inflight == nil {
+		return nil
+	}
+	err := <-w.done
+	w.inflight.reset()
+	w.spare, w.inflight = w.inflight, nil
+	return err
+}
+
+// send commits the batch, in the background when w.async, after the
+// commit in flight has succeeded; the batch is empty afterwards when it
+// returns nil.
+func (w *writer) send(ctx context.Context) error {
+	if !w.async {
+		return w.flush(ctx)
+	}
+	if err := w.wait(); err != nil {
+		return err
+	}
+	if w.b.len() == 0 {
+		return nil
+	}
+	b := w.b
+	w.b = w.spare
+	if w.b == nil {
+		w.b = newBatch[pending]()
+	}
+	w.spare = nil
+	w.inflight = b
+	if w.done == nil {
+		w.done = make(chan error, 1)
+	}
+	go func() { w.done <- w.commit(ctx, b) }()
+	return nil
+}
 
 func (w *writer) op() string {
 	if w.cfg.delete {
@@ -92,6 +150,18 @@ func (w *writer) mutation(p pending) *datastore.Mutation {
 // mutation cannot join it and afterwards when it reached the target size.
 // what names the element's type for errors.
 func (w *writer) add(ctx context.Context, k *datastore.Key, src any, what string) error {
+	err := w.addOne(ctx, k, src, what)
+	if err != nil && w.inflight != nil {
+		// The bundle fails: no commit stays in flight past it, and an error
+		// of the commit in flight, earlier than this one, comes first.
+		if werr := w.wait(); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+func (w *writer) addOne(ctx context.Context, k *datastore.Key, src any, what string) error {
 	if err := w.checkKey(k, what); err != nil {
 		return err
 	}
@@ -113,13 +183,16 @@ func (w *writer) add(ctx context.Context, k *datastore.Key, src any, what string
 	}
 	ks := dedupKey(k)
 	if w.b.mustFlushBefore(ks, size) {
-		if err := w.flush(ctx); err != nil {
+		if err := w.send(ctx); err != nil {
 			return err
 		}
 	}
 	w.b.add(p, ks, size)
-	if w.b.len() >= w.sizes.next(w.now()) {
-		return w.flush(ctx)
+	w.sizesMu.Lock()
+	target := w.sizes.next(w.now())
+	w.sizesMu.Unlock()
+	if w.b.len() >= target {
+		return w.send(ctx)
 	}
 	return nil
 }
@@ -155,14 +228,29 @@ func (w *writer) checkKey(k *datastore.Key, what string) error {
 	return nil
 }
 
-// flush commits the batch, retrying transient errors; the batch is empty
-// afterwards when it returns nil.
+// flush waits for the commit in flight, then commits the batch; the batch
+// is empty afterwards when it returns nil.
 func (w *writer) flush(ctx context.Context) error {
-	n := w.b.len()
+	if err := w.wait(); err != nil {
+		return err
+	}
+	if err := w.commit(ctx, w.b); err != nil {
+		return err
+	}
+	w.b.reset()
+	return nil
+}
+
+// commit commits the mutations of b, retrying transient errors. It runs in
+// the background under send: it touches only b, the committer, the
+// adaptive throttler (used by one commit at a time) and, under sizesMu,
+// the batch sizes.
+func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
+	n := b.len()
 	if n == 0 {
 		return nil
 	}
-	items := w.b.items
+	items := b.items
 	if w.cfg.allocate {
 		if err := w.allocate(ctx, items); err != nil {
 			return err
@@ -180,7 +268,7 @@ func (w *writer) flush(ctx context.Context) error {
 			throttledCommits.Inc(ctx, 1)
 			adaptiveThrottledMsecs.Inc(ctx, adaptiveDelay.Milliseconds())
 			if err := w.sleep(ctx, adaptiveDelay); err != nil {
-				return w.commitError(err, attempt)
+				return w.commitError(b, err, attempt)
 			}
 			start = w.now()
 		}
@@ -188,25 +276,39 @@ func (w *writer) flush(ctx context.Context) error {
 		if err == nil {
 			w.adapt.accepted(start)
 			end := w.now()
+			w.sizesMu.Lock()
 			w.sizes.record(end, end.Sub(start), n)
+			w.sizesMu.Unlock()
 			commitsCounter.Inc(ctx, 1)
-			bytesWritten.Inc(ctx, w.b.bytes)
+			bytesWritten.Inc(ctx, b.bytes)
 			if w.cfg.delete {
 				entitiesDeleted.Inc(ctx, int64(n))
 			} else {
 				entitiesWritten.Inc(ctx, int64(n))
 			}
-			w.b.reset()
 			return nil
 		}
+		if ctx.Err() == nil && n > 1 && refusedAlone(err) {
+			if i, committed, ierr, ok := w.locateRefused(ctx, muts); ok {
+				return w.refusedError(b, i, committed, ierr, attempt+1)
+			}
+		}
 		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
-			return w.commitError(err, attempt+1)
+			return w.commitError(b, err, attempt+1)
 		}
 		commitRetries.Inc(ctx, 1)
 		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
-			return w.commitError(err, attempt+1)
+			return w.commitError(b, err, attempt+1)
 		}
 	}
+}
+
+// dbName names the database in errors.
+func (w *writer) dbName() string {
+	if w.cfg.database == "" {
+		return "(default)"
+	}
+	return w.cfg.database
 }
 
 // allocate gives the incomplete keys of items ids, with one AllocateIds
@@ -246,14 +348,11 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 	}
 }
 
-// commitError describes a failed commit of the batch: project, database,
+// commitError describes a failed commit of batch b: project, database,
 // and the namespaces, kinds and keys of its mutations.
-func (w *writer) commitError(err error, attempts int) error {
-	items := w.b.items
-	db := w.cfg.database
-	if db == "" {
-		db = "(default)"
-	}
+func (w *writer) commitError(b *batch[pending], err error, attempts int) error {
+	items := b.items
+	db := w.dbName()
 	var which string
 	if len(items) == 1 {
 		which = describeKey(items[0].key)

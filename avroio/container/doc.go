@@ -95,7 +95,17 @@
 // skipped arrays and maps — the reader first validates the block with a
 // walk that allocates nothing (Options.Validate; ValidateAlways validates
 // every block, which also keeps any record of a bad block from being
-// returned, at about 40% more decoding time).
+// returned, at about 40% more decoding time). What one record decodes into
+// (its strings, bytes, arrays, maps and fixed values, booleans and nulls
+// counted per item) is estimated before it is decoded and bounded by
+// MaxAlloc too (budget.go). Compiling a schema for a typed read costs
+// hamba/avro the square of a record's fields or a union's branches (a
+// union of 10,000 records: 3.4 GB allocated): a schema whose estimated
+// cost (CompileCost) exceeds MaxCompileCost times MaxAlloc is refused
+// (ErrLimit) when the reader is made; parsed writer schemas are cached
+// per process by their text, so each is compiled once. Schema errors name
+// their cause (JSON nested deeper than MaxSchemaJSONDepth, text that is
+// not JSON) and never quote more than a few hundred bytes of the schema.
 //
 // # Headers read once
 //

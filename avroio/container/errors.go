@@ -34,6 +34,11 @@ var (
 	// ErrSchema: the writer schema cannot be parsed, or the reader schema
 	// cannot be resolved against it.
 	ErrSchema = errors.New("schema error")
+	// ErrRange: a value in the file is valid Avro but outside what the Go
+	// type it is read into can hold (a time-micros beyond the ±292 years of
+	// a time.Duration): the error names the field rather than letting the
+	// value change.
+	ErrRange = errors.New("value out of range")
 )
 
 // Error describes a problem with one container file: which file, at which
@@ -95,4 +100,26 @@ func headerErr(file string, off int64, kind error, cause error, format string, a
 
 func blockErr(file string, off, block int64, kind error, cause error, format string, args ...any) *Error {
 	return &Error{File: file, Offset: off, Block: block, Record: -1, Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// kindError is an error of a kind (errors.Is finds the kind) whose message
+// does not repeat the kind's, for causes inside an *Error that names it.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// RangeError is the cause of an ErrRange error: a decoder that meets a
+// value its Go type cannot hold reports it (through avro.Reader's Error,
+// in a FieldError naming the field) rather than changing the value.
+func RangeError(format string, args ...any) error {
+	return &kindError{kind: ErrRange, msg: fmt.Sprintf(format, args...)}
+}
+
+// LimitError is the cause of an ErrLimit error raised by a decoder.
+func LimitError(format string, args ...any) error {
+	return &kindError{kind: ErrLimit, msg: fmt.Sprintf(format, args...)}
 }

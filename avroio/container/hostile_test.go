@@ -3,6 +3,8 @@ package container
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"runtime"
@@ -121,14 +123,42 @@ func TestDeepRecursion(t *testing.T) {
 	data := append(bytes.Repeat([]byte{2}, 1_000_000), 0)
 	file := appendRawBlock(headerBytes(schema, "null", nil), 1, data)
 	_, err := drain[map[string]any](file, "deep.avro", 0, Options{})
-	checkErr(t, err, ErrCorruptData, "deep.avro")
-	if !strings.Contains(err.Error(), "deeper") {
+	checkErr(t, err, ErrLimit, "deep.avro")
+	if !strings.Contains(err.Error(), "deeper than the limit of 1000 levels (Limits.MaxDepth") {
 		t.Fatalf("%v", err)
 	}
 	// Moderate nesting reads fine.
 	ok := appendRawBlock(headerBytes(schema, "null", nil), 1, append(bytes.Repeat([]byte{2}, 50), 0))
 	if n, err := drain[map[string]any](ok, "ok.avro", 0, Options{}); err != nil || n != 1 {
 		t.Fatalf("50 levels: %d, %v", n, err)
+	}
+	// The limit is named and can be raised: 1500 levels of records (each
+	// in a union, which adds no level) fail by default and read with a
+	// MaxDepth of 1500, for structs and generic values alike.
+	type node struct {
+		Next *node `avro:"next"`
+	}
+	deep := appendRawBlock(headerBytes(schema, "null", nil), 1, append(bytes.Repeat([]byte{2}, 1499), 0))
+	if _, err := drain[node](deep, "1500.avro", 0, Options{}); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "limit of 1000 levels") {
+		t.Fatalf("1500 levels by default: %v", err)
+	}
+	if n, err := drain[node](deep, "1500.avro", 0, Options{Limits: Limits{MaxDepth: 1500}}); err != nil || n != 1 {
+		t.Fatalf("1500 levels, MaxDepth 1500: %d, %v", n, err)
+	}
+	if n, err := drain[map[string]any](deep, "1500.avro", 0, Options{Limits: Limits{MaxDepth: 1500}}); err != nil || n != 1 {
+		t.Fatalf("1500 levels generic, MaxDepth 1500: %d, %v", n, err)
+	}
+	if _, err := drain[node](deep, "1500.avro", 0, Options{Limits: Limits{MaxDepth: 1499}}); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "limit of 1499 levels") {
+		t.Fatalf("1500 levels, MaxDepth 1499: %v", err)
+	}
+	// A schema that nests deeper than the limit is refused when opened.
+	nested := `"long"`
+	for i := range 30 {
+		nested = fmt.Sprintf(`{"type":"record","name":"N%d","fields":[{"name":"a","type":%s}]}`, i, nested)
+	}
+	_, err = drain[map[string]any](appendRawBlock(headerBytes(nested, "null", nil), 1, []byte{2}), "nested.avro", 0, Options{Limits: Limits{MaxDepth: 20}})
+	if h := checkErr(t, err, ErrLimit, "nested.avro"); h.Block != -1 || !strings.Contains(err.Error(), "30 levels deep, over the limit of 20") {
+		t.Fatalf("a schema 30 records deep, MaxDepth 20: %v", err)
 	}
 	// A schema whose records contain themselves unconditionally is refused.
 	inf := appendRawBlock(headerBytes(`{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"r","type":"R"}]}`, "null", nil), 1, []byte{2})

@@ -6,6 +6,13 @@ const DefaultMaxAlloc = 64 << 20
 // DefaultMaxHeaderEntries is the default of Limits.MaxHeaderEntries.
 const DefaultMaxHeaderEntries = 1024
 
+// DefaultMaxDepth is the default of Limits.MaxDepth.
+const DefaultMaxDepth = 1000
+
+// MaxMaxDepth is the largest Limits.MaxDepth: decoders recurse once per
+// level, and avroio's Records nest a Go map per level.
+const MaxMaxDepth = 10000
+
 // minMaxSchemaSize is the smallest default of Limits.MaxSchemaSize.
 const minMaxSchemaSize = 64 << 10
 
@@ -15,10 +22,13 @@ const minMaxSchemaSize = 64 << 10
 // checked against them before anything is allocated for it. The zero value
 // means the defaults.
 type Limits struct {
-	// MaxAlloc bounds a single allocation driven by a length in the file: the
-	// header, one block's compressed bytes, one block's decompressed bytes,
-	// one string or bytes value, one array. Default DefaultMaxAlloc (64 MiB);
-	// Avro writers cut blocks at 16 KiB-1 MiB, so this is far above real data.
+	// MaxAlloc bounds what a length in the file may make a reader
+	// allocate: the header, one block's compressed bytes, one block's
+	// decompressed bytes, and what one record decodes into (its strings,
+	// bytes, arrays, maps and fixed values together, as estimated before
+	// the record is decoded; see budget.go). Default DefaultMaxAlloc
+	// (64 MiB); Avro writers cut blocks at 16 KiB-1 MiB, so this is far
+	// above real data.
 	MaxAlloc int64
 	// MaxRecords bounds the record count of one block when records of the
 	// schema can encode to zero bytes (so the count cannot be checked against
@@ -35,6 +45,12 @@ type Limits struct {
 	// peak, so this is what keeps a hostile header's cost proportional to
 	// MaxAlloc. Default MaxAlloc/64 (1 MiB by default), at least 64 KiB.
 	MaxSchemaSize int64
+	// MaxDepth bounds how deeply a datum nests records, arrays and maps
+	// (the top record is level 1; unions add no level): decoding recurses
+	// once per level. It matters for recursive schemas, whose data nests
+	// as deep as it says, and for schemas nested deeper than it, which are
+	// refused. Default DefaultMaxDepth (1000), at most MaxMaxDepth.
+	MaxDepth int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -53,5 +69,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxSchemaSize <= 0 {
 		l.MaxSchemaSize = max(l.MaxAlloc/64, minMaxSchemaSize)
 	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	l.MaxDepth = min(l.MaxDepth, MaxMaxDepth)
 	return l
 }

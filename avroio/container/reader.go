@@ -76,6 +76,11 @@ type Reader[T any] struct {
 	ar     *avro.Reader
 	lim    Limits
 	valid  bool // validate every block before decoding
+	micros bool // check that time-micros values fit a time.Duration
+	never  bool // Options.Validate is ValidateNever: no walks at all
+	// prof and rootSlot estimate what records decode into (budget.go).
+	prof     profile
+	rootSlot int64
 
 	blk  *Block
 	idx  int64 // records returned from blk
@@ -212,14 +217,71 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed 
 		lim:    lim,
 		ar:     avro.NewReader(nil, 0, avro.WithReaderConfig(api)),
 		goType: goType,
+		prof:   profileGeneric,
+		never:  opts.Validate == ValidateNever,
 	}
-	r.dec = api.DecoderOf(decode, reflect2.Type2(reflect.PointerTo(goType)))
+	if typed && !hasInterface(goType) {
+		r.prof, r.rootSlot = profileTyped, int64(goType.Size())
+		if goType.Kind() == reflect.Pointer {
+			r.rootSlot += int64(goType.Elem().Size())
+		}
+	}
+	if !info.recursive && info.depth > lim.MaxDepth {
+		return nil, headerErr(name, h.Size, ErrLimit, nil, "writer schema nests records, arrays and maps %d levels deep, over the limit of %d (Limits.MaxDepth; avroio.MaxDepth)", info.depth, lim.MaxDepth)
+	}
+	if least := satAdd(r.rootSlot, info.bound[r.prof].lo); least > lim.MaxAlloc {
+		return nil, headerErr(name, h.Size, ErrLimit, nil, "every record of the writer schema decodes into at least %d bytes (its fixed values and fields), over the %d-byte limit (Limits.MaxAlloc)", least, lim.MaxAlloc)
+	}
+	var skips bool
+	if typed {
+		// hamba/avro compiles its decoder once per process and schema
+		// (the writer schemas are cached by text), at a cost that grows
+		// with the square of a record's fields or a union's branches.
+		if err := checkCompileCost(decode, "schema", lim.MaxAlloc); err != nil {
+			return nil, headerErr(name, h.Size, ErrLimit, nil, "%v", err)
+		}
+		r.dec = api.DecoderOf(decode, reflect2.Type2(reflect.PointerTo(goType)))
+		var convertsMicros bool
+		skips, convertsMicros = inspectDecoder(r.dec)
+		// hamba/avro reads a time-micros into a time.Duration by
+		// multiplying it by 1000, which wraps past ±2^63 ns.
+		r.micros = info.hasMicros && convertsMicros && opts.Validate != ValidateNever
+	}
 	if opts.DecodeAhead {
 		r.ahead = newAhead[T]()
 	}
 	r.valid = opts.Validate == ValidateAlways ||
-		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skipsCollections(r.dec))
+		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skips)
 	return r, nil
+}
+
+// hasInterface reports whether values of t hold interfaces anywhere (a
+// map[string]any, an any), which hamba/avro fills with generic values.
+func hasInterface(t reflect.Type) bool {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type) bool
+	walk = func(t reflect.Type) bool {
+		if seen[t] {
+			return false
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Interface:
+			return true
+		case reflect.Slice, reflect.Array, reflect.Pointer:
+			return walk(t.Elem())
+		case reflect.Map:
+			return walk(t.Key()) || walk(t.Elem())
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				if walk(t.Field(i).Type) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(t)
 }
 
 const hambaPkg = "github.com/hamba/avro/v2"
@@ -231,44 +293,50 @@ const hambaPkg = "github.com/hamba/avro/v2"
 // the data ran out, so blocks decoded through them are validated first.
 var uncheckedLoops = map[string]bool{"sliceSkipDecoder": true, "mapSkipDecoder": true, "mapDecoderUnmarshaler": true}
 
-// skipsCollections reports whether the decoder graph dec contains one of
-// uncheckedLoops, by walking hamba's decoder structs with reflection.
-func skipsCollections(dec avro.ValDecoder) bool {
+// Decoders of hamba/avro that read a time-micros into a time.Duration
+// (multiplying by 1000, which wraps): its own, and the generic decoder of
+// interfaces, which makes its decoders as it meets values.
+var microsDecoders = map[string]bool{"timeMicrosCodec": true, "efaceDecoder": true}
+
+// inspectDecoder reports whether the decoder graph dec contains one of
+// uncheckedLoops, and one of microsDecoders, by walking hamba's decoder
+// structs with reflection.
+func inspectDecoder(dec avro.ValDecoder) (skips, micros bool) {
 	seen := map[uintptr]bool{}
-	var walk func(v reflect.Value) bool
-	walk = func(v reflect.Value) bool {
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		if skips && micros {
+			return
+		}
 		switch v.Kind() {
 		case reflect.Interface:
-			return !v.IsNil() && walk(v.Elem())
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
 		case reflect.Pointer:
 			if v.IsNil() || seen[v.Pointer()] {
-				return false
+				return
 			}
 			seen[v.Pointer()] = true
-			return walk(v.Elem())
+			walk(v.Elem())
 		case reflect.Struct:
 			t := v.Type()
 			if t.PkgPath() != hambaPkg {
-				return false
+				return
 			}
-			if uncheckedLoops[t.Name()] {
-				return true
-			}
+			skips = skips || uncheckedLoops[t.Name()]
+			micros = micros || microsDecoders[t.Name()]
 			for i := 0; i < v.NumField(); i++ {
-				if walk(v.Field(i)) {
-					return true
-				}
+				walk(v.Field(i))
 			}
 		case reflect.Slice, reflect.Array:
 			for i := 0; i < v.Len(); i++ {
-				if walk(v.Index(i)) {
-					return true
-				}
+				walk(v.Index(i))
 			}
 		}
-		return false
 	}
-	return walk(reflect.ValueOf(dec))
+	walk(reflect.ValueOf(dec))
+	return skips, micros
 }
 
 const maxInt = int64(^uint(0) >> 1)
@@ -310,7 +378,7 @@ func parseWriterSchema(text string) (parsedSchema, error) {
 	}
 	// A fresh cache per file: named types of one file's schema must not
 	// leak into, or clash with, another's.
-	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	s, err := ParseSchema(text)
 	if err != nil {
 		return parsedSchema{}, fmt.Errorf("parsing: %w", err)
 	}
@@ -438,10 +506,12 @@ func (r *Reader[T]) nextBlock() error {
 	if n == 0 && size > 0 {
 		return r.recErr(ErrRecordCount, nil, "the block declares no records but holds %d bytes of data", size)
 	}
-	if r.valid {
-		v := validator{b: blk.Data, zeroBudget: r.lim.MaxRecords}
+	costing := !r.never && r.info.mayExceed(r.prof, r.rootSlot, size, r.lim.MaxAlloc)
+	if r.valid || r.micros || costing {
+		v := validator{b: blk.Data, zeroBudget: r.lim.MaxRecords, maxDepth: r.lim.MaxDepth, micros: r.micros, costing: costing, prof: r.prof}
 		p := 0
 		for ; r.idx < n; r.idx++ {
+			v.cost = r.rootSlot
 			q, err := v.datum(r.info.root, p, 0)
 			if err != nil {
 				kind := ErrCorruptData
@@ -450,8 +520,13 @@ func (r *Reader[T]) nextBlock() error {
 					kind = ErrRecordCount
 				case errors.Is(err, ErrLimit):
 					kind = ErrLimit
+				case errors.Is(err, ErrRange):
+					kind = ErrRange
 				}
 				return r.recErr(kind, err, "record starting at data byte %d of %d", p, size)
+			}
+			if v.cost > r.lim.MaxAlloc {
+				return r.recErr(ErrLimit, nil, "the record at data bytes %d-%d decodes into about %d bytes (estimated from its strings, bytes, arrays, maps and fixed values), over the %d-byte limit (Limits.MaxAlloc; avroio.MaxAlloc)", p, q, v.cost, r.lim.MaxAlloc)
 			}
 			p = q
 		}
@@ -479,6 +554,10 @@ func (r *Reader[T]) decode(rec unsafe.Pointer) (err error) {
 		switch {
 		case errors.Is(e, io.EOF), errors.Is(e, io.ErrUnexpectedEOF):
 			return r.recErr(ErrRecordCount, e, "the block's data ends inside record %d of the %d it declares", r.idx, r.blk.Records)
+		case errors.Is(e, ErrRange):
+			return r.recErr(ErrRange, e, "decoding into %v", r.goType)
+		case errors.Is(e, ErrLimit):
+			return r.recErr(ErrLimit, e, "decoding")
 		case strings.Contains(msg, "MaxByteSliceSize"), strings.Contains(msg, "MaxSliceAllocSize"):
 			return r.recErr(ErrLimit, e, "a length in the record exceeds the %d-byte limit", r.lim.MaxAlloc)
 		case strings.Contains(strings.ToLower(msg), "is unsupported for avro"):

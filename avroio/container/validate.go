@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/hamba/avro/v2"
 )
@@ -17,19 +18,25 @@ import (
 //     of such fields) can claim any number of items in a few bytes, and the
 //     decoder allocates them all;
 //   - a recursive schema nests as deep as the data says, and decoding
-//     recurses once per level.
+//     recurses once per level (Limits.MaxDepth);
+//   - a block whose records could decode into more than Limits.MaxAlloc
+//     (see budget.go): the walk adds up what each record will take;
+//   - a time-micros that the Go type reads into a time.Duration, which
+//     holds ±2^63 ns: a larger value would wrap (ErrRange).
 //
 // It also checks that the records a block declares use exactly its bytes.
-
-// maxDepth bounds datum nesting for recursive schemas.
-const maxDepth = 1000
 
 type vnode struct {
 	typ    avro.Type
 	size   int      // fixed size; enum symbol count
 	sub    *vnode   // array items; map values
 	subs   []*vnode // record fields; union branches
+	names  []string // record field names, for the paths in errors
 	min    int64    // minimum encoded size in bytes
+	micros bool     // a long of logical type time-micros
+	// cost is what decoding a datum of the node allocates, by profile
+	// (budget.go).
+	cost   [numProfiles]nodeCost
 	inProg bool
 }
 
@@ -38,6 +45,14 @@ type schemaInfo struct {
 	recursive      bool
 	zeroWidthItems bool
 	maxFixed       int
+	hasMicros      bool // some long is a time-micros
+	// depth is the deepest nesting of records, arrays and maps a datum of
+	// a non-recursive schema has (the top record is 1).
+	depth int
+	// bound is, by profile, the affine bound of a record's decoded size
+	// (budget.go).
+	bound [numProfiles]costBound
+	nodes int // vnodes compiled
 }
 
 // analyze compiles the writer schema for the validator and reports the
@@ -65,6 +80,9 @@ func analyze(s avro.Schema) (*schemaInfo, error) {
 			case avro.Null:
 			case avro.Boolean, avro.Int, avro.Long, avro.String, avro.Bytes:
 				n.min = 1
+				if l := t.Logical(); l != nil && l.Type() == avro.TimeMicros && t.Type() == avro.Long {
+					n.micros, info.hasMicros = true, true
+				}
 			case avro.Float:
 				n.min = 4
 			case avro.Double:
@@ -119,6 +137,7 @@ func analyze(s avro.Schema) (*schemaInfo, error) {
 					return nil, err
 				}
 				n.subs = append(n.subs, c)
+				n.names = append(n.names, f.Name())
 			}
 			n.inProg = false
 		default:
@@ -131,6 +150,7 @@ func analyze(s avro.Schema) (*schemaInfo, error) {
 		return nil, err
 	}
 	info.root = root
+	info.nodes = len(memo)
 	// Minimum sizes need the whole graph: iterate to a fixed point from the
 	// leaves' values (records and unions start at their lower bounds and only
 	// grow, so this terminates; recursive references are bounded by the
@@ -184,15 +204,102 @@ func analyze(s avro.Schema) (*schemaInfo, error) {
 			info.zeroWidthItems = true
 		}
 	}
+	info.nodes = len(all)
+	if !info.recursive {
+		info.depth = staticDepth(root)
+	}
+	setCosts(info, all)
 	return info, nil
+}
+
+// staticDepth is the deepest nesting of records, arrays and maps in the
+// non-recursive schema of n.
+func staticDepth(n *vnode) int {
+	memo := map[*vnode]int{}
+	var depth func(n *vnode) int
+	depth = func(n *vnode) int {
+		if d, ok := memo[n]; ok {
+			return d
+		}
+		d := 0
+		if n.sub != nil {
+			d = depth(n.sub)
+		}
+		for _, c := range n.subs {
+			d = max(d, depth(c))
+		}
+		switch n.typ {
+		case avro.Record, avro.Error, avro.Array, avro.Map:
+			d++
+		}
+		memo[n] = d
+		return d
+	}
+	return depth(n)
 }
 
 // errShort marks a datum that runs past the end of the block's data.
 var errShort = errors.New("data ends inside the datum")
 
+// maxMicros is the largest time-micros a time.Duration holds.
+const maxMicros = math.MaxInt64 / 1000
+
+// FieldError is a problem with one value of a datum: Path names the value
+// by the fields from the top record (fields joined by dots, "[]" for an
+// array's items, "{}" for a map's values), as in "stops[].at".
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return fieldName(e.Path) + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// InField places err one level further out when it holds a FieldError:
+// the problem lies inside the value of field name (or "[]", an array's
+// items; "{}", a map's values). A decoder calls it as an error rises
+// through the levels of a datum. Other errors are returned as they are.
+func InField(name string, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		if fe.Path != "" && fe.Path[0] != '[' && fe.Path[0] != '{' {
+			name += "."
+		}
+		fe.Path = name + fe.Path
+	}
+	return err
+}
+
+// MicrosDuration is the time.Duration of the time-micros x, or a
+// FieldError of ErrRange when a Duration cannot hold it.
+func MicrosDuration(x int64) (time.Duration, error) {
+	if x > maxMicros || x < -maxMicros {
+		return 0, &FieldError{Err: microsRangeError(x, -1)}
+	}
+	return time.Duration(x) * time.Microsecond, nil
+}
+
+// microsRangeError is the error of a time-micros x (at data byte p, or -1)
+// that a time.Duration cannot hold.
+func microsRangeError(x int64, p int) error {
+	at := ""
+	if p >= 0 {
+		at = fmt.Sprintf(" at data byte %d", p)
+	}
+	return RangeError("time-micros %d%s is beyond what a time.Duration holds (±%d µs, about 292 years); read it into a Go int, or with a reader schema in which the field is a plain long, to get the number itself", x, at, int64(maxMicros))
+}
+
 type validator struct {
 	b          []byte
 	zeroBudget int64
+	maxDepth   int
+	micros     bool // check that time-micros values fit a time.Duration
+	// costing adds what the datums decode into, by profile prof, to cost.
+	costing bool
+	prof    profile
+	cost    int64
 }
 
 func (v *validator) long(p int) (int64, int, error) {
@@ -206,11 +313,17 @@ func (v *validator) long(p int) (int64, int, error) {
 	return x, p + n, nil
 }
 
+// errDepth is the error of a datum nested deeper than the limit.
+func errDepth(limit, p int) error {
+	return LimitError("the datum at data byte %d nests records, arrays and maps deeper than the limit of %d levels (Limits.MaxDepth; avroio.MaxDepth)", p, limit)
+}
+
 // datum checks the datum of node n at data position p and returns the
-// position after it.
+// position after it. depth is the number of records, arrays and maps
+// around it.
 func (v *validator) datum(n *vnode, p, depth int) (int, error) {
-	if depth > maxDepth {
-		return p, fmt.Errorf("datum nests deeper than %d levels", maxDepth)
+	if v.costing {
+		v.cost += n.cost[v.prof].fixed
 	}
 	switch n.typ {
 	case avro.Null:
@@ -228,6 +341,9 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 		if err == nil && n.typ == avro.Int && (x < math.MinInt32 || x > math.MaxInt32) {
 			err = fmt.Errorf("int at data byte %d overflows 32 bits", p)
 		}
+		if err == nil && n.micros && v.micros && (x > maxMicros || x < -maxMicros) {
+			err = &FieldError{Err: microsRangeError(x, p)}
+		}
 		return q, err
 	case avro.Float, avro.Double:
 		if int64(len(v.b)-p) < n.min {
@@ -244,6 +360,9 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 		}
 		if l > int64(len(v.b)-q) {
 			return p, fmt.Errorf("%w: length %d at data byte %d, %d bytes left", errShort, l, p, len(v.b)-q)
+		}
+		if v.costing {
+			v.cost += l * n.cost[v.prof].perByte
 		}
 		return q + int(l), nil
 	case avro.Fixed:
@@ -265,16 +384,25 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 		if x < 0 || x >= int64(len(n.subs)) {
 			return p, fmt.Errorf("union index %d at data byte %d, %d branches", x, p, len(n.subs))
 		}
-		return v.datum(n.subs[x], q, depth+1)
+		if v.costing && n.subs[x].typ != avro.Null {
+			v.cost += n.cost[v.prof].perItem
+		}
+		return v.datum(n.subs[x], q, depth)
 	case avro.Record, avro.Error:
+		if depth++; depth > v.maxDepth {
+			return p, errDepth(v.maxDepth, p)
+		}
 		var err error
-		for _, f := range n.subs {
-			if p, err = v.datum(f, p, depth+1); err != nil {
-				return p, err
+		for i, f := range n.subs {
+			if p, err = v.datum(f, p, depth); err != nil {
+				return p, InField(n.names[i], err)
 			}
 		}
 		return p, nil
 	case avro.Array, avro.Map:
+		if depth++; depth > v.maxDepth {
+			return p, errDepth(v.maxDepth, p)
+		}
 		for {
 			at := p
 			count, q, err := v.long(p)
@@ -310,6 +438,11 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 			} else if count > int64(len(v.b)-p)/per {
 				return at, fmt.Errorf("%w: %d items of at least %d bytes at data byte %d, %d bytes left", errShort, count, per, at, len(v.b)-p)
 			}
+			if v.costing {
+				// What the items take where they are held (a slice's
+				// elements, a map's entries), before their own values.
+				v.cost += count * n.cost[v.prof].perItem
+			}
 			for i := int64(0); i < count; i++ {
 				if n.typ == avro.Map {
 					l, q, err := v.long(p)
@@ -320,9 +453,16 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 						return p, fmt.Errorf("%w: map key length %d at data byte %d", errShort, l, p)
 					}
 					p = q + int(l)
+					if v.costing {
+						v.cost += l
+					}
 				}
-				if p, err = v.datum(n.sub, p, depth+1); err != nil {
-					return p, err
+				if p, err = v.datum(n.sub, p, depth); err != nil {
+					what := "[]"
+					if n.typ == avro.Map {
+						what = "{}"
+					}
+					return p, InField(what, err)
 				}
 			}
 		}

@@ -52,6 +52,16 @@ type WriterOptions struct {
 	// Readers bound one block's size (see Limits.MaxAlloc, 64 MiB by
 	// default), so keep blocks far below that.
 	SyncInterval int
+	// MaxBlockSize bounds a block the Writer makes: its serialized records,
+	// and their compressed form. 0 means DefaultMaxAlloc, the largest block
+	// a Reader with default Limits reads, so that what a Writer with
+	// default options writes, a Reader with default options reads. A record
+	// that would take the current block past it ends the block first; a
+	// record that alone serializes to more is refused (Append and
+	// AppendEncoded return an error naming it and its size, and the Writer
+	// stays usable); a SyncInterval above it is refused. Raise it together
+	// with the readers' Limits.MaxAlloc.
+	MaxBlockSize int64
 	// Metadata is user metadata for the header. Keys starting with "avro."
 	// are reserved for the format and refused.
 	Metadata map[string][]byte
@@ -144,6 +154,7 @@ type Writer struct {
 	comp     compressor
 	sync     [SyncSize]byte
 	interval int
+	maxBlock int64
 
 	enc   *avro.Writer // serialized records of the current block
 	count int64        // records in the current block
@@ -161,7 +172,7 @@ type Writer struct {
 func NewWriter(w io.Writer, schema string, opts WriterOptions) (*Writer, error) {
 	// A fresh cache, as for reading: named types of one schema must not
 	// clash with those of another in the same process.
-	s, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	s, err := ParseSchema(schema)
 	if err != nil {
 		return nil, fmt.Errorf("avro container: parsing the writer schema: %w", err)
 	}
@@ -179,6 +190,16 @@ func NewWriter(w io.Writer, schema string, opts WriterOptions) (*Writer, error) 
 	}
 	if interval < MinSyncInterval || interval > MaxSyncInterval {
 		return nil, fmt.Errorf("avro container: sync interval %d is outside [%d, %d]", interval, MinSyncInterval, MaxSyncInterval)
+	}
+	maxBlock := opts.MaxBlockSize
+	if maxBlock == 0 {
+		maxBlock = DefaultMaxAlloc
+	}
+	if maxBlock < 0 {
+		return nil, fmt.Errorf("avro container: a negative MaxBlockSize %d", maxBlock)
+	}
+	if int64(interval) > maxBlock {
+		return nil, fmt.Errorf("avro container: sync interval %d is above MaxBlockSize %d: readers would refuse its blocks", interval, maxBlock)
 	}
 	for k := range opts.Metadata {
 		if strings.HasPrefix(k, "avro.") {
@@ -204,6 +225,7 @@ func NewWriter(w io.Writer, schema string, opts WriterOptions) (*Writer, error) 
 		comp:     comp,
 		sync:     opts.Sync,
 		interval: interval,
+		maxBlock: maxBlock,
 		enc:      avro.NewWriter(nil, min(interval+interval/4, 1<<20), avro.WithWriterConfig(api)),
 	}
 	if cw.sync == [SyncSize]byte{} {
@@ -304,12 +326,18 @@ func (w *Writer) Append(v any) error {
 	if err := w.enc.Error; err != nil {
 		// Drop the part of the record written before the failure.
 		w.enc.Error = nil
-		kept := w.enc.Buffer()[:prev]
-		w.enc.Reset(nil)
-		w.enc.Write(kept) // the same bytes, in place
+		w.truncate(prev)
 		return fmt.Errorf("avro container: encoding record %d (%T) by schema %s: %w", w.records, v, w.name, err)
 	}
-	return w.added()
+	return w.added(prev)
+}
+
+// truncate drops what the current block's buffer holds past its first n
+// bytes.
+func (w *Writer) truncate(n int) {
+	kept := w.enc.Buffer()[:n]
+	w.enc.Reset(nil)
+	w.enc.Write(kept) // the same bytes, in place
 }
 
 // AppendEncoded adds one record already serialized by the writer schema
@@ -320,11 +348,28 @@ func (w *Writer) AppendEncoded(datum []byte) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	prev := w.enc.Buffered()
 	w.enc.Write(datum)
-	return w.added()
+	return w.added(prev)
 }
 
-func (w *Writer) added() error {
+// added counts the record the current block's buffer holds from byte prev
+// on, after ending the block before it if the record would take the block
+// past the largest a reader reads.
+func (w *Writer) added(prev int) error {
+	if int64(w.enc.Buffered()) > w.maxBlock {
+		size := w.enc.Buffered() - prev
+		if int64(size) > w.maxBlock {
+			w.truncate(prev)
+			return fmt.Errorf("avro container: record %d serializes to %d bytes, more than a block may hold (MaxBlockSize %d; readers refuse blocks above their Limits.MaxAlloc, %d by default)", w.records, size, w.maxBlock, int64(DefaultMaxAlloc))
+		}
+		rec := append([]byte(nil), w.enc.Buffer()[prev:]...)
+		w.truncate(prev)
+		if err := w.writeBlock(); err != nil {
+			return err
+		}
+		w.enc.Write(rec)
+	}
 	w.count++
 	w.records++
 	if w.enc.Buffered() >= w.interval {
@@ -345,6 +390,10 @@ func (w *Writer) writeBlock() error {
 	}
 	if w.codec != "null" {
 		w.cbuf = data // keep the storage for the next block
+	}
+	if int64(len(data)) > w.maxBlock {
+		w.err = fmt.Errorf("avro container: block %d (%d records) compresses with %s to %d bytes, more than MaxBlockSize %d: readers would refuse it", w.blocks, w.count, w.codec, len(data), w.maxBlock)
+		return w.err
 	}
 	f := appendVarlong(w.frame[:0], w.count)
 	f = appendVarlong(f, int64(len(data)))

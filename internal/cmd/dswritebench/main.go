@@ -13,7 +13,9 @@
 //   - BenchmarkDatastoreWrite/putmulti_500: the same entities written by one
 //     goroutine with client.PutMulti of 500, one call after another.
 //
-// Each round checks the count written with a keys-only count. Output is Go
+// The two alternate which goes first. Each round checks the count written
+// with a keys-only count, and prints the Write's metrics (commits,
+// retries, throttling) to stderr; -cpuprofile profiles the whole run. Output is Go
 // benchmark lines (ns/op and entities/s), "note:" lines and a "goal:" line
 // that internal/cmd/benchreport turns into docs/BENCHMARKS.md.
 package main
@@ -24,10 +26,14 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime/pprof"
+	"sort"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
@@ -36,8 +42,9 @@ import (
 )
 
 var (
-	n     = flag.Int("n", 5000, "entities written by each measurement")
-	count = flag.Int("count", 3, "rounds")
+	n          = flag.Int("n", 5000, "entities written by each measurement")
+	count      = flag.Int("count", 3, "rounds")
+	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (the writes and the loops; the emulator is another process) to this file")
 )
 
 // entity is the benchmark's entity: a key, two indexed and three unindexed
@@ -80,6 +87,21 @@ func init() {
 func main() {
 	flag.Parse()
 	beam.Init()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
+			os.Exit(1)
+		}
+		code := run()
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(code)
+	}
 	os.Exit(run())
 }
 
@@ -112,13 +134,17 @@ func run() int {
 	}
 	failed := 0
 	for round := 1; round <= *count; round++ {
-		for _, m := range []struct {
+		ms := []struct {
 			name string
 			f    func(ns string) (time.Duration, error)
 		}{
 			{"sdfio", func(ns string) (time.Duration, error) { return pipelineWrite(ctx, e.Project(), ns, *n) }},
 			{"putmulti_500", func(ns string) (time.Duration, error) { return putLoop(ctx, c, ns, *n) }},
-		} {
+		}
+		if round%2 == 0 { // alternate which goes first: the emulator's store grows
+			ms[0], ms[1] = ms[1], ms[0]
+		}
+		for _, m := range ms {
 			ns := fmt.Sprintf("bench-%s-%d-%d", m.name, round, time.Now().UnixNano())
 			d, err := m.f(ns)
 			if err == nil {
@@ -146,8 +172,33 @@ func pipelineWrite(ctx context.Context, project, ns string, n int) (time.Duratio
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.DisableRampupThrottling())
 	start := time.Now()
-	_, err := beam.Run(ctx, "prism", p)
-	return time.Since(start), err
+	res, err := beam.Run(ctx, "prism", p)
+	d := time.Since(start)
+	if err == nil && n > 0 && res != nil {
+		fmt.Fprintf(os.Stderr, "dswritebench: %s: metrics %s\n", ns, writeMetrics(res))
+	}
+	return d, err
+}
+
+// writeMetrics lists the Write's counters of a pipeline's result.
+func writeMetrics(res beam.PipelineResult) string {
+	cs := res.Metrics().Query(func(r metrics.SingleResult) bool {
+		return r.Namespace() == datastoreio.Namespace
+	}).Counters()
+	sums := map[string]int64{}
+	var names []string
+	for _, c := range cs {
+		if _, ok := sums[c.Name()]; !ok {
+			names = append(names, c.Name())
+		}
+		sums[c.Name()] += c.Result()
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, " %s=%d", name, sums[name])
+	}
+	return b.String()
 }
 
 func putLoop(ctx context.Context, c *datastore.Client, ns string, n int) (time.Duration, error) {
