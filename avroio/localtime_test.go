@@ -154,10 +154,20 @@ func TestLocalTimestampsAnyZone(t *testing.T) {
 	}
 	avrotest.RequireTools(t)
 	dir := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestLocalTimestampsAnyZone$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TZ=America/New_York", localDirEnv+"="+dir)
+	runInNewYork(t, localDirEnv+"="+dir)
+}
+
+// runInNewYork runs the calling test again in a child process whose TZ is
+// America/New_York (Go reads TZ once, at start; setting time.Local in this
+// process would race with the timers of other tests' Prism jobs), with env
+// added to its environment to tell it what to do, and fails unless it
+// passes.
+func runInNewYork(t *testing.T, env string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TZ=America/New_York", env)
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestLocalTimestampsAnyZone") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("the test under TZ=America/New_York: %v\n%s", err, out)
 	}
 }

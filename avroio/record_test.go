@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,14 +115,8 @@ func TestGenericUnionsFromAvsc(t *testing.T) {
 	if _, err := avrotest.Avsc(t, "write", path, n); err != nil {
 		t.Fatal(err)
 	}
-	// Go reads TZ once, at start: the reading and writing back happen in a
-	// child process whose zone is New York's. (Setting time.Local in this
-	// process raced with the timers of other tests' Prism jobs.)
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestGenericUnionsFromAvsc$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TZ=America/New_York", unionsDirEnv+"="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestGenericUnionsFromAvsc") {
-		t.Fatalf("the test under TZ=America/New_York: %v\n%s", err, out)
-	}
+	// Read and written back under New York's zone, in a child process.
+	runInNewYork(t, unionsDirEnv+"="+dir)
 	res, err := avrotest.Avsc(t, "check", filepath.Join(dir, "back.avro"), n)
 	if err != nil || res != fmt.Sprintf("ok %d", n) {
 		t.Fatalf("avsc reading what we wrote back: %q, %v", res, err)
