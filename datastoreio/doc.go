@@ -133,7 +133,10 @@
 // target batch size adapts to the service as Java's writer does: it starts
 // at StartBatchMutations and follows the mean commit latency per mutation
 // of the last two minutes, aiming at TargetCommitLatency per commit,
-// within [MinBatchMutations, MaxBatchMutations].
+// within [MinBatchMutations, MaxBatchMutations]. While the first commit,
+// of StartBatchMutations, is out and no latency is known, the next batch
+// fills to MaxBatchMutations rather than sending more commits of the start
+// size.
 //
 // Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
 // RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
@@ -143,11 +146,15 @@
 // project, database, namespace, kind and key of the batch's mutations.
 //
 // A full batch is committed in the background while the next one is built
-// (entities converted and sized), one commit in flight at a time: a batch's
-// commit starts only after the previous one succeeded, so commits keep the
-// order of the elements, and an error stops the writer before anything
-// later is sent; it fails the bundle at the next element or at the end of
-// the bundle. Write's stage has an output that is never written to (into a
+// (entities converted and sized), with up to MaxCommitsInFlight (2)
+// commits in flight per DoFn instance. Commits in flight together never
+// share a key (a batch holding a key of a commit in flight waits for it),
+// so two mutations of a key are applied in the order of the elements
+// across commits as well. A failed commit stops the writer: no commit
+// starts once the error is known, the one beside it ends, and the error
+// fails the bundle at the next element or at the end of the bundle. The
+// background commits' counts reach Beam's metrics from the bundle's own
+// goroutine. Write's stage has an output that is never written to (into a
 // Flatten, which costs nothing): Prism (Beam v2.77) waits for a bundle of a
 // stage without outputs in a loop that never blocks, and the profile of
 // internal/cmd/dswritebench showed that loop taking most of the process's
@@ -169,10 +176,11 @@
 // take 3m20s, 1,000,000 about 17m50s; 3,796/s is reached at minute 30. A
 // Dataflow job without -num_workers / -max_num_workers or HintNumWorkers
 // assumes 500 workers, 1 entity a second each at first. On the emulator a
-// plain PutMulti loop of 500 writes 4,000-6,000 entities a second on a
-// shared 2-core machine, so with ramp-up a write of 5,000 takes about 10 s
-// against about 1 s: measure with DisableRampupThrottling, and use it for
-// emulators and key spaces already warm.
+// plain PutMulti loop of 500 writes about 9,000 entities a second on a
+// quiet 2-core machine, and Write with DisableRampupThrottling as many
+// (docs/BENCHMARKS.md), so with ramp-up a write of 5,000 takes about 10 s
+// against about 0.6 s: use DisableRampupThrottling for emulators, and for
+// key spaces already warm.
 //
 // Adaptive throttling, always on, as in Java's writer (its
 // AdaptiveThrottler): each writer counts, over the last two minutes, the

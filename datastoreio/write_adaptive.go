@@ -16,7 +16,11 @@ import (
 //	max(0, (requests - AdaptiveOverloadRatio*accepts) / (requests + 1))
 //
 // and then waits AdaptiveThrottleDelay before deciding again (the held-back
-// attempt counts as a request, as in Java). While the service accepts
+// attempt counts as a request, as in Java). A commit still in flight is
+// left out of requests until it is answered: with MaxCommitsInFlight
+// commits out at once, counting a sent commit before its answer would hold
+// back the second commit of a writer's first two with probability 1/2,
+// where Java's one commit at a time never meets the case. While the service accepts
 // everything the probability is 0; when it refuses commits
 // (RESOURCE_EXHAUSTED above all, but every failed attempt counts, as in
 // Java), a writer sends at most about AdaptiveOverloadRatio times as many
@@ -41,6 +45,7 @@ var (
 
 type adaptiveThrottler struct {
 	requests, accepts *movingAverage
+	inFlight          int            // commits sent and not yet answered
 	rand              func() float64 // uniform in [0, 1)
 }
 
@@ -54,17 +59,28 @@ func newAdaptiveThrottler() *adaptiveThrottler {
 
 // probability is the probability that a commit at now is held back.
 func (a *adaptiveThrottler) probability(now time.Time) float64 {
-	req, acc := a.requests.sum(now), a.accepts.sum(now)
+	req, acc := max(0, a.requests.sum(now)-float64(a.inFlight)), a.accepts.sum(now)
 	return max(0, (req-AdaptiveOverloadRatio*acc)/(req+1))
 }
 
 // throttle counts a commit the writer wants to send at now and reports
-// whether to hold it back.
+// whether to hold it back. A commit not held back is in flight until the
+// writer reports its answer with accepted or refused.
 func (a *adaptiveThrottler) throttle(now time.Time) bool {
 	p := a.probability(now)
 	a.requests.add(now, 1)
-	return p > 0 && a.rand() < p
+	if p > 0 && a.rand() < p {
+		return true
+	}
+	a.inFlight++
+	return false
 }
 
 // accepted counts a commit the service accepted, sent at now.
-func (a *adaptiveThrottler) accepted(now time.Time) { a.accepts.add(now, 1) }
+func (a *adaptiveThrottler) accepted(now time.Time) {
+	a.inFlight--
+	a.accepts.add(now, 1)
+}
+
+// refused ends a commit the service did not accept.
+func (a *adaptiveThrottler) refused() { a.inFlight-- }

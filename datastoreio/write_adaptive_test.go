@@ -48,6 +48,32 @@ func TestAdaptiveThrottlerProbability(t *testing.T) {
 	}
 }
 
+// TestAdaptiveThrottlerInFlight: commits sent and not yet answered do not
+// count as refused. Before, a writer's second commit, sent while the first
+// was in flight, was held back with probability 1/2.
+func TestAdaptiveThrottlerInFlight(t *testing.T) {
+	a := newAdaptiveThrottler()
+	a.rand = func() float64 { return 0 } // hold back whenever p > 0
+	now := t0
+	for i := range MaxCommitsInFlight {
+		if a.throttle(now) {
+			t.Fatalf("commit %d held back with %d in flight and none refused", i+1, i)
+		}
+	}
+	a.accepted(now)
+	a.accepted(now)
+	// Refused commits still count once answered.
+	for range 10 {
+		if a.throttle(now) {
+			break
+		}
+		a.refused()
+	}
+	if p := a.probability(now); p <= 0 {
+		t.Fatalf("p = %v after refused commits, want > 0", p)
+	}
+}
+
 // TestWriterThrottlesAdaptively: a service that refuses most commits with
 // RESOURCE_EXHAUSTED makes the writer hold commits back (waiting
 // AdaptiveThrottleDelay each time, on the fake clock), and every entity is

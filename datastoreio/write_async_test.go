@@ -13,40 +13,121 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// slowCommitter takes each commit's time in a real sleep and records the
-// commits in the order they started, and whether two were ever in flight.
-type slowCommitter struct {
-	mu       sync.Mutex
-	inFlight int
-	overlap  bool
-	commits  []int64 // N of each commit's first entity
-	sizes    []int
-	failAt   int // the failAt-th commit (from 1) fails with INVALID_ARGUMENT
-	delay    time.Duration
+// gatedCommitter holds each commit until the test releases it by the id
+// of its first key, and records the commits in the order they started as
+// "first id/size".
+type gatedCommitter struct {
+	mu      sync.Mutex
+	started []string
+	gates   map[int64]chan error
+	arrived chan int      // receives the number of commits started, on each start
+	stop    chan struct{} // closed at the test's end: held commits fail
 }
 
-func (c *slowCommitter) commit(_ context.Context, muts []*datastore.Mutation) error {
+func newGatedCommitter(t *testing.T) *gatedCommitter {
+	c := &gatedCommitter{gates: map[int64]chan error{}, arrived: make(chan int, 100), stop: make(chan struct{})}
+	t.Cleanup(func() { close(c.stop) })
+	return c
+}
+
+func (c *gatedCommitter) gate(id int64) chan error {
 	c.mu.Lock()
-	c.inFlight++
-	c.overlap = c.overlap || c.inFlight > 1
-	c.commits = append(c.commits, int64(len(c.commits)))
-	c.sizes = append(c.sizes, len(muts))
-	n := len(c.commits)
-	c.mu.Unlock()
-	time.Sleep(c.delay)
-	c.mu.Lock()
-	c.inFlight--
-	c.mu.Unlock()
-	if n == c.failAt {
-		return status.Error(codes.PermissionDenied, "no")
+	defer c.mu.Unlock()
+	g, ok := c.gates[id]
+	if !ok {
+		g = make(chan error, 1)
+		c.gates[id] = g
 	}
-	return nil
+	return g
 }
 
-func (c *slowCommitter) allocateIDs(context.Context, []*datastore.Key) ([]*datastore.Key, error) {
+func (c *gatedCommitter) commit(_ context.Context, muts []*datastore.Mutation) error {
+	id := mutationKeyOf(muts[0]).ID
+	c.mu.Lock()
+	c.started = append(c.started, fmt.Sprintf("%d/%d", id, len(muts)))
+	n := len(c.started)
+	c.mu.Unlock()
+	c.arrived <- n
+	select {
+	case err := <-c.gate(id):
+		return err
+	case <-c.stop:
+		return fmt.Errorf("never released")
+	}
+}
+
+// release lets the commit whose first key has id end with err.
+func (c *gatedCommitter) release(id int64, err error) { c.gate(id) <- err }
+
+// waitStarted waits until n commits started, failing after a while.
+func (c *gatedCommitter) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		c.mu.Lock()
+		got := len(c.started)
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-c.arrived:
+		case <-deadline:
+			t.Fatalf("%d commits started, want %d", got, n)
+		}
+	}
+}
+
+// startedNow returns the commits started so far.
+func (c *gatedCommitter) startedNow() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.started...)
+}
+
+func (c *gatedCommitter) allocateIDs(context.Context, []*datastore.Key) ([]*datastore.Key, error) {
 	return nil, fmt.Errorf("not used")
 }
-func (c *slowCommitter) close() error { return nil }
+func (c *gatedCommitter) close() error { return nil }
+
+// addIDs adds entities of kind U with ids from..to to w, in a goroutine;
+// the channel receives add's (or, at the end, flush's) error.
+func addIDs(w *writer, ids []int64, flush bool) chan error {
+	errc := make(chan error, 1)
+	go func() {
+		ctx := context.Background()
+		for _, id := range ids {
+			e := &unitEnt{K: datastore.IDKey("U", id, nil), N: id}
+			if err := w.add(ctx, e.K, e, "unitEnt"); err != nil {
+				errc <- err
+				return
+			}
+		}
+		if flush {
+			errc <- w.flush(ctx)
+			return
+		}
+		errc <- nil
+	}()
+	return errc
+}
+
+func idRange(from, to int64) []int64 {
+	var ids []int64
+	for i := from; i <= to; i++ {
+		ids = append(ids, i)
+	}
+	return ids
+}
+
+// stillStarted checks, after a pause, that exactly n commits started.
+func stillStarted(t *testing.T, c *gatedCommitter, n int, why string) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	if got := c.startedNow(); len(got) != n {
+		t.Fatalf("%s: commits started %v, want %d", why, got, n)
+	}
+}
 
 func asyncWriter(t *testing.T, c committer) *writer {
 	t.Helper()
@@ -60,64 +141,131 @@ func asyncWriter(t *testing.T, c committer) *writer {
 	return w
 }
 
-// TestWriterCommitsInBackground: with async, add returns while a full
-// batch commits, one commit at a time, in order; flush waits for all.
+// TestWriterCommitsInBackground: with async, add returns while full
+// batches commit; two commits of distinct keys are in flight at once, a
+// third waits for room, and flush waits for all.
 func TestWriterCommitsInBackground(t *testing.T) {
-	c := &slowCommitter{delay: 50 * time.Millisecond}
+	c := newGatedCommitter(t)
 	w := asyncWriter(t, c)
 	w.sizes.record(w.now(), time.Millisecond, 500) // target 500
-	ctx := context.Background()
-	start := time.Now()
-	for i := 1; i <= 1200; i++ {
-		e := &unitEnt{K: datastore.IDKey("U", int64(i), nil), N: int64(i)}
-		if err := w.add(ctx, e.K, e, "unitEnt"); err != nil {
-			t.Fatal(err)
-		}
-		if i == 500 {
-			if w.inflight == nil {
-				t.Fatal("the full batch is not committing in the background")
-			}
-			if d := time.Since(start); d >= c.delay {
-				t.Logf("add of the 500th took %v", d) // informational: a slow machine
-			}
-		}
-	}
-	if err := w.flush(ctx); err != nil {
+	errc := addIDs(w, idRange(1, 1700), true)
+	c.waitStarted(t, 2) // ids 1-500 and 501-1000, both in flight
+	stillStarted(t, c, 2, "a third commit started while two were in flight")
+	c.release(1, nil)
+	c.waitStarted(t, 3) // 1001-1500 starts once the first ended
+	stillStarted(t, c, 3, "a fourth commit started while two were in flight")
+	c.release(501, nil)
+	c.waitStarted(t, 4) // the flush's 200, beside 1001-1500
+	c.release(1001, nil)
+	c.release(1501, nil)
+	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if w.inflight != nil || w.b.len() != 0 {
+	if len(w.inflight) != 0 || w.b.len() != 0 {
 		t.Fatal("flush left a commit in flight or a batch")
 	}
-	if c.overlap {
-		t.Fatal("two commits were in flight at once")
+	if got := fmt.Sprint(c.startedNow()); got != "[1/500 501/500 1001/500 1501/200]" {
+		t.Fatalf("commits %s, want [1/500 501/500 1001/500 1501/200]", got)
 	}
-	if got := fmt.Sprint(c.sizes); got != "[500 500 200]" {
-		t.Fatalf("commits %s, want [500 500 200]", got)
+}
+
+// TestWriterSharedKeyWaits: a batch holding a key of a commit in flight is
+// not committed until that commit ended, so two mutations of a key are
+// applied in order.
+func TestWriterSharedKeyWaits(t *testing.T) {
+	c := newGatedCommitter(t)
+	w := asyncWriter(t, c)
+	w.sizes.record(w.now(), time.Millisecond, 500)
+	ids := append(idRange(1, 500), 7) // the second batch holds id 7 again
+	ids = append(ids, idRange(501, 999)...)
+	errc := addIDs(w, ids, true)
+	c.waitStarted(t, 1)
+	stillStarted(t, c, 1, "a batch sharing key U,7 with the commit in flight started")
+	c.release(1, nil)
+	c.waitStarted(t, 2)
+	c.release(7, nil)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.startedNow()); got != "[1/500 7/500]" {
+		t.Fatalf("commits %s, want [1/500 7/500]", got)
 	}
 }
 
 // TestWriterAsyncErrorStops: a background commit's error is returned by
-// the next add, naming that commit's keys, and nothing later is sent.
+// the next add, naming that commit's keys; the commit already in flight
+// beside it ends, and nothing later starts.
 func TestWriterAsyncErrorStops(t *testing.T) {
-	c := &slowCommitter{failAt: 1}
+	c := newGatedCommitter(t)
 	w := asyncWriter(t, c)
 	w.sizes.record(w.now(), time.Millisecond, 500)
-	ctx := context.Background()
-	var err error
-	for i := 1; i <= 2000 && err == nil; i++ {
-		e := &unitEnt{K: datastore.IDKey("U", int64(i), nil), N: int64(i)}
-		err = w.add(ctx, e.K, e, "unitEnt")
-	}
-	if err == nil {
-		err = w.flush(ctx)
-	}
+	errc := addIDs(w, idRange(1, 2000), true)
+	c.waitStarted(t, 2)
+	c.release(1, status.Error(codes.PermissionDenied, "no"))
+	c.release(501, nil)
+	err := <-errc
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "commit of 500 upsert mutations") || !strings.Contains(err.Error(), "key U,1,") {
 		t.Fatalf("got %v", err)
 	}
-	if len(c.sizes) != 1 {
-		t.Fatalf("%d commits after the failed one, want none", len(c.sizes)-1)
+	if got := c.startedNow(); len(got) != 2 {
+		t.Fatalf("commits started %v, want the failed one and the one beside it", got)
 	}
-	if w.inflight != nil {
+	if len(w.inflight) != 0 {
 		t.Fatal("a commit is still in flight after the error")
+	}
+}
+
+// TestWriterLaterErrorWaitsForEarlier: when the later of two commits in
+// flight fails, the earlier one still ends before the error is returned,
+// and the error stops the writer: the batch after the next is never sent.
+func TestWriterLaterErrorWaitsForEarlier(t *testing.T) {
+	c := newGatedCommitter(t)
+	w := asyncWriter(t, c)
+	w.sizes.record(w.now(), time.Millisecond, 500)
+	errc := addIDs(w, idRange(1, 2000), true)
+	c.waitStarted(t, 2)
+	c.release(501, status.Error(codes.PermissionDenied, "no"))
+	select {
+	case err := <-errc:
+		t.Fatalf("returned %v while the first commit was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// 1001-1500 may start if the writer looks before 501's commit has
+	// ended; 1501-2000 cannot, as 501's commit is then the oldest.
+	c.release(1001, nil)
+	c.release(1, nil)
+	err := <-errc
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "key U,501,") {
+		t.Fatalf("got %v", err)
+	}
+	for _, st := range c.startedNow() {
+		if strings.HasPrefix(st, "1501/") {
+			t.Fatalf("commits started %v: 1501-2000 was sent after 501-1000 failed", c.startedNow())
+		}
+	}
+}
+
+// TestWriterProbesOnceThenFills: before any commit latency is known the
+// first commit is of StartBatchMutations; the batch built while it is in
+// flight grows to MaxBatchMutations instead of sending more commits of the
+// start size.
+func TestWriterProbesOnceThenFills(t *testing.T) {
+	c := newGatedCommitter(t)
+	w := asyncWriter(t, c) // no latency recorded
+	errc := addIDs(w, idRange(1, 800), true)
+	c.waitStarted(t, 1)
+	c.waitStarted(t, 2)
+	if got, want := fmt.Sprint(c.startedNow()), fmt.Sprintf("[1/%d %d/%d]", StartBatchMutations, StartBatchMutations+1, MaxBatchMutations); got != want {
+		t.Fatalf("commits %s, want %s", got, want)
+	}
+	c.release(1, nil)
+	c.release(StartBatchMutations+1, nil)
+	c.waitStarted(t, 3)
+	c.release(StartBatchMutations+MaxBatchMutations+1, nil)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.startedNow()), fmt.Sprintf("[1/%d %d/%d %d/%d]", StartBatchMutations, StartBatchMutations+1, MaxBatchMutations, StartBatchMutations+MaxBatchMutations+1, 800-StartBatchMutations-MaxBatchMutations); got != want {
+		t.Fatalf("commits %s, want %s", got, want)
 	}
 }

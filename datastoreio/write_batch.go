@@ -117,13 +117,20 @@ func (b *batchSizer) record(now time.Time, latency time.Duration, n int) {
 
 // next returns the target size of the next batch.
 func (b *batchSizer) next(now time.Time) int {
+	n, _ := b.nextKnown(now)
+	return n
+}
+
+// nextKnown returns the target size of the next batch, and whether it comes
+// from commit latencies (false: StartBatchMutations, none known yet).
+func (b *batchSizer) nextKnown(now time.Time) (int, bool) {
 	perMutationMs, ok := b.avg.mean(now)
 	if !ok {
-		return StartBatchMutations
+		return StartBatchMutations, false
 	}
 	perMutationMs = max(perMutationMs, 1)
 	n := int(float64(TargetCommitLatency/time.Millisecond) / perMutationMs)
-	return min(max(n, MinBatchMutations), MaxBatchMutations)
+	return min(max(n, MinBatchMutations), MaxBatchMutations), true
 }
 
 // batch is the set of mutations waiting for the next commit. It knows

@@ -63,11 +63,11 @@ func (w *writer) commitPart(ctx context.Context, muts []*datastore.Mutation) err
 	if err := w.c.commit(ctx, muts); err != nil {
 		return err
 	}
-	commitsCounter.Inc(ctx, 1)
+	w.tally(&commitsCounter, 1)
 	if w.cfg.delete {
-		entitiesDeleted.Inc(ctx, int64(len(muts)))
+		w.tally(&entitiesDeleted, int64(len(muts)))
 	} else {
-		entitiesWritten.Inc(ctx, int64(len(muts)))
+		w.tally(&entitiesWritten, int64(len(muts)))
 	}
 	return nil
 }

@@ -111,6 +111,13 @@ func TestWriterBatchRefusal(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "alone") || !strings.Contains(err.Error(), "commit of 300 upsert mutations") || !strings.Contains(err.Error(), "request too large") {
 		t.Fatalf("batch refusal reported as %v", err)
 	}
+	// The writer looked for a mutation refused alone before blaming the
+	// batch: 300 refused, its halves of 150 refused, the first half's
+	// halves of 75 both accepted. (Before, the batch's error came at once,
+	// naming its first keys, with nothing committed.)
+	if got := fmt.Sprint(batchSizes(f.commits)); got != "[75 75]" || f.attempts != 4 {
+		t.Fatalf("accepted parts %s in %d attempts, want [75 75] in 4 (300, 150, 75, 75)", got, f.attempts)
+	}
 }
 
 // TestDeterministicErrorsNotRetried: a message over gRPC's size limit
