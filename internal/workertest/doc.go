@@ -1,7 +1,7 @@
 // Package workertest runs Beam Go pipelines in tests the way Dataflow and Flink
 // run them: the pipeline is submitted to a Prism job server through Beam's
 // portable job API, and every SDK worker is a separate operating-system process
-// started from the staged worker binary, which is the test binary itself.
+// that runs the test binary itself.
 //
 // The default way of running tests, ptest on Prism, uses a LOOPBACK
 // environment: the SDK harness runs as goroutines inside the test process.
@@ -43,22 +43,38 @@
 //
 // Run also starts an external worker pool: a gRPC BeamFnExternalWorkerPool
 // service on a loopback port. The pipeline is translated with an EXTERNAL
-// environment (beam:env:external:v1) whose endpoint is that pool, the test
-// binary is staged as the Go worker artifact, and the job is submitted.
-// When Prism asks the pool for a worker it does what Beam's Go container
-// boot loader (sdks/go/container/boot.go) does: it reads the provision
-// info, writes the pipeline options to a file named by PIPELINE_OPTIONS_FILE,
-// and executes the worker binary with --worker=true, --id, --control_endpoint,
-// --logging_endpoint and --semi_persist_dir. The worker binary is the test
-// binary, executed in place; with WithBinaryStaging it is staged through
-// Prism's artifact service and each worker runs the copy it retrieved, as on
-// Dataflow and Flink. The worker process's beam.Init call (made by
-// TestMain) turns it into an SDK harness before any test runs. The worker
-// connects back to Prism's control, data, state and logging services; Prism
-// stops it through StopWorker when the job ends, and Run kills whatever is still
-// alive before it returns, then ends the job server process. On Linux a
-// worker also dies with the test process; a job server does everywhere (its
-// standard input closes).
+// environment (beam:env:external:v1) whose endpoint is that pool, a Go worker
+// artifact is staged, and the job is submitted. When Prism asks the pool for
+// a worker it does what Beam's Go container boot loader
+// (sdks/go/container/boot.go) does: it reads the provision info, writes the
+// pipeline options to a file named by PIPELINE_OPTIONS_FILE, retrieves the
+// staged artifacts from Prism's artifact service, and executes the worker
+// binary with --worker=true, --id, --control_endpoint, --logging_endpoint and
+// --semi_persist_dir. The worker process's beam.Init call (made by TestMain)
+// turns it into an SDK harness before any test runs. The worker connects
+// back to Prism's control, data, state and logging services; Prism stops it
+// through StopWorker when the job ends, and Run kills whatever is still alive
+// before it returns, then ends the job server process. On Linux a worker also
+// dies with the test process; a job server does everywhere (its standard
+// input closes).
+//
+// The staged worker artifact is not the worker binary but a pointer to it: a
+// header line and the test binary's absolute path (tens of bytes), which the
+// pool retrieves before it executes that binary in place (the pool runs on the
+// same machine as the test). Prism v2.77.0 fails a job whose worker has not
+// opened its control connection one minute after Prism asked the pool for it
+// (runners/prism/internal/execute.go: a fixed time.AfterFunc that no option
+// or environment setting changes), and that minute covers everything the
+// pool does before the worker starts, plus the worker's own start. Fetching
+// the test binary (about 200 MB under -race) from Prism's artifact service
+// within it took 10 to 51 s per worker at a load of 7.5 on two cores, and the
+// job then failed with "didn't get control connection after 1m0s"; a run
+// that staged it took 80-110 s at a load of 10-12. Booting a worker from the
+// pointer took 30-130 ms at a load of 9-10, so it no longer races that
+// minute. The worker still runs in a process of its own, from the same bytes
+// a copy would have, with nothing of the test process but its environment
+// and the pipeline options; what a fetched copy added was a test of Beam's
+// artifact transfer, not of the pipeline's code.
 //
 // # What a test package must do
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -31,11 +32,9 @@ const maxOutput = 256 << 10
 type pool struct {
 	fnpb.UnimplementedBeamFnExternalWorkerPoolServer
 
-	lis         net.Listener
-	srv         *grpc.Server
-	dir         string // scratch directory; one subdirectory per worker
-	exe         string // the test binary
-	materialize bool   // run the staged copy of the binary instead of exe
+	lis net.Listener
+	srv *grpc.Server
+	dir string // scratch directory; one subdirectory per worker
 
 	root   context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -68,7 +67,7 @@ type workerProc struct {
 	bootTime time.Duration
 }
 
-func startPool(exe string, materialize bool) (*pool, error) {
+func startPool() (*pool, error) {
 	dir, err := os.MkdirTemp("", "workertest-")
 	if err != nil {
 		return nil, fmt.Errorf("workertest: creating scratch directory: %w", err)
@@ -80,15 +79,13 @@ func startPool(exe string, materialize bool) (*pool, error) {
 	}
 	root, cancel := context.WithCancel(context.Background())
 	p := &pool{
-		lis:         lis,
-		srv:         grpc.NewServer(),
-		dir:         dir,
-		exe:         exe,
-		materialize: materialize,
-		root:        root,
-		cancel:      cancel,
-		workers:     map[string]*workerProc{},
-		failed:      make(chan struct{}),
+		lis:     lis,
+		srv:     grpc.NewServer(),
+		dir:     dir,
+		root:    root,
+		cancel:  cancel,
+		workers: map[string]*workerProc{},
+		failed:  make(chan struct{}),
 	}
 	fnpb.RegisterBeamFnExternalWorkerPoolServer(p.srv, p)
 	go p.srv.Serve(lis)
@@ -180,11 +177,9 @@ func (p *pool) boot(w *workerProc, req *fnpb.StartWorkerRequest) error {
 		return err
 	}
 
-	prog := p.exe
-	if p.materialize {
-		if prog, err = retrieveWorker(ctx, info, req, w.dir); err != nil {
-			return err
-		}
+	prog, err := retrieveWorker(ctx, info, req, w.dir)
+	if err != nil {
+		return err
 	}
 
 	control := req.GetControlEndpoint().GetUrl()
@@ -258,7 +253,9 @@ func (p *pool) boot(w *workerProc, req *fnpb.StartWorkerRequest) error {
 }
 
 // retrieveWorker fetches the staged artifacts from the runner's artifact
-// service into dir and returns the path of the Go worker binary among them.
+// service into dir, as the container's boot loader does, and returns the
+// path of the worker binary that the Go worker artifact among them names
+// (see workerPointer).
 func retrieveWorker(ctx context.Context, info *fnpb.ProvisionInfo, req *fnpb.StartWorkerRequest, dir string) (string, error) {
 	endpoint := info.GetArtifactEndpoint().GetUrl()
 	if endpoint == "" {
@@ -273,11 +270,52 @@ func retrieveWorker(ctx context.Context, info *fnpb.ProvisionInfo, req *fnpb.Sta
 	if err != nil {
 		return "", err
 	}
-	prog := filepath.Join(staged, name)
-	if err := os.Chmod(prog, 0o755); err != nil {
-		return "", err
+	return readWorkerPointer(filepath.Join(staged, name))
+}
+
+// pointerHeader is the first line of the worker artifact Run stages.
+const pointerHeader = "sdfio workertest worker binary"
+
+// maxPointer bounds the size of a worker artifact the pool accepts.
+const maxPointer = 64 << 10
+
+// workerPointer is the content of the worker artifact Run stages: not the
+// worker binary (about 200 MB under -race) but the absolute path of it on
+// this machine. Prism waits one minute for a worker's control connection
+// from the moment it asks the pool for the worker, and fetching the binary
+// from its artifact service within that minute took 10 to 51 s at a load
+// of 7.5, so the pool retrieves this pointer (tens of bytes) and runs
+// the binary it names in place.
+func workerPointer(binary string) []byte {
+	return []byte(pointerHeader + "\n" + binary + "\n")
+}
+
+// readWorkerPointer reads a worker artifact written by workerPointer and
+// returns the binary it names.
+func readWorkerPointer(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", fmt.Errorf("reading the worker artifact: %w", err)
 	}
-	return prog, nil
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPointer+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the worker artifact %s: %w", file, err)
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(data) > maxPointer || len(lines) != 3 || lines[0] != pointerHeader || lines[2] != "" {
+		return "", fmt.Errorf("the worker artifact %s (%d bytes) is not a workertest pointer to a worker binary (%q, then the binary's absolute path)", file, len(data), pointerHeader)
+	}
+	binary := lines[1]
+	if !filepath.IsAbs(binary) {
+		return "", fmt.Errorf("the worker artifact %s names %q, not an absolute path", file, binary)
+	}
+	if st, err := os.Stat(binary); err != nil {
+		return "", fmt.Errorf("the worker binary %s named by the worker artifact: %w", binary, err)
+	} else if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("the worker binary %s named by the worker artifact is not a regular file (%v)", binary, st.Mode())
+	}
+	return binary, nil
 }
 
 // workerArtifact picks the Go worker binary among the staged artifacts, like

@@ -47,7 +47,6 @@ type Option func(*config)
 type config struct {
 	timeout     time.Duration
 	experiments []string
-	stage       bool
 }
 
 // WithTimeout bounds the whole run: submission, execution and worker start.
@@ -59,13 +58,6 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 func WithExperiments(exps ...string) Option {
 	return func(c *config) { c.experiments = append(c.experiments, exps...) }
 }
-
-// WithBinaryStaging stages the test binary through Prism's artifact service
-// and runs the copy each worker retrieves, as the Go container's boot loader
-// does on Dataflow and Flink. Without it a small placeholder is staged and the
-// workers execute the test binary in place, which saves about 0.7 s per run
-// (several seconds under -race) and runs the same bytes.
-func WithBinaryStaging() Option { return func(c *config) { c.stage = true } }
 
 // Result is the outcome of a successful or failed Run. It implements
 // beam.PipelineResult.
@@ -89,7 +81,7 @@ type Result struct {
 type Worker struct {
 	ID     string        // the runner's worker id
 	PID    int           // 0 if the process never started
-	Binary string        // the executable it runs
+	Binary string        // the executable it runs: the test binary
 	Boot   time.Duration // from StartWorker to the process being started
 	Output string        // the tail of its stdout and stderr
 }
@@ -194,7 +186,7 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		res.RunnerOutput = js.out.String()
 	}()
 
-	wp, err := startPool(bin, cfg.stage)
+	wp, err := startPool()
 	if err != nil {
 		return res, err
 	}
@@ -202,13 +194,11 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		wp.close()
 		res.Workers = wp.snapshot()
 	}()
-	staged := bin
-	if !cfg.stage {
-		staged = filepath.Join(wp.dir, "worker-placeholder")
-		note := "workertest: workers run " + bin + " in place\n"
-		if err := os.WriteFile(staged, []byte(note), 0o644); err != nil {
-			return res, err
-		}
+	// The worker artifact names the test binary instead of being it: see
+	// workerPointer.
+	staged := filepath.Join(wp.dir, "worker")
+	if err := os.WriteFile(staged, workerPointer(bin), 0o644); err != nil {
+		return res, err
 	}
 
 	// Translate the pipeline, as the universal runner does, but with an
