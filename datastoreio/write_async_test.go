@@ -121,6 +121,23 @@ func idRange(from, to int64) []int64 {
 	return ids
 }
 
+// gatedWriter is an async writer on a gatedCommitter, with a latency known
+// that makes batches of 500.
+func gatedWriter(t *testing.T) (*gatedCommitter, *writer) {
+	c := newGatedCommitter(t)
+	w := asyncWriter(t, c)
+	w.sizes.record(w.now(), time.Millisecond, 500)
+	return c, w
+}
+
+// wantCommits checks the commits started, as "first id/size".
+func wantCommits(t *testing.T, c *gatedCommitter, want string) {
+	t.Helper()
+	if got := fmt.Sprint(c.startedNow()); got != want {
+		t.Fatalf("commits %s, want %s", got, want)
+	}
+}
+
 // stillStarted checks, after a pause, that exactly n commits started.
 func stillStarted(t *testing.T, c *gatedCommitter, n int, why string) {
 	t.Helper()
@@ -165,18 +182,14 @@ func TestWriterCommitsInBackground(t *testing.T) {
 	if len(w.inflight) != 0 || w.b.len() != 0 {
 		t.Fatal("flush left a commit in flight or a batch")
 	}
-	if got := fmt.Sprint(c.startedNow()); got != "[1/500 501/500 1001/500 1501/200]" {
-		t.Fatalf("commits %s, want [1/500 501/500 1001/500 1501/200]", got)
-	}
+	wantCommits(t, c, "[1/500 501/500 1001/500 1501/200]")
 }
 
 // TestWriterSharedKeyWaits: a batch holding a key of a commit in flight is
 // not committed until that commit ended, so two mutations of a key are
 // applied in order.
 func TestWriterSharedKeyWaits(t *testing.T) {
-	c := newGatedCommitter(t)
-	w := asyncWriter(t, c)
-	w.sizes.record(w.now(), time.Millisecond, 500)
+	c, w := gatedWriter(t)
 	ids := append(idRange(1, 500), 7) // the second batch holds id 7 again
 	ids = append(ids, idRange(501, 999)...)
 	errc := addIDs(w, ids, true)
@@ -188,18 +201,14 @@ func TestWriterSharedKeyWaits(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(c.startedNow()); got != "[1/500 7/500]" {
-		t.Fatalf("commits %s, want [1/500 7/500]", got)
-	}
+	wantCommits(t, c, "[1/500 7/500]")
 }
 
 // TestWriterAsyncErrorStops: a background commit's error is returned by
 // the next add, naming that commit's keys; the commit already in flight
 // beside it ends, and nothing later starts.
 func TestWriterAsyncErrorStops(t *testing.T) {
-	c := newGatedCommitter(t)
-	w := asyncWriter(t, c)
-	w.sizes.record(w.now(), time.Millisecond, 500)
+	c, w := gatedWriter(t)
 	errc := addIDs(w, idRange(1, 2000), true)
 	c.waitStarted(t, 2)
 	c.release(1, status.Error(codes.PermissionDenied, "no"))
@@ -220,9 +229,7 @@ func TestWriterAsyncErrorStops(t *testing.T) {
 // flight fails, the earlier one still ends before the error is returned,
 // and the error stops the writer: the batch after the next is never sent.
 func TestWriterLaterErrorWaitsForEarlier(t *testing.T) {
-	c := newGatedCommitter(t)
-	w := asyncWriter(t, c)
-	w.sizes.record(w.now(), time.Millisecond, 500)
+	c, w := gatedWriter(t)
 	errc := addIDs(w, idRange(1, 2000), true)
 	c.waitStarted(t, 2)
 	c.release(501, status.Error(codes.PermissionDenied, "no"))
