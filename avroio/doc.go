@@ -150,8 +150,10 @@
 // a block's first record is a split point. While a range is read, the
 // runner may split off the rest of it (Beam Go's TrySplit, a fraction of
 // the remaining bytes); progress inside a block advances by the records
-// read of the block's records. SplitSubject hands this very source, over a
-// file of your own, to the split checks of package sdf/sdftest.
+// read of the block's records. FileSource is this very source over a file
+// of your own; avroio/avrotest's Subject hands it to the split checks of
+// package sdf/sdftest (a package of its own, so that avroio links no test
+// harness).
 //
 // A file is cut into initial bundles of DesiredBundleSize bytes (64 MiB by
 // default), none smaller than MinBundleSize (128,000 bytes by default, twice

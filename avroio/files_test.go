@@ -1,6 +1,6 @@
 package avroio
 
-// avroio on the file layer: the exported split subject, and the file
+// avroio on the file layer: the exported source (FileSource) under sdftest, and the file
 // defects of issue 7 (brace patterns, files changed after construction,
 // open failures that are not truncation).
 
@@ -20,14 +20,25 @@ import (
 
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
+	"github.com/sdfio/sdfio/offsetsource/sourcetest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
 )
 
+// splitSubject is avrotest.Subject, which this package's own tests cannot
+// import: sdftest over FileSource.
+func splitSubject(t *testing.T, path string, typ reflect.Type, opts ...ReadOption) (sdftest.Subject[beam.X], error) {
+	src, err := FileSource(t.Context(), path, typ, opts...)
+	if err != nil {
+		return sdftest.Subject[beam.X]{}, err
+	}
+	return sourcetest.Subject(t.Context(), src)
+}
+
 // TestSplitSubject runs sdftest on avroio's real source through the
-// exported SplitSubject: real file opening, field checks, reader schema.
+// exported FileSource: real file opening, field checks, reader schema.
 func TestSplitSubject(t *testing.T) {
 	path, _ := writeLayoutFile(t, t.TempDir(), "s.avro", "deflate", eventRecords(0, 24), []int{1, 5, 3, 7, 2, 6})
-	s, err := SplitSubject(t.Context(), path, reflect.TypeFor[event]())
+	s, err := splitSubject(t, path, reflect.TypeFor[event]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +54,7 @@ func TestSplitSubject(t *testing.T) {
 	type wrong struct {
 		Nope int64 `avro:"nope"`
 	}
-	s, err = SplitSubject(t.Context(), path, reflect.TypeFor[wrong]())
+	s, err = splitSubject(t, path, reflect.TypeFor[wrong]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +62,8 @@ func TestSplitSubject(t *testing.T) {
 		t.Errorf("reading into a struct with a field the schema lacks: %v", err)
 	}
 	// And the options are: a reader schema that does not parse.
-	if _, err := SplitSubject(t.Context(), path, RecordType, ReaderSchema(`{"type":`)); err == nil {
-		t.Error("SplitSubject with a bad reader schema: no error")
+	if _, err := splitSubject(t, path, RecordType, ReaderSchema(`{"type":`)); err == nil {
+		t.Error("FileSource with a bad reader schema: no error")
 	}
 }
 
@@ -63,7 +74,7 @@ func TestSplitSubject(t *testing.T) {
 func TestOpenFailureIsNotTruncation(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := writeLayoutFile(t, dir, "gone.avro", "null", eventRecords(0, 5), []int{5})
-	s, err := SplitSubject(t.Context(), path, reflect.TypeFor[event]())
+	s, err := splitSubject(t, path, reflect.TypeFor[event]())
 	if err != nil {
 		t.Fatal(err)
 	}

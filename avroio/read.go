@@ -10,8 +10,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
+	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
-	"github.com/sdfio/sdfio/sdf/sdftest"
 )
 
 // Namespace is the Beam metrics namespace of the reads and writes: records,
@@ -137,28 +137,31 @@ func checkReadable(t reflect.Type) error {
 	return nil
 }
 
-// SplitSubject returns an sdftest.Subject over the Avro file at path read
-// as records of type t with the options, exactly as Read reads it: the
-// file's real opening (on any filesystem, with the change check), the
-// field checks of t against the file's schema, the reader schema and
-// limits of the options. Run sdftest's split checks on it to check
-// avroio's splitting on your own files:
+// FileSource returns the source Read reads for the whole Avro file at path
+// as records of type t with the options: the file's real opening (on any
+// filesystem, with the change check), the field checks of t against the
+// file's schema, the reader schema and limits of the options. Package
+// avroio/avrotest runs sdftest's split checks on it:
 //
-//	s, err := avroio.SplitSubject(ctx, "/data/events.avro", reflect.TypeFor[Event]())
+//	s, err := avrotest.Subject(ctx, "/data/events.avro", reflect.TypeFor[Event]())
 //	...
 //	sdftest.AssertSplitAtFractionExhaustive(t, s)
 //
 // Records are the decoded values (of type t) as beam.X.
-func SplitSubject(ctx context.Context, path string, t reflect.Type, opts ...ReadOption) (sdftest.Subject[beam.X], error) {
+func FileSource(ctx context.Context, path string, t reflect.Type, opts ...ReadOption) (offsetsource.Source[beam.X], error) {
 	o, err := parseReadOptions(opts, EmptyMatchDisallow)
 	if err != nil {
-		return sdftest.Subject[beam.X]{}, fmt.Errorf("avroio.SplitSubject: %w", err)
+		return nil, fmt.Errorf("avroio.FileSource: %w", err)
 	}
 	if t == nil {
-		return sdftest.Subject[beam.X]{}, fmt.Errorf("avroio.SplitSubject: nil record type")
+		return nil, fmt.Errorf("avroio.FileSource: nil record type")
 	}
 	if err := checkReadable(t); err != nil {
-		return sdftest.Subject[beam.X]{}, fmt.Errorf("avroio.SplitSubject: %w", err)
+		return nil, fmt.Errorf("avroio.FileSource: %w", err)
 	}
-	return filesource.SplitSubject[beam.X](ctx, path, o.format(t))
+	m, err := filesource.Stat(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.FileSource: %w", err)
+	}
+	return filesource.NewSource[beam.X](m, o.format(t)), nil
 }

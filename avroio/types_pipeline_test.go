@@ -285,8 +285,8 @@ func TestDecimalsHambaLoses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is a big.Rat") || !strings.Contains(err.Error(), "field Dec") {
 			t.Errorf("%v: %v", typ, err)
 		}
-		if _, err := SplitSubject(t.Context(), "unused.avro", typ); err == nil || !strings.Contains(err.Error(), "big.Rat") {
-			t.Errorf("SplitSubject of %v: %v", typ, err)
+		if _, err := splitSubject(t, "unused.avro", typ); err == nil || !strings.Contains(err.Error(), "big.Rat") {
+			t.Errorf("FileSource of %v: %v", typ, err)
 		}
 	}
 	if err := checkReadable(reflect.TypeFor[allTypes]()); err != nil {
@@ -310,7 +310,7 @@ func TestDecimalsHambaLoses(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := SplitSubject(t.Context(), path, reflect.TypeFor[nullableRat]())
+	sub, err := splitSubject(t, path, reflect.TypeFor[nullableRat]())
 	if err != nil {
 		t.Fatal(err)
 	}

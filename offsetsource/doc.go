@@ -57,9 +57,10 @@
 // type in the beam.X records; the OutputType(t) option binds beam.X to t in
 // the read's ParDo, so the output PCollection has element type t.
 //
-// ReadRestriction is the ProcessElement loop on its own, for tests (package
-// sdf/sdftest checks a source against the split contract with it) and for
-// transforms that hold their own tracker.
+// ReadRestriction is the ProcessElement loop on its own, for tests
+// (offsetsource/sourcetest's Subject hands it to sdf/sdftest, which checks
+// a source against the split contract) and for transforms that hold their
+// own tracker.
 //
 // # Registration
 //

@@ -33,8 +33,9 @@
 // offsetsource.Source, the element of the read's splittable DoFn. Read,
 // ReadAll and ReadFiles (patterns at construction, patterns in a
 // PCollection, fileio.ReadableFiles) and WatchForNewFiles build pipelines
-// of it; SplitSubject gives an sdftest.Subject over a real file, so that
-// anyone can check a format's splitting.
+// of it; offsetsource/sourcetest's FileSubject gives an sdftest.Subject
+// over a real file, so that anyone can check a format's splitting (in a
+// package of its own, so that this one links no test harness).
 //
 // # Patterns
 //

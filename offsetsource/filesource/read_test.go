@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/offsetsource/filesource"
+	"github.com/sdfio/sdfio/offsetsource/sourcetest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
 )
 
@@ -51,13 +52,13 @@ func writeLines(t testing.TB, dir, name string, lines []string, noFinalNewline b
 
 // TestLinesSplitContract runs sdftest's exhaustive check (with its
 // concurrent stage) on the Lines format over a real file, through
-// SplitSubject: the real matching, opening and change checks.
+// sourcetest.FileSubject: the real matching, opening and change checks.
 func TestLinesSplitContract(t *testing.T) {
 	dir := t.TempDir()
 	for _, final := range []bool{false, true} {
 		lines := linesOf("l", 30)
 		path := writeLines(t, dir, fmt.Sprintf("lines-%v.txt", final), lines, final)
-		s, err := filesource.SplitSubject[string](t.Context(), path, Lines{})
+		s, err := sourcetest.FileSubject[string](t.Context(), path, Lines{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,12 +243,12 @@ func TestMatchDirectory(t *testing.T) {
 
 // readSource reads a whole source with the read's own loop.
 func readSource(t *testing.T, src filesource.Source[string, Lines]) ([]string, error) {
-	s, err := filesource.SplitSubject[string](t.Context(), src.File.Path, Lines{})
+	s, err := sourcetest.FileSubject[string](t.Context(), src.File.Path, Lines{})
 	if err != nil {
 		return nil, err
 	}
-	// Read the source as matched, not as SplitSubject's fresh stat.
-	s2, err := offsetsourceSubject(t, src)
+	// Read the source as matched, not as FileSubject's fresh stat.
+	s2, err := sourcetest.Subject[string](t.Context(), src)
 	if err != nil {
 		return nil, err
 	}
