@@ -13,8 +13,12 @@
 //   - BenchmarkDatastoreWrite/putmulti_500: the same entities written by one
 //     goroutine with client.PutMulti of 500, one call after another.
 //
-// One untimed round of each warms the emulator up first. The two alternate
-// which goes first. Each round checks the count written
+// With -fresh (the default) each measurement has an emulator of its own,
+// started and warmed up by an untimed write of each path: one emulator's
+// store grows over a run and it slows with it, so later measurements paid
+// for earlier ones and long writes could not be measured. Without it one
+// emulator serves the run, warmed up once. The two alternate which goes
+// first. Each round checks the count written
 // with a keys-only count, and prints the Write's metrics (commits,
 // retries, throttling) to stderr; -cpuprofile profiles the whole run. Output is Go
 // benchmark lines (ns/op and entities/s), "note:" lines and a "goal:" line
@@ -46,6 +50,7 @@ var (
 	n          = flag.Int("n", 5000, "entities written by each measurement")
 	count      = flag.Int("count", 3, "rounds")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (the writes and the loops; the emulator is another process) to this file")
+	fresh      = flag.Bool("fresh", true, "give each measurement an emulator of its own, started and warmed up untimed: the emulator slows as its store grows, so with one emulator for the whole run the later measurements pay for the earlier ones' entities")
 )
 
 // entity is the benchmark's entity: a key, two indexed and three unindexed
@@ -106,66 +111,115 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	ctx := context.Background()
+// emu is an emulator and a client of it, with DATASTORE_EMULATOR_HOST set
+// to it for the pipelines (which run in this process).
+type emu struct {
+	e *dstest.Emulator
+	c *datastore.Client
+}
+
+func startEmu(ctx context.Context) (*emu, error) {
+	if host := os.Getenv("DATASTORE_EMULATOR_HOST"); host != "" && *fresh {
+		// dstest.New would use it; each measurement needs an emulator of its own
+		os.Unsetenv("DATASTORE_EMULATOR_HOST")
+	}
 	e, err := dstest.New(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
-		return 1
+		return nil, err
 	}
-	defer e.Stop()
 	os.Setenv("DATASTORE_EMULATOR_HOST", e.Host())
 	os.Setenv("DATASTORE_PROJECT_ID", e.Project())
 	c, err := e.NewClient(ctx)
 	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return &emu{e: e, c: c}, nil
+}
+
+func (m *emu) stop() {
+	m.c.Close()
+	m.e.Stop()
+}
+
+// warm writes n entities with the loop and n with Write, untimed, into
+// namespaces of their own: the emulator's JIT and the client's connection
+// warmed up the same way for whichever measurement follows.
+func (m *emu) warm(ctx context.Context, n int) error {
+	if _, err := putLoop(ctx, m.c, "warmup-putmulti", n); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := pipelineWrite(ctx, m.e.Project(), "warmup-sdfio", n); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+func run() int {
+	ctx := context.Background()
+	shared, err := startEmu(ctx)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
 		return 1
 	}
-	defer c.Close()
+	defer func() { shared.stop() }()
 
 	// Warm the emulator's JIT, Prism and the client up with one untimed
 	// round of each: whichever measurement ran first against a cold
 	// emulator took two to three times as long.
-	if _, err := putLoop(ctx, c, "warmup-putmulti", *n); err != nil {
-		fmt.Fprintf(os.Stderr, "dswritebench: warm-up: %v\n", err)
-		return 1
-	}
-	if _, err := pipelineWrite(ctx, e.Project(), "warmup-sdfio", *n); err != nil {
-		fmt.Fprintf(os.Stderr, "dswritebench: warm-up: %v\n", err)
+	warmN := min(*n, 5000)
+	if err := shared.warm(ctx, warmN); err != nil {
+		fmt.Fprintf(os.Stderr, "dswritebench: %v\n", err)
 		return 1
 	}
 	fmt.Println("pkg: github.com/sdfio/sdfio/datastoreio (dswritebench)")
-	fmt.Printf("note: dswritebench: %d entities per measurement (~200 bytes, 2 indexed properties), Cloud Datastore emulator, %d rounds; Write without ramp-up throttling, timed with Prism's start\n", *n, *count)
-	if d, err := pipelineWrite(ctx, e.Project(), "bench-empty", 0); err == nil {
+	how := "one emulator for the run"
+	if *fresh {
+		how = fmt.Sprintf("an emulator of its own per measurement, warmed up with %d entities by each path untimed", warmN)
+	}
+	fmt.Printf("note: dswritebench: %d entities per measurement (~200 bytes, 2 indexed properties), Cloud Datastore emulator (%s), %d rounds; Write without ramp-up throttling, timed with Prism's start\n", *n, how, *count)
+	if d, err := pipelineWrite(ctx, shared.e.Project(), "bench-empty", 0); err == nil {
 		fmt.Printf("note: dswritebench: a Write pipeline of no entities takes %.2f s on Prism here (start-up included in the sdfio figures)\n", d.Seconds())
 	}
 	failed := 0
 	for round := 1; round <= *count; round++ {
 		ms := []struct {
 			name string
-			f    func(ns string) (time.Duration, error)
+			f    func(m *emu, ns string) (time.Duration, error)
 		}{
-			{"sdfio", func(ns string) (time.Duration, error) { return pipelineWrite(ctx, e.Project(), ns, *n) }},
-			{"putmulti_500", func(ns string) (time.Duration, error) { return putLoop(ctx, c, ns, *n) }},
+			{"sdfio", func(m *emu, ns string) (time.Duration, error) { return pipelineWrite(ctx, m.e.Project(), ns, *n) }},
+			{"putmulti_500", func(m *emu, ns string) (time.Duration, error) { return putLoop(ctx, m.c, ns, *n) }},
 		}
 		if round%2 == 0 { // alternate which goes first: the emulator's store grows
 			ms[0], ms[1] = ms[1], ms[0]
 		}
-		for _, m := range ms {
-			ns := fmt.Sprintf("bench-%s-%d-%d", m.name, round, time.Now().UnixNano())
-			d, err := m.f(ns)
+		for _, mm := range ms {
+			m := shared
+			if *fresh {
+				shared.stop()
+				if m, err = startEmu(ctx); err == nil {
+					err = m.warm(ctx, warmN)
+				}
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "dswritebench: round %d: %v\n", round, err)
+					return 1
+				}
+				shared = m
+			}
+			ns := fmt.Sprintf("bench-%s-%d-%d", mm.name, round, time.Now().UnixNano())
+			d, err := mm.f(m, ns)
 			if err == nil {
-				err = checkCount(ctx, c, ns, *n)
+				err = checkCount(ctx, m.c, ns, *n)
 			}
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %v\n", round, m.name, err)
-				fmt.Printf("note: dswritebench: round %d %s failed: %v\n", round, m.name, err)
+				fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %v\n", round, mm.name, err)
+				fmt.Printf("note: dswritebench: round %d %s failed: %v\n", round, mm.name, err)
 				failed++
 				continue
 			}
 			rate := float64(*n) / d.Seconds()
-			fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %.2f s, %.0f entities/s\n", round, m.name, d.Seconds(), rate)
-			fmt.Printf("BenchmarkDatastoreWrite/%s 1 %d ns/op %.1f entities/s\n", m.name, d.Nanoseconds(), rate)
+			fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %.2f s, %.0f entities/s\n", round, mm.name, d.Seconds(), rate)
+			fmt.Printf("BenchmarkDatastoreWrite/%s 1 %d ns/op %.1f entities/s\n", mm.name, d.Nanoseconds(), rate)
 		}
 	}
 	fmt.Println("goal: BenchmarkDatastoreWrite/sdfio entities/s / BenchmarkDatastoreWrite/putmulti_500 # datastoreio.Write on Prism against a plain PutMulti loop of 500 (emulator)")
