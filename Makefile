@@ -130,19 +130,26 @@ bench:
 	exit $$st
 
 # The example pipelines on embedded defaults (Prism in-process, files in testdata).
+# The example pipelines, built once in one command and run from the binaries.
+# Each program's log (Prism's and Beam's INFO lines, the IOs' plan and split
+# logs) goes to $(DEMO_DIR)/<name>.log and is printed only when the program
+# fails, or with `make demo V=1`.
+DEMO_DIR ?= $${TMPDIR:-/tmp}/sdfio-demo
+define demo_run
+	@echo; echo "== $(1)"; \
+	if [ -n "$(V)" ]; then $(DEMO_DIR)/$(2) $(3) || exit 1; \
+	else $(DEMO_DIR)/$(2) $(3) 2>$(DEMO_DIR)/$(2).log || { st=$$?; echo "$(2) failed; its log ($(DEMO_DIR)/$(2).log):"; tail -n 60 $(DEMO_DIR)/$(2).log; exit $$st; }; fi
+endef
+
 demo:
-	@echo "== blockfile: station statistics from testdata/readings.blk, 16 KiB initial bundles"
-	$(GO) run ./examples/blockfile
-	@echo "== blockfile again as one bundle with slow blocks (250 ms each): Prism splits the running read"
-	$(GO) run ./examples/blockfile --block_delay=250ms --bundle_size=1000000
-	@echo "== avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files, three codecs)"
-	$(GO) run ./examples/avrostats
-	@echo "== datastore: 3000 entities written to a Cloud Datastore emulator it starts, read back in 8 splits of up to 4 sub-ranges each"
-	$(GO) run ./examples/datastore --keys_per_split=4
-	@echo "== bigquery: a 200,000-row table on an in-process bqtest Storage Read server, 4 streams"
-	$(GO) run ./examples/bigquery
-	@echo "== bigquery again as one stream with slow rows (120 ms each): Prism splits it through SplitReadStream"
-	$(GO) run ./examples/bigquery --streams=1 --rows=60 --row_delay=120ms
+	@mkdir -p $(DEMO_DIR) && echo "building the examples into $(DEMO_DIR)" && $(GO) build -o $(DEMO_DIR)/ ./examples/...
+	$(call demo_run,blockfile: station statistics from testdata/readings.blk in 16 KiB initial bundles,blockfile,)
+	$(call demo_run,blockfile again as one bundle with slow blocks (250 ms each): Prism splits the running read,blockfile,--block_delay=250ms --bundle_size=1000000)
+	$(call demo_run,avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files; three codecs),avrostats,)
+	$(call demo_run,datastore: 3000 entities written to a Cloud Datastore emulator it starts; read back in 8 splits of up to 4 sub-ranges each,datastore,--keys_per_split=4)
+	$(call demo_run,bigquery: a 200000-row table on an in-process bqtest Storage Read server; 4 streams,bigquery,)
+	$(call demo_run,bigquery again as one stream with slow rows (120 ms each): Prism splits it through SplitReadStream,bigquery,--streams=1 --rows=60 --row_delay=120ms)
+	@echo; echo "logs of each program: $(DEMO_DIR)/<name>.log (make demo V=1 prints them)"
 
 clean:
 	$(GO) clean -testcache

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/sdfio/sdfio/avroio"
+	"github.com/sdfio/sdfio/internal/demo"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
@@ -225,20 +227,5 @@ func main() {
 		log.Exitf(ctx, "pipeline failed: %v", err)
 	}
 	fmt.Printf("\nread %s in %v\n", *input, time.Since(start).Round(time.Millisecond))
-	if res != nil {
-		totals := map[string]int64{}
-		var names []string
-		for _, c := range res.Metrics().AllMetrics().Counters() {
-			if c.Namespace() == avroio.Namespace {
-				if _, ok := totals[c.Name()]; !ok {
-					names = append(names, c.Name())
-				}
-				totals[c.Name()] += c.Result()
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			fmt.Printf("  %-16s %d\n", name, totals[name])
-		}
-	}
+	demo.PrintMetrics(os.Stdout, res, avroio.Namespace)
 }

@@ -24,6 +24,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/demo"
 )
 
 var (
@@ -196,15 +198,5 @@ func main() {
 		log.Exitf(ctx, "pipeline failed: %v", err)
 	}
 	fmt.Printf("\nread %s in %v\n", name, time.Since(start).Round(time.Millisecond))
-	if res != nil {
-		totals := map[string]int64{}
-		for _, c := range res.Metrics().AllMetrics().Counters() {
-			if c.Namespace() == "sdfio/bigqueryio" {
-				totals[c.Name()] += c.Result()
-			}
-		}
-		for _, m := range []string{"rows", "bytes", "streams", "splits_accepted", "splits_refused", "retries"} {
-			fmt.Printf("  %-16s %d\n", m, totals[m])
-		}
-	}
+	demo.PrintMetrics(os.Stdout, res, bigqueryio.Namespace)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/sdfio/sdfio/internal/demo"
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/sdf"
 
@@ -109,17 +110,7 @@ func main() {
 		log.Exitf(ctx, "pipeline failed: %v", err)
 	}
 	fmt.Printf("\nread %s in %v\n", *input, time.Since(start).Round(time.Millisecond))
-	if res != nil {
-		totals := map[string]int64{}
-		for _, c := range res.Metrics().AllMetrics().Counters() {
-			if c.Namespace() == offsetsource.Namespace {
-				totals[c.Name()] += c.Result()
-			}
-		}
-		for _, name := range []string{"records", "bytes_read", "splits_accepted", "splits_refused"} {
-			fmt.Printf("  %-16s %d\n", name, totals[name])
-		}
-	}
+	demo.PrintMetrics(os.Stdout, res, offsetsource.Namespace)
 }
 
 var stations = []string{"Aberdeen", "Bergen", "Cork", "Dresden", "Elvas", "Faro", "Gdansk", "Hamburg", "Innsbruck", "Jena", "Kiruna", "Lyon"}

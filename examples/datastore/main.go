@@ -23,7 +23,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"sort"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -35,6 +34,7 @@ import (
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/demo"
 )
 
 var (
@@ -156,21 +156,5 @@ func main() {
 		log.Exitf(ctx, "pipeline failed: %v", err)
 	}
 	fmt.Printf("read %s in %v\n", *kind, time.Since(start).Round(time.Millisecond))
-	if res == nil {
-		return
-	}
-	totals := map[string]int64{}
-	var names []string
-	for _, c := range res.Metrics().AllMetrics().Counters() {
-		if c.Namespace() == datastoreio.Namespace {
-			if _, ok := totals[c.Name()]; !ok {
-				names = append(names, c.Name())
-			}
-			totals[c.Name()] += c.Result()
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Printf("  %-16s %d\n", name, totals[name])
-	}
+	demo.PrintMetrics(os.Stdout, res, datastoreio.Namespace)
 }

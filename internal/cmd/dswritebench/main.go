@@ -34,6 +34,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -41,6 +42,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
@@ -84,7 +87,60 @@ func (fn *genFn) ProcessElement(_ []byte, emit func(entity)) {
 	}
 }
 
+// timeline records when each Commit of a measurement started and ended, by
+// a gRPC interceptor on both paths' clients (the pipeline's worker runs in
+// this process), to tell where a measurement's time goes: before the first
+// commit (Prism, the worker, the DoFn's set-up), in commits, and after the
+// last.
+var timeline struct {
+	mu    sync.Mutex
+	start time.Time
+	spans [][2]time.Duration
+}
+
+func resetTimeline(start time.Time) {
+	timeline.mu.Lock()
+	timeline.start, timeline.spans = start, nil
+	timeline.mu.Unlock()
+}
+
+func timeCommits(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if !strings.HasSuffix(method, "/Commit") {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	t0 := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	t1 := time.Now()
+	timeline.mu.Lock()
+	if !timeline.start.IsZero() {
+		timeline.spans = append(timeline.spans, [2]time.Duration{t0.Sub(timeline.start), t1.Sub(timeline.start)})
+	}
+	timeline.mu.Unlock()
+	return err
+}
+
+var timingOption = option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(timeCommits))
+
+// describeTimeline summarises the commits of a measurement that took total.
+func describeTimeline(total time.Duration) string {
+	timeline.mu.Lock()
+	defer timeline.mu.Unlock()
+	sp := timeline.spans
+	if len(sp) == 0 {
+		return "no commits seen"
+	}
+	first, last := sp[0][0], sp[0][1]
+	var busy time.Duration
+	for _, x := range sp {
+		first, last = min(first, x[0]), max(last, x[1])
+		busy += x[1] - x[0]
+	}
+	return fmt.Sprintf("%d commits, first began at %.2f s, last ended at %.2f s of %.2f s; mean commit %.1f ms; %.2f commits in flight on average",
+		len(sp), first.Seconds(), last.Seconds(), total.Seconds(), float64(busy.Milliseconds())/float64(len(sp)), float64(busy)/float64(last-first))
+}
+
 func init() {
+	datastoreio.RegisterClientOptions("dswritebench-timing", func() []option.ClientOption { return []option.ClientOption{timingOption} })
 	register.DoFn2x0[[]byte, func(entity)](&genFn{})
 	register.Emitter1[entity]()
 	beam.RegisterType(reflect.TypeFor[entity]())
@@ -129,7 +185,7 @@ func startEmu(ctx context.Context) (*emu, error) {
 	}
 	os.Setenv("DATASTORE_EMULATOR_HOST", e.Host())
 	os.Setenv("DATASTORE_PROJECT_ID", e.Project())
-	c, err := e.NewClient(ctx)
+	c, err := datastore.NewClient(ctx, e.Project(), timingOption)
 	if err != nil {
 		e.Stop()
 		return nil, err
@@ -207,7 +263,10 @@ func run() int {
 				shared = m
 			}
 			ns := fmt.Sprintf("bench-%s-%d-%d", mm.name, round, time.Now().UnixNano())
+			resetTimeline(time.Now())
 			d, err := mm.f(m, ns)
+			fmt.Fprintf(os.Stderr, "dswritebench: round %d %s: %s\n", round, mm.name, describeTimeline(d))
+			resetTimeline(time.Time{})
 			if err == nil {
 				err = checkCount(ctx, m.c, ns, *n)
 			}
@@ -231,7 +290,7 @@ func run() int {
 
 func pipelineWrite(ctx context.Context, project, ns string, n int) (time.Duration, error) {
 	p, s := beam.NewPipelineWithRoot()
-	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.DisableRampupThrottling())
+	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("dswritebench-timing"))
 	start := time.Now()
 	res, err := beam.Run(ctx, "prism", p)
 	d := time.Since(start)

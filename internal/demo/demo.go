@@ -1,0 +1,83 @@
+// Package demo prints what the example pipelines of `make demo` measured:
+// each Beam counter of an IO's metrics namespace with its value and one
+// line saying what it counts, so that a reader of the demo's output need
+// not look the names up.
+package demo
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// explanations says in a line what each counter of the module's IOs counts.
+var explanations = map[string]string{
+	"records":         "records read and emitted",
+	"rows":            "rows read and emitted",
+	"entities":        "entities read and emitted",
+	"bytes_read":      "bytes of the files consumed by the reads",
+	"bytes":           "bytes of payload the reads received",
+	"splits_accepted": "runner split requests accepted while reading: work handed to another bundle (dynamic rebalancing)",
+	"splits_refused":  "runner split requests refused (the split point was already read, or too little was left)",
+	"streams":         "Storage Read API streams the read session planned, one restriction each",
+	"retries":         "requests retried after a transient error",
+	"queries":         "queries run against the service (one per key range read)",
+	"pages":           "result pages the queries returned",
+	"initial_splits":  "key ranges planned from the kind's __scatter__ keys before reading",
+	"sub_ranges":      "sub-ranges the key ranges were cut into for the runner to split at",
+	"files_matched":   "files the pattern matched",
+	"ranges_read":     "ranges of files opened: initial bundles and the pieces runner splits made",
+
+	"records_written":    "records written",
+	"bytes_written":      "bytes written",
+	"files_written":      "files committed",
+	"temp_files_removed": "temporary files removed after the commit",
+	"entities_written":   "entities upserted",
+	"entities_deleted":   "entities deleted",
+	"commits":            "commit requests sent",
+	"commit_retries":     "commits retried after a transient error",
+	"throttled_msecs":    "milliseconds waited for ramp-up throttling (500 writes a second, +50% every 5 minutes)",
+	"throttled_commits":  "commits held back by adaptive throttling after the service pushed back",
+
+	"watch_polls":                 "times the watch matched the pattern again",
+	"watch_new_files":             "files the watch found that it had not seen",
+	"watch_updated_files":         "files read again because they changed (MatchUpdatedFiles)",
+	"watch_files_waiting":         "files seen but not read yet: still being written (size or time changing)",
+	"watch_changed_files_ignored": "files that changed after they were read, not read again",
+	"watch_empty_files_skipped":   "empty files the watch did not emit",
+	"adaptive_throttled_msecs":    "milliseconds waited for adaptive throttling",
+	"rows_appended":               "rows appended to write streams",
+	"bytes_appended":              "bytes of rows appended",
+	"appends":                     "AppendRows requests sent",
+	"append_retries":              "appends retried after a transient error",
+	"rows_refused":                "rows the service refused, sent to the failed-rows output",
+	"streams_committed":           "write streams committed",
+}
+
+// Explain returns the line that says what counter name counts, or "".
+func Explain(name string) string { return explanations[name] }
+
+// PrintMetrics writes the counters of namespace from res to w, sorted by
+// name, one a line: name, value and what it counts. A nil res (a runner
+// that reports no metrics) prints nothing.
+func PrintMetrics(w io.Writer, res beam.PipelineResult, namespace string) {
+	if res == nil {
+		return
+	}
+	totals := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == namespace {
+			totals[c.Name()] += c.Result()
+		}
+	}
+	names := make([]string, 0, len(totals))
+	for n := range totals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-18s %8d  %s\n", n, totals[n], explanations[n])
+	}
+}
