@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/internal/box"
 )
 
 // A batchDecoder decodes the rows of one ReadRows response into a batch of
@@ -24,12 +26,14 @@ type batchDecoder interface {
 
 // batch is the values of the rows of one response, in order: for a struct
 // type T, len structs of a new []T at base (b.size apart), each emitted as
-// an interface value pointing at its struct (see boxer: no copy, no
-// allocation per row); for other types, vals.
+// an interface value pointing at its struct (internal/box: no copy, no
+// allocation per row; each response decodes into a new []T, never written
+// again, since a fused downstream DoFn may keep a value long after it was
+// emitted); for other types, vals.
 type batch struct {
 	base unsafe.Pointer
 	size uintptr
-	box  boxer
+	box  box.Boxer
 	vals []any
 	len  int
 }
@@ -39,7 +43,7 @@ func (b *batch) at(i int) any {
 	if b.vals != nil {
 		return b.vals[i]
 	}
-	return b.box.box(unsafe.Add(b.base, uintptr(i)*b.size))
+	return b.box.Box(unsafe.Add(b.base, uintptr(i)*b.size))
 }
 
 // valuesDecoder makes values of the rows of a rowDecoder with conv (conv
@@ -73,7 +77,7 @@ func (d valuesDecoder) decodeBatch(payload []byte, n int64, b *batch) error {
 type structDecoder struct {
 	typ    reflect.Type
 	format int32
-	box    boxer
+	box    box.Boxer
 	schema bigquery.Schema
 	avro   []avroOp  // one per column, for AVRO
 	arrow  []arrowOp // one per column, for ARROW
@@ -92,7 +96,7 @@ func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, head
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
 	}
-	d := &structDecoder{typ: t, format: format, box: newBoxer(t), schema: schema, header: header}
+	d := &structDecoder{typ: t, format: format, box: box.For(t), schema: schema, header: header}
 	fields, ops, has, err := columnOps(t, schema, r, "", "the session")
 	if err != nil {
 		return nil, err
@@ -250,35 +254,6 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 		b.len = int(got)
 	}
 	return nil
-}
-
-// A boxer makes the interface value of the T at p without copying it: the
-// value's data word is p itself, so p must never be written again (each
-// response decodes into a new []T: a fused downstream DoFn may keep the
-// value, in an accumulator or a buffer, long after it was emitted). Types
-// stored directly in an interface word (a struct of one pointer) are
-// copied by reflect instead.
-type boxer struct {
-	t   reflect.Type
-	typ unsafe.Pointer // the type word of an interface value holding a T; nil: copy through reflect
-}
-
-func newBoxer(t reflect.Type) boxer {
-	if t.Size() <= unsafe.Sizeof(uintptr(0)) {
-		return boxer{t: t}
-	}
-	zero := reflect.New(t).Elem().Interface()
-	return boxer{t: t, typ: (*[2]unsafe.Pointer)(unsafe.Pointer(&zero))[0]}
-}
-
-func (b boxer) box(p unsafe.Pointer) any {
-	if b.typ == nil {
-		return reflect.NewAt(b.t, p).Elem().Interface()
-	}
-	var v any
-	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
-	w[0], w[1] = b.typ, p
-	return v
 }
 
 func nullInto(f structField) error {
