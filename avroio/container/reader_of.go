@@ -7,6 +7,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/modern-go/reflect2"
+
+	"github.com/sdfio/sdfio/internal/box"
 )
 
 // NewReaderOf is NewReader for a record type known only at run time (a
@@ -91,44 +93,22 @@ func OpenReaderWith(name string, open Opener, start int64, typ reflect.Type, new
 }
 
 // dynamicType allocates values of a run-time type and wraps them in
-// interfaces.
+// interface values.
 type dynamicType struct {
-	typ    reflect.Type
-	rtype  reflect2.Type
-	direct bool // values of typ are stored in the interface word itself
+	typ   reflect.Type
+	rtype reflect2.Type
+	boxer box.Boxer
 }
 
 func newDynamicType(typ reflect.Type) *dynamicType {
-	return &dynamicType{typ: typ, rtype: reflect2.Type2(typ), direct: directIface(typ)}
+	return &dynamicType{typ: typ, rtype: reflect2.Type2(typ), boxer: box.For(typ)}
 }
 
 // new allocates a zero value of the type and returns its address.
 func (d *dynamicType) new() unsafe.Pointer { return d.rtype.UnsafeNew() }
 
-// box returns the value at p as an interface. Most types (structs of more
-// than one word, strings, slices) are held by an interface through a
-// pointer to the value: the interface then points at p itself, which
-// nothing else references, so no copy is made. Pointer-shaped types are
-// held in the interface word and are loaded from p.
-func (d *dynamicType) box(p unsafe.Pointer) any {
-	if d.direct {
-		return reflect.NewAt(d.typ, p).Elem().Interface()
-	}
-	return d.rtype.UnsafeIndirect(p)
-}
-
-// directIface reports whether the Go runtime stores values of t directly in
-// an interface's data word (pointer-shaped types), following the compiler's
-// rule: pointers, maps, channels, functions and unsafe pointers, and structs
-// and arrays of exactly one such element.
-func directIface(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-		return true
-	case reflect.Array:
-		return t.Len() == 1 && directIface(t.Elem())
-	case reflect.Struct:
-		return t.NumField() == 1 && directIface(t.Field(0).Type)
-	}
-	return false
-}
+// box returns the value at p as an interface (internal/box): for most
+// types (structs of more than one word, strings, slices) the interface
+// points at p itself, which nothing else references, so no copy is made;
+// pointer-shaped types are loaded from p.
+func (d *dynamicType) box(p unsafe.Pointer) any { return d.boxer.Box(p) }

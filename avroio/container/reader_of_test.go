@@ -5,6 +5,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/sdfio/sdfio/internal/box"
 )
 
 type dynRec struct {
@@ -157,8 +159,8 @@ func TestDirectIface(t *testing.T) {
 		{reflect.TypeFor[string](), false},
 		{reflect.TypeFor[[]byte](), false},
 	} {
-		if got := directIface(tc.typ); got != tc.want {
-			t.Errorf("directIface(%v) = %v, want %v", tc.typ, got, tc.want)
+		if got := box.Direct(tc.typ); got != tc.want {
+			t.Errorf("box.Direct(%v) = %v, want %v", tc.typ, got, tc.want)
 		}
 		// Boxing a zero value must give the zero value, whichever way.
 		d := newDynamicType(tc.typ)

@@ -47,12 +47,15 @@ type Boxer struct {
 	t      reflect.Type
 	typ    unsafe.Pointer // the type word of an interface holding a t
 	direct bool
+	iface  bool // t is an interface type: the value at p is an interface value
 }
 
 // For returns the Boxer of values of type t.
 func For(t reflect.Type) Boxer {
-	zero := reflect.Zero(t).Interface()
-	return Boxer{t: t, typ: TypeWord(zero), direct: Direct(t)}
+	if t.Kind() == reflect.Interface {
+		return Boxer{t: t, iface: true}
+	}
+	return Boxer{t: t, typ: TypeWord(reflect.Zero(t).Interface()), direct: Direct(t)}
 }
 
 // Type is the type Boxer boxes.
@@ -60,8 +63,12 @@ func (b Boxer) Type() reflect.Type { return b.t }
 
 // Box returns the value of b's type at p as an interface value. For a type
 // that is not pointer-shaped the interface points at p itself: the value
-// at p must not change afterwards.
+// at p must not change afterwards. For an interface type the result is the
+// interface value at p (its dynamic value, as Go converts it to any).
 func (b Boxer) Box(p unsafe.Pointer) any {
+	if b.iface {
+		return reflect.NewAt(b.t, p).Elem().Interface()
+	}
 	if b.direct {
 		return Pack(b.typ, *(*unsafe.Pointer)(p))
 	}

@@ -1,6 +1,7 @@
 package box
 
 import (
+	"fmt"
 	"math/big"
 	"reflect"
 	"runtime"
@@ -90,6 +91,26 @@ func TestBox(t *testing.T) {
 				t.Errorf("%v: interface points at %p, not at the slot %p (a copy)", typ, data, slot.UnsafePointer())
 			}
 		}
+	}
+}
+
+// TestBoxInterfaceTypes boxes values held in variables of interface types:
+// the result is the dynamic value, as Go's conversion to any gives it.
+func TestBoxInterfaceTypes(t *testing.T) {
+	var e any = map[string]any{"id": int64(3)}
+	var s fmt.Stringer = big.NewInt(9)
+	var nilE any
+	if got := For(reflect.TypeFor[any]()).Box(unsafe.Pointer(&e)); !reflect.DeepEqual(got, e) {
+		t.Errorf("any: boxed %#v, want %#v", got, e)
+	}
+	if got := For(reflect.TypeFor[fmt.Stringer]()).Box(unsafe.Pointer(&s)); got != any(s) {
+		t.Errorf("fmt.Stringer: boxed %#v, want %#v", got, s)
+	}
+	if got := For(reflect.TypeFor[any]()).Box(unsafe.Pointer(&nilE)); got != nil {
+		t.Errorf("nil any: boxed %#v", got)
+	}
+	if Direct(reflect.TypeFor[any]()) {
+		t.Error("an interface type is not pointer-shaped")
 	}
 }
 
