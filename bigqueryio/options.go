@@ -305,7 +305,8 @@ func WithSplitTimeout(d time.Duration) SessionOption {
 
 // WithRetries sets how many times in a row a ReadRows failing with a
 // transient error is retried (default 10), backing off from base (default
-// 100 ms) doubling up to 10 s.
+// 100 ms) doubling up to 10 s, each wait drawn at random below its bound
+// (gax's Backoff, as the official clients retry).
 func WithRetries(n int, base time.Duration) SessionOption {
 	return func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base }
 }

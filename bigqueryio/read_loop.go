@@ -254,6 +254,7 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 		base = 100 * time.Millisecond
 	}
 	attempt := 0
+	var bo gax.Backoff // the waits of one run of retries; anew after a success
 	for {
 		var err error
 		swapped, stopped := false, false
@@ -332,9 +333,11 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 		}
 		attempt++
 		st.retries++
-		d := min(base<<min(attempt-1, 16), 10*time.Second)
+		if attempt == 1 {
+			bo = gax.Backoff{Initial: base, Max: 10 * time.Second, Multiplier: 2}
+		}
 		select {
-		case <-time.After(d):
+		case <-time.After(bo.Pause()):
 		case <-ctx.Done():
 			return fmt.Errorf("bigqueryio: %s: %w", where(), ctx.Err())
 		}
