@@ -2,7 +2,6 @@ package bigqueryio
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -13,6 +12,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/sdfio/sdfio/internal/wire"
 )
 
 // Row is a generic row: Read(s, table, reflect.TypeOf(bigqueryio.Row{}))
@@ -118,9 +119,7 @@ func appendMap(b []byte, m map[string]bigquery.Value, depth int) ([]byte, error)
 	return b, nil
 }
 
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
+func appendString(b []byte, s string) []byte { return wire.AppendString(b, s) }
 
 func appendBigInt(b []byte, n *big.Int) []byte {
 	sign := byte(0)
@@ -206,159 +205,74 @@ func appendTime(b []byte, t civil.Time) []byte {
 // byte offset, never a panic; no count in it allocates more than its bytes
 // can hold.
 func DecodeRow(b []byte) (Row, error) {
-	d := rowReader{b: b}
-	n := d.count()
-	r := make(Row, min(n, len(b)))
+	d := rowReader{wire.NewReader(b)}
+	n := d.Count(1)
+	r := make(Row, n)
 	d.fillMap(r, n, 0)
-	if d.err == nil && d.off != len(b) {
-		d.fail(fmt.Errorf("%d bytes after the row", len(b)-d.off))
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("bigqueryio: decoding a Row: %w", d.err)
+	if err := d.Done("row"); err != nil {
+		return nil, fmt.Errorf("bigqueryio: decoding a Row: %w", err)
 	}
 	return r, nil
 }
 
-type rowReader struct {
-	b   []byte
-	off int
-	err error
-}
+// rowReader decodes EncodeRow's encoding (internal/wire: errors name the
+// byte offset; no count allocates more than the bytes left can hold).
+type rowReader struct{ *wire.Reader }
 
-var errShort = errors.New("the encoding ends early")
-
-func (d *rowReader) fail(err error) {
-	if d.err == nil {
-		d.err = fmt.Errorf("at byte %d: %w", d.off, err)
-	}
-}
-
-func (d *rowReader) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *rowReader) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-// count reads a count of items, each of which takes at least a byte.
-func (d *rowReader) count() int {
-	n := d.uvarint()
-	if n > uint64(len(d.b)-d.off) {
-		d.fail(fmt.Errorf("a count of %d with %d bytes left", n, len(d.b)-d.off))
-		return 0
-	}
-	return int(n)
-}
-
-func (d *rowReader) bytes() []byte {
-	n := d.count()
-	if d.err != nil {
-		return nil
-	}
-	p := d.b[d.off : d.off+n]
-	d.off += n
-	return p
-}
-
-func (d *rowReader) byte() byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.off >= len(d.b) {
-		d.fail(errShort)
-		return 0
-	}
-	c := d.b[d.off]
-	d.off++
-	return c
-}
-
-func (d *rowReader) int() int {
-	v := d.varint()
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		d.fail(fmt.Errorf("date or time part %d out of range", v))
-		return 0
-	}
-	return int(v)
-}
-
-func (d *rowReader) bigInt() *big.Int {
-	neg := d.byte()
-	n := new(big.Int).SetBytes(d.bytes())
+func (d rowReader) bigInt() *big.Int {
+	neg := d.Byte()
+	n := new(big.Int).SetBytes(d.Bytes())
 	if neg == 1 {
 		n.Neg(n)
 	}
 	return n
 }
 
-func (d *rowReader) fillMap(m map[string]bigquery.Value, n, depth int) {
-	for i := 0; i < n && d.err == nil; i++ {
-		k := string(d.bytes())
+func (d rowReader) fillMap(m map[string]bigquery.Value, n, depth int) {
+	for i := 0; i < n && d.Err() == nil; i++ {
+		k := d.Str()
 		m[k] = d.value(depth)
 	}
 }
 
-func (d *rowReader) date() civil.Date {
-	y, mo, day := d.int(), d.int(), d.int()
+func (d rowReader) date() civil.Date {
+	y, mo, day := d.Int32("date or time part"), d.Int32("date or time part"), d.Int32("date or time part")
 	return civil.Date{Year: y, Month: time.Month(mo), Day: day}
 }
 
-func (d *rowReader) civilTime() civil.Time {
-	h, mi, s, ns := d.int(), d.int(), d.int(), d.int()
+func (d rowReader) civilTime() civil.Time {
+	h, mi, s, ns := d.Int32("date or time part"), d.Int32("date or time part"), d.Int32("date or time part"), d.Int32("date or time part")
 	return civil.Time{Hour: h, Minute: mi, Second: s, Nanosecond: ns}
 }
 
-func (d *rowReader) value(depth int) bigquery.Value {
+func (d rowReader) value(depth int) bigquery.Value {
 	if depth > maxRowDepth {
-		d.fail(fmt.Errorf("values nested deeper than %d levels", maxRowDepth))
+		d.Fail("values nested deeper than %d levels", maxRowDepth)
 		return nil
 	}
-	switch tag := d.byte(); tag {
+	switch tag := d.Byte(); tag {
 	case tagNull:
 		return nil
 	case tagInt64:
-		return d.varint()
+		return d.Varint()
 	case tagFloat64:
-		if d.err == nil && len(d.b)-d.off < 8 {
-			d.fail(errShort)
-		}
-		if d.err != nil {
+		v := math.Float64frombits(d.Uint64())
+		if d.Err() != nil {
 			return nil
 		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off:]))
-		d.off += 8
 		return v
 	case tagBool:
-		return d.byte() != 0
+		return d.Byte() != 0
 	case tagString:
-		return string(d.bytes())
+		return d.Str()
 	case tagBytes:
-		return append([]byte{}, d.bytes()...)
+		return append([]byte{}, d.Bytes()...)
 	case tagRat:
 		num, den := d.bigInt(), d.bigInt()
-		if d.err == nil && den.Sign() == 0 {
-			d.fail(errors.New("a NUMERIC with denominator 0"))
+		if d.Err() == nil && den.Sign() == 0 {
+			d.Fail("a NUMERIC with denominator 0")
 		}
-		if d.err != nil {
+		if d.Err() != nil {
 			return nil
 		}
 		return new(big.Rat).SetFrac(num, den)
@@ -370,29 +284,26 @@ func (d *rowReader) value(depth int) bigquery.Value {
 		dt := d.date()
 		return civil.DateTime{Date: dt, Time: d.civilTime()}
 	case tagTimestamp:
-		s := d.varint()
-		ns := d.uvarint()
+		s := d.Varint()
+		ns := d.Uvarint()
 		if ns >= 1e9 {
-			d.fail(fmt.Errorf("a TIMESTAMP with %d nanoseconds", ns))
+			d.Fail("a TIMESTAMP with %d nanoseconds", ns)
 		}
 		return time.Unix(s, int64(ns)).UTC()
 	case tagList:
-		n := d.count()
+		n := d.Count(1)
 		items := make([]bigquery.Value, 0, n)
-		for i := 0; i < n && d.err == nil; i++ {
+		for i := 0; i < n && d.Err() == nil; i++ {
 			items = append(items, d.value(depth+1))
 		}
 		return items
 	case tagMap:
-		n := d.count()
+		n := d.Count(1)
 		m := make(map[string]bigquery.Value, n)
 		d.fillMap(m, n, depth+1)
 		return m
 	default:
-		if d.err == nil {
-			d.off--
-			d.fail(fmt.Errorf("unknown value tag %d", tag))
-		}
+		d.FailAt(d.Offset()-1, "unknown value tag %d", tag)
 		return nil
 	}
 }
