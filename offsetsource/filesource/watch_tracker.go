@@ -12,6 +12,7 @@ import (
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
 
+	"github.com/sdfio/sdfio/internal/wire"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -152,105 +153,44 @@ func encodeWatchRestriction(r watchRestriction) []byte {
 // never a huge allocation.
 func decodeWatchRestriction(data []byte) (watchRestriction, error) {
 	var r watchRestriction
-	d := restrictionDecoder{b: data}
-	if v := d.byte(); d.err == nil && v != watchRestrictionVersion {
+	d := wire.NewReader(data)
+	if v := d.Byte(); d.Err() == nil && v != watchRestrictionVersion {
 		return r, fmt.Errorf("filesource: watch restriction of version %d, want %d", v, watchRestrictionVersion)
 	}
-	if n := d.count(len(fileKey{}) + 2); n > 0 {
+	if n := d.Count(len(fileKey{}) + 2); n > 0 {
 		r.Seen = make([]seenFile, n)
 		for i := range r.Seen {
 			s := &r.Seen[i]
-			copy(s.Key[:], d.bytes(len(fileKey{})))
-			s.Size, s.LastModified = d.varint(), d.varint()
+			copy(s.Key[:], d.Fixed(len(fileKey{})))
+			s.Size, s.LastModified = d.Varint(), d.Varint()
 		}
 	}
-	r.Unstable = d.files()
-	r.Pending = d.files()
-	r.Start, r.LastNew = d.varint(), d.varint()
-	switch d.byte() {
+	r.Unstable = decodeFiles(d)
+	r.Pending = decodeFiles(d)
+	r.Start, r.LastNew = d.Varint(), d.Varint()
+	switch d.Byte() {
 	case 0:
 	case 1:
 		r.Done = true
 	default:
-		d.fail("bad done flag")
+		d.FailAt(d.Offset()-1, "bad done flag")
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.fail(fmt.Sprintf("%d bytes after the end", len(d.b)))
-	}
-	if d.err != nil {
-		return watchRestriction{}, d.err
+	if err := d.Done("restriction"); err != nil {
+		return watchRestriction{}, fmt.Errorf("filesource: corrupt watch restriction: %w", err)
 	}
 	return r, nil
 }
 
-type restrictionDecoder struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *restrictionDecoder) fail(msg string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("filesource: corrupt watch restriction at byte %d: %s", d.off, msg)
-	}
-	d.b = nil
-}
-
-func (d *restrictionDecoder) byte() byte {
-	if len(d.b) < 1 {
-		d.fail("truncated")
-		return 0
-	}
-	v := d.b[0]
-	d.b, d.off = d.b[1:], d.off+1
-	return v
-}
-
-func (d *restrictionDecoder) bytes(n int) []byte {
-	if n > len(d.b) {
-		d.fail("truncated")
-		return nil
-	}
-	v := d.b[:n]
-	d.b, d.off = d.b[n:], d.off+n
-	return v
-}
-
-// count reads a count of items of at least minSize bytes each.
-func (d *restrictionDecoder) count(minSize int) int {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad count")
-		return 0
-	}
-	d.b, d.off = d.b[n:], d.off+n
-	if v > uint64(len(d.b)/minSize) {
-		d.fail(fmt.Sprintf("count %d exceeds the %d bytes left", v, len(d.b)))
-		return 0
-	}
-	return int(v)
-}
-
-func (d *restrictionDecoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b, d.off = d.b[n:], d.off+n
-	return v
-}
-
-func (d *restrictionDecoder) files() []watchFile {
-	n := d.count(4)
+func decodeFiles(d *wire.Reader) []watchFile {
+	n := d.Count(4)
 	if n == 0 {
 		return nil
 	}
 	files := make([]watchFile, n)
 	for i := range files {
 		f := &files[i]
-		f.Path = string(d.bytes(d.count(1)))
-		f.Size, f.LastModified, f.Found = d.varint(), d.varint(), d.varint()
+		f.Path = d.Str()
+		f.Size, f.LastModified, f.Found = d.Varint(), d.Varint(), d.Varint()
 	}
 	return files
 }
