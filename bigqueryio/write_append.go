@@ -402,7 +402,10 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			}
 			continue
 		case !fresh:
-			continue // an answer to an append sent before a failed one: send it again
+			// The answer to an append sent before (or with) the one that
+			// failed: send it again.
+			f.m.retries.Inc(ctx, 1)
+			continue
 		case appendTransient(err):
 			if retries >= f.Cfg.MaxRetries {
 				return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %d retries: %w", d.table.spec, d.ms.StreamName(), b.offset, retries, err)
