@@ -497,3 +497,19 @@ func TestWriteConstruction(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteMissingTable: CreateNever fails on a missing table, naming it
+// and with the service's message; nothing is created.
+func TestWriteMissingTable(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.missing", beam.Create(s, anys(simpleRows(3))...), writeOpts(srv, bigqueryio.WithCreateDisposition(bigqueryio.CreateNever))...)
+	err := runFailing(p)
+	if err == nil || !strings.Contains(err.Error(), "bigqueryio.Write to p.d.missing") || !strings.Contains(err.Error(), "NotFound") {
+		t.Fatalf("error %v: want NOT_FOUND naming p.d.missing", err)
+	}
+	if st := srv.WriteStats(); st.TablesCreated != 0 || st.StreamsCreated != 0 {
+		t.Errorf("server %+v: want nothing made", st)
+	}
+}
