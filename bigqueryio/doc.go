@@ -27,10 +27,13 @@
 //	}
 //
 // Options are typed by transform: a SessionOption (WithSelectedFields,
-// WithMaxStreams, WithEndpoint, WithMetricsNamespace, ...) goes to Read and
-// Query alike, a ReadOption (WithSnapshotTime) to Read alone, a QueryOption
-// (WithLegacySQL, WithQueryParameters, ...) to Query alone; one given to the
-// wrong transform does not compile. Values that cannot work are refused
+// WithMaxStreams, ...) goes to Read and Query alike, a ReadOption
+// (WithSnapshotTime) to Read alone, a QueryOption (WithLegacySQL,
+// WithQueryParameters, ...) to Query alone, a WriteOption (WithAtLeastOnce,
+// WithCreateDisposition, ...) to Write alone; a CommonOption (WithEndpoint,
+// WithInsecure, WithRetries, WithMetricsNamespace) to all three, and
+// WithRESTEndpoint to Query and Write. One given to the wrong transform does
+// not compile. Values that cannot work are refused
 // when the pipeline is built, the error naming the transform and the option
 // (bigqueryio.Read: WithMaxStreams(-1): a negative stream count); Read and
 // Query panic with it, TryRead and TryQuery return it.
@@ -243,6 +246,88 @@
 // bqtest.Subject(t, sc) of a NewStreamCheck gives an sdftest.Subject of one
 // stream, to check the split contract against it (or against the service);
 // the harness is in bqtest, so that no user's binary links package testing.
+//
+// # Writing
+//
+// Write(s, table, col, opts...) writes a PCollection of structs (the
+// types Read fills, matched to columns by the same rules) or of
+// bigqueryio.Row through the Storage Write API, on Google's client
+// cloud.google.com/go/bigquery/storage/managedwriter:
+//
+//	res := bigqueryio.Write(s, "my-project.sales.totals", totals)
+//	debug.Print(s, res.FailedRows) // rows the service refused
+//
+// Exactly once (the default, for bounded input): each bundle appends to
+// PENDING streams of its own, one per destination table, created when the
+// table's first row comes; it finalizes them when the bundle ends and
+// outputs their names. After a GroupByKey on the table, so once every
+// bundle is done, one BatchCommitWriteStreams per table commits all its
+// streams at once: no row is visible before the commit, and all are after
+// it. A bundle that fails or is retried never outputs its streams, so they
+// are never committed and no row is written twice. WriteResult.Results
+// then holds one TableResult per table (its streams, rows, commit time); a
+// table that got no row gets none. A commit retried after one whose answer
+// was lost finds every stream STREAM_ALREADY_COMMITTED, which is success.
+//
+// Rows are encoded by hand (no dynamicpb message per row) as proto2
+// messages of a writer schema made by managedwriter/adapt from the table's
+// schema, read when a worker first writes to the table (GetWriteStream of
+// its _default stream); NUMERIC, BIGNUMERIC, DATETIME and TIME go as their
+// text, so that no value is rounded or packed on the way. A field without a
+// column, or of a type its column does not take, is refused when the
+// pipeline is built against WithSchema or the schema bigquery.InferSchema
+// infers, naming the field, and again against the table's schema when the
+// write starts; columns without a field are NULL. A Row's keys must be
+// columns.
+//
+// Appends carry offsets and at most WithMaxAppendBytes of rows (9 MB,
+// under the service's 10 MB request limit); up to four are in flight per
+// stream. After a failed append the writer waits for the others, then
+// appends again one at a time from the failed one: UNAVAILABLE, INTERNAL,
+// RESOURCE_EXHAUSTED, ABORTED and a dropped connection are retried with
+// backoff (WithRetries) at the same offset, where ALREADY_EXISTS means an
+// earlier attempt wrote the rows; OUT_OF_RANGE, INVALID_ARGUMENT,
+// PERMISSION_DENIED and every other error fail the bundle with the
+// service's message, naming the table, the stream and the offset. Rows
+// the service refuses (row_errors: a REQUIRED column missing, a value out
+// of range; none of that request is written) are appended again without
+// the refused ones, which go to WriteResult.FailedRows (FailedRow: the
+// table, the row as JSON, the service's message), as do rows that cannot
+// be encoded, rows over the append size, and rows WithTableFunc routes to
+// an invalid table spec; WithFailOnRowErrors fails the write instead.
+//
+// WithAtLeastOnce appends to each table's _default stream (Beam Java's
+// STORAGE_API_AT_LEAST_ONCE): rows are visible as they are appended,
+// nothing is committed, and an append retried after the service wrote it,
+// or a retried bundle, writes its rows again. Unbounded input needs it:
+// the exactly-once commit waits for the end of the global window.
+//
+// Tables: WithCreateDisposition(CreateIfNeeded), the default, creates a
+// missing table (tables.insert, through the REST API, WithRESTEndpoint)
+// with WithSchema's schema or the one inferred from the struct type (Row
+// needs WithSchema, or CreateNever); CreateNever fails on a missing table.
+// WithWriteDisposition(WriteEmpty) refuses a table that has rows when the
+// write starts (its metadata's row count), WriteAppend (the default)
+// appends. WRITE_TRUNCATE is not supported: the Storage Write API cannot
+// replace a table's rows atomically (a commit only adds rows), so a
+// truncation would be a separate DELETE or load job, and a job failing
+// between the two would leave the table empty or half-written.
+//
+// WithTableFunc(fn) routes each element to the table fn names, each table
+// with its own streams and its own commit; Write's table is then "". fn is
+// a func(T) string registered with Beam (register.Function1x1(fn)), so
+// that it reaches the workers by its name.
+//
+// A crashed or cancelled job leaves PENDING streams that were never
+// committed: nothing of them is visible, and the service drops them when
+// they expire. Write needs roles/bigquery.dataEditor on the table or its
+// dataset (bigquery.tables.updateData, and bigquery.tables.create for
+// CreateIfNeeded, bigquery.tables.get for the schema and WriteEmpty).
+//
+// Metrics, in Namespace or WithMetricsNamespace's: rows_appended,
+// bytes_appended (encoded rows), appends (requests sent), append_retries
+// (appends sent again), rows_refused (rows sent to FailedRows),
+// streams_committed.
 //
 // # IAM
 //

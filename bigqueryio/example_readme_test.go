@@ -111,3 +111,23 @@ func Example_queryBqtest() {
 	// 7 words
 	// temporary tables left: 0
 }
+
+func printResult(r bigqueryio.TableResult) { fmt.Println(r.Table, r.Rows, "rows committed") }
+
+func init() { register.Function1x0(printResult) }
+
+// Write a table exactly once, against bqtest.
+func Example_write() {
+	srv, _ := bqtest.NewServer()
+	defer srv.Close()
+	srv.AddDataset("p", "d", "")
+	p, s := beam.NewPipelineWithRoot()
+	words := beam.Create(s, Word{"to", 3, "hamlet"}, Word{"be", 2, "hamlet"})
+	res := bigqueryio.Write(s, "p.d.counts", words, // CreateIfNeeded: the schema inferred from Word
+		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithInsecure())
+	beam.ParDo0(s, printResult, res.Results) // after the commit; res.FailedRows: rows refused
+	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
+		log.Fatal(err)
+	}
+	// Output: p.d.counts 2 rows committed
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -108,10 +109,39 @@ type QueryOption interface{ applyQuery(*readConfig) }
 // (columns, rows, format, streams), its stream reads (splits, retries),
 // the connection to the Storage Read API and the metrics. It is both a
 // ReadOption and a QueryOption.
-type SessionOption func(*readConfig)
+type SessionOption interface {
+	ReadOption
+	QueryOption
+}
 
-func (o SessionOption) applyRead(c *readConfig)  { o(c) }
-func (o SessionOption) applyQuery(c *readConfig) { o(c) }
+// sessionOption is an option of Read and Query.
+type sessionOption func(*readConfig)
+
+func (o sessionOption) applyRead(c *readConfig)  { o(c) }
+func (o sessionOption) applyQuery(c *readConfig) { o(c) }
+
+// CommonOption configures Read, Query and Write alike: the connection to
+// the Storage APIs (WithEndpoint, WithInsecure), retries (WithRetries) and
+// the metrics namespace (WithMetricsNamespace). It is a SessionOption and
+// a WriteOption.
+type CommonOption struct {
+	read  func(*readConfig)
+	write func(*writeConfig)
+}
+
+func (o CommonOption) applyRead(c *readConfig)   { o.read(c) }
+func (o CommonOption) applyQuery(c *readConfig)  { o.read(c) }
+func (o CommonOption) applyWrite(c *writeConfig) { o.write(c) }
+
+// QueryWriteOption configures Query and Write: the BigQuery REST API's
+// endpoint (WithRESTEndpoint). It is a QueryOption and a WriteOption.
+type QueryWriteOption struct {
+	query func(*readConfig)
+	write func(*writeConfig)
+}
+
+func (o QueryWriteOption) applyQuery(c *readConfig)  { o.query(c) }
+func (o QueryWriteOption) applyWrite(c *writeConfig) { o.write(c) }
 
 // readOnlyOption is an option of Read alone.
 type readOnlyOption func(*readConfig)
@@ -216,10 +246,10 @@ func (c readConfig) fieldRules() fieldRules {
 // with every column: given twice, the read is refused when the pipeline is
 // built.
 func WithSelectedFields(fields ...string) SessionOption {
-	return func(c *readConfig) {
+	return sessionOption(func(c *readConfig) {
 		c.note("WithSelectedFields", anys(fields)...)
 		c.SelectedFields = append([]string(nil), fields...)
-	}
+	})
 }
 
 func anys(s []string) []any {
@@ -238,36 +268,36 @@ func anys(s []string) []any {
 // if WithSelectedFields shows the column cannot be there, else when the
 // read session is created.
 func WithIgnoreUnknownFields() SessionOption {
-	return func(c *readConfig) { c.note("WithIgnoreUnknownFields"); c.IgnoreUnknownFields = true }
+	return sessionOption(func(c *readConfig) { c.note("WithIgnoreUnknownFields"); c.IgnoreUnknownFields = true })
 }
 
 // WithRowRestriction filters rows on the server with a SQL boolean
 // expression ("id > 5 AND name IS NOT NULL").
 func WithRowRestriction(sql string) SessionOption {
-	return func(c *readConfig) { c.note("WithRowRestriction", sql); c.RowRestriction = sql }
+	return sessionOption(func(c *readConfig) { c.note("WithRowRestriction", sql); c.RowRestriction = sql })
 }
 
 // WithDataFormat chooses the wire format: Avro (default) or Arrow.
 func WithDataFormat(f DataFormat) SessionOption {
-	return func(c *readConfig) { c.note("WithDataFormat", int32(f)); c.Format = int32(f) }
+	return sessionOption(func(c *readConfig) { c.note("WithDataFormat", int32(f)); c.Format = int32(f) })
 }
 
 // WithBillingProject bills the read session to project instead of the
 // table's project. Query requires it (see Query).
 func WithBillingProject(project string) SessionOption {
-	return func(c *readConfig) { c.note("WithBillingProject", project); c.Billing = project }
+	return sessionOption(func(c *readConfig) { c.note("WithBillingProject", project); c.Billing = project })
 }
 
 // WithMaxStreams asks for at most n streams (0, the default, lets the
 // service choose; at most MaxStreams). It cannot be given with
 // WithDesiredBundleSize.
 func WithMaxStreams(n int) SessionOption {
-	return func(c *readConfig) {
+	return sessionOption(func(c *readConfig) {
 		c.note("WithMaxStreams", n)
 		// Kept out of int32's range checks: int32(n) of a count beyond it
 		// could wrap to any value, a negative one to a positive.
 		c.MaxStreams, c.tooManyStreams = int32(min(max(n, -1), math.MaxInt32)), n > math.MaxInt32
-	}
+	})
 }
 
 // WithDesiredBundleSize sizes the session as Beam Java does: table bytes
@@ -275,7 +305,7 @@ func WithMaxStreams(n int) SessionOption {
 // between MinStreams and MaxStreams. It cannot be given with
 // WithMaxStreams.
 func WithDesiredBundleSize(bytes int64) SessionOption {
-	return func(c *readConfig) { c.note("WithDesiredBundleSize", bytes); c.BundleSize = bytes }
+	return sessionOption(func(c *readConfig) { c.note("WithDesiredBundleSize", bytes); c.BundleSize = bytes })
 }
 
 // WithSnapshotTime reads the table as of t. It is Read's alone: a Query's
@@ -284,38 +314,52 @@ func WithSnapshotTime(t time.Time) ReadOption {
 	return readOnlyOption(func(c *readConfig) { c.note("WithSnapshotTime", t); c.SnapshotMicros = t.UnixMicro() })
 }
 
-// WithEndpoint sends the Storage Read API calls to host:port instead of
-// Google's endpoint: a regional or private endpoint, or a test server such as
+// WithEndpoint sends the Storage Read API calls (of Read and Query) or the
+// Storage Write API calls (of Write) to host:port instead of Google's
+// endpoint: a regional or private endpoint, or a test server such as
 // bqtest's (with WithInsecure).
-func WithEndpoint(hostport string) SessionOption {
-	return func(c *readConfig) { c.note("WithEndpoint", hostport); c.Endpoint = hostport }
+func WithEndpoint(hostport string) CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithEndpoint", hostport); c.Endpoint = hostport },
+		write: func(c *writeConfig) { c.note("WithEndpoint", hostport); c.Endpoint = hostport },
+	}
 }
 
 // WithInsecure talks to the endpoint without TLS and without credentials,
 // as a local test server needs. Never use it against Google.
-func WithInsecure() SessionOption {
-	return func(c *readConfig) { c.note("WithInsecure"); c.Insecure = true }
+func WithInsecure() CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithInsecure"); c.Insecure = true },
+		write: func(c *writeConfig) { c.note("WithInsecure"); c.Insecure = true },
+	}
 }
 
 // WithSplitTimeout bounds a dynamic split's RPCs (default
 // sdf.DefaultSplitTimeout); the reader waits at most this long for one.
 func WithSplitTimeout(d time.Duration) SessionOption {
-	return func(c *readConfig) { c.note("WithSplitTimeout", d); c.SplitTimeout = d }
+	return sessionOption(func(c *readConfig) { c.note("WithSplitTimeout", d); c.SplitTimeout = d })
 }
 
-// WithRetries sets how many times in a row a ReadRows failing with a
-// transient error is retried (default 10), backing off from base (default
-// 100 ms) doubling up to 10 s, each wait drawn at random below its bound
-// (gax's Backoff, as the official clients retry).
-func WithRetries(n int, base time.Duration) SessionOption {
-	return func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base }
+// WithRetries sets how many times in a row a ReadRows (of Read and Query)
+// or an append (of Write) failing with a transient error is retried
+// (default 10), backing off from base (default 100 ms) doubling up to 10 s,
+// each wait drawn at random below its bound (gax's Backoff, as the official
+// clients retry).
+func WithRetries(n int, base time.Duration) CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base },
+		write: func(c *writeConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base },
+	}
 }
 
-// WithMetricsNamespace puts the read's Beam metrics in namespace ns
+// WithMetricsNamespace puts the transform's Beam metrics in namespace ns
 // instead of Namespace, the default (say, to tell two reads of a pipeline
 // apart).
-func WithMetricsNamespace(ns string) SessionOption {
-	return func(c *readConfig) { c.note("WithMetricsNamespace", ns); c.Namespace = ns }
+func WithMetricsNamespace(ns string) CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithMetricsNamespace", ns); c.Namespace = ns },
+		write: func(c *writeConfig) { c.note("WithMetricsNamespace", ns); c.Namespace = ns },
+	}
 }
 
 // counter is the named counter of the read's metrics namespace.
@@ -394,4 +438,192 @@ func validProject(p string) bool {
 		return false
 	}
 	return id != "" && !strings.ContainsAny(id, ".:/")
+}
+
+// WriteOption configures Write. The options of Write alone return a
+// WriteOption (WithAtLeastOnce, WithCreateDisposition, ...); those it
+// shares with Read and Query a CommonOption, with Query a
+// QueryWriteOption. A ReadOption or QueryOption of the read side alone is
+// not a WriteOption: given to Write, it does not compile.
+type WriteOption interface{ applyWrite(*writeConfig) }
+
+// writeOnlyOption is an option of Write alone.
+type writeOnlyOption func(*writeConfig)
+
+func (o writeOnlyOption) applyWrite(c *writeConfig) { o(c) }
+
+// CreateDisposition says what Write does with a table that does not
+// exist.
+type CreateDisposition int
+
+const (
+	// CreateIfNeeded creates a missing table with the schema of
+	// WithSchema, or else the one bigquery.InferSchema infers from the
+	// element type (the default).
+	CreateIfNeeded CreateDisposition = iota
+	// CreateNever fails the write when the table does not exist.
+	CreateNever
+)
+
+// WriteDisposition says what Write does with a table that has rows.
+type WriteDisposition int
+
+const (
+	// WriteAppend appends to the rows there are (the default).
+	WriteAppend WriteDisposition = iota
+	// WriteEmpty fails the write when the table has rows before it.
+	WriteEmpty
+)
+
+// writeConfig is the serialisable configuration of a write; it travels in
+// the DoFns to the workers.
+type writeConfig struct {
+	Table        string // projects/p/datasets/d/tables/t; "" with WithTableFunc
+	Endpoint     string
+	REST         string // the BigQuery REST API's endpoint; "": Google's
+	Insecure     bool
+	Namespace    string
+	AtLeastOnce  bool
+	FailOnErrors bool // WithFailOnRowErrors
+	Create       CreateDisposition
+	Disposition  WriteDisposition
+	// Schema is WithSchema's schema as the JSON of its fields (Beam's
+	// coder of DoFn fields takes no recursive type); "" for none.
+	Schema       string
+	MaxRetries   int
+	RetryBase    time.Duration
+	MaxBatchSize int // encoded bytes of one append, at most
+
+	given    []givenOption
+	tableFn  any   // WithTableFunc's function, checked against the element type
+	schemaOK error // WithSchema could not take its schema
+}
+
+func (c *writeConfig) note(name string, args ...any) {
+	r := readConfig{}
+	r.note(name, args...)
+	c.given = append(c.given, r.given...)
+}
+
+func (c *writeConfig) calls(name string) []string {
+	r := readConfig{given: c.given}
+	return r.calls(name)
+}
+
+// newWriteConfig is the configuration of a Write of table (a table spec,
+// or "" with WithTableFunc) with opts, checked.
+func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
+	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes}
+	for _, o := range opts {
+		o.applyWrite(&cfg)
+	}
+	if err := cfg.checkOptions(table); err != nil {
+		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
+	}
+	return cfg, nil
+}
+
+func (c *writeConfig) checkOptions(table string) error {
+	switch {
+	case table == "" && c.tableFn == nil:
+		return errors.New("no table: give a table spec (project.dataset.table) or WithTableFunc")
+	case table != "" && c.tableFn != nil:
+		return fmt.Errorf("table %q and WithTableFunc both name the destination: give the table \"\" with WithTableFunc", table)
+	case table != "":
+		res, err := tableResource(table)
+		if err != nil {
+			return err
+		}
+		c.Table = res
+	}
+	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
+	switch {
+	case c.Namespace == "":
+		return fmt.Errorf("%s: an empty metrics namespace", last("WithMetricsNamespace"))
+	case c.MaxRetries < 0 || c.RetryBase < 0:
+		return fmt.Errorf("%s: a negative retry count or backoff", last("WithRetries"))
+	case c.schemaOK != nil:
+		return fmt.Errorf("%s: %w", last("WithSchema"), c.schemaOK)
+	case c.Create != CreateIfNeeded && c.Create != CreateNever:
+		return fmt.Errorf("%s: not a create disposition", last("WithCreateDisposition"))
+	case c.Disposition != WriteAppend && c.Disposition != WriteEmpty:
+		return fmt.Errorf("%s: not a write disposition (WRITE_TRUNCATE is not supported, see the package doc)", last("WithWriteDisposition"))
+	case c.AtLeastOnce && c.Disposition == WriteEmpty:
+		// Checked per bundle, rows of the bundles before would make the
+		// table non-empty: only a commit at the end keeps it empty.
+		return fmt.Errorf("%s cannot be given with WithAtLeastOnce: rows appended to _default are visible at once, so the check of a later bundle would find them", last("WithWriteDisposition"))
+	case c.MaxBatchSize <= 0 || c.MaxBatchSize > maxAppendBytes:
+		return fmt.Errorf("%s: an append holds 1 byte to %d bytes", last("WithMaxAppendBytes"), maxAppendBytes)
+	}
+	return nil
+}
+
+// counter is the named counter of the write's metrics namespace.
+func (c writeConfig) counter(name string) beam.Counter { return beam.NewCounter(c.Namespace, name) }
+
+func (c writeConfig) clientOptions() []option.ClientOption {
+	return readConfig{Endpoint: c.Endpoint, Insecure: c.Insecure}.clientOptions()
+}
+
+func (c writeConfig) restOptions() []option.ClientOption {
+	return readConfig{Insecure: c.Insecure, Query: queryConfig{REST: c.REST}}.restOptions()
+}
+
+// WithAtLeastOnce appends to each table's _default stream instead of
+// PENDING streams committed at the end: rows are visible as they are
+// appended, nothing is committed, and a retried append or bundle may write
+// rows twice (Beam Java's STORAGE_API_AT_LEAST_ONCE).
+func WithAtLeastOnce() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithAtLeastOnce"); c.AtLeastOnce = true })
+}
+
+// WithFailOnRowErrors fails the write when the service refuses a row (a
+// REQUIRED column missing, a value out of range) instead of sending it to
+// WriteResult.FailedRows.
+func WithFailOnRowErrors() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithFailOnRowErrors"); c.FailOnErrors = true })
+}
+
+// WithCreateDisposition says what to do with a table that does not exist:
+// CreateIfNeeded (the default) or CreateNever.
+func WithCreateDisposition(d CreateDisposition) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithCreateDisposition", int(d)); c.Create = d })
+}
+
+// WithWriteDisposition says what to do with a table that has rows:
+// WriteAppend (the default) or WriteEmpty.
+func WithWriteDisposition(d WriteDisposition) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithWriteDisposition", int(d)); c.Disposition = d })
+}
+
+// WithSchema is the schema CreateIfNeeded creates a table with, instead of
+// the one inferred from the element type, and the one rows of
+// bigqueryio.Row are encoded by (else the table's, read when the write
+// starts). Struct fields must fit its columns.
+func WithSchema(schema bigquery.Schema) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) {
+		c.note("WithSchema", fmt.Sprintf("%d fields", len(schema)))
+		if len(schema) == 0 {
+			c.schemaOK = errors.New("an empty schema")
+			return
+		}
+		b, err := schema.ToJSONFields()
+		c.Schema, c.schemaOK = string(b), err
+	})
+}
+
+// WithTableFunc routes each element to the table fn names (a table spec,
+// project.dataset.table), each table written and committed on its own;
+// Write's table is then "". fn is a func(T) string of the element type T,
+// a top-level function registered with Beam (register.Function1x1(fn) in
+// an init function), as Beam needs to send it to the workers; an element
+// whose table spec is not valid goes to FailedRows.
+func WithTableFunc(fn any) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableFunc", fmt.Sprintf("%T", fn)); c.tableFn = fn })
+}
+
+// WithMaxAppendBytes caps the encoded rows of one append request (default
+// and at most 9 MB, under the service's 10 MB limit of a request).
+func WithMaxAppendBytes(n int) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithMaxAppendBytes", n); c.MaxBatchSize = n })
 }

@@ -86,12 +86,15 @@ func WithQueryParameters(params ...bigquery.QueryParameter) QueryOption {
 	})
 }
 
-// WithRESTEndpoint sends Query's BigQuery REST API calls (query jobs,
-// datasets, tables) to url instead of Google's endpoint: a test server's,
-// such as bqtest's RESTEndpoint (with WithInsecure, which drops credentials
-// there too).
-func WithRESTEndpoint(url string) QueryOption {
-	return queryOnlyOption(func(c *readConfig) { c.note("WithRESTEndpoint", url); c.Query.REST = url })
+// WithRESTEndpoint sends the BigQuery REST API calls of Query (query jobs,
+// datasets, tables) or of Write (tables get and insert) to url instead of
+// Google's endpoint: a test server's, such as bqtest's RESTEndpoint (with
+// WithInsecure, which drops credentials there too).
+func WithRESTEndpoint(url string) QueryWriteOption {
+	return QueryWriteOption{
+		query: func(c *readConfig) { c.note("WithRESTEndpoint", url); c.Query.REST = url },
+		write: func(c *writeConfig) { c.note("WithRESTEndpoint", url); c.REST = url },
+	}
 }
 
 func (c readConfig) restOptions() []option.ClientOption {

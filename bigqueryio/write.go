@@ -1,0 +1,149 @@
+package bigqueryio
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// maxAppendBytes is the default and largest size of the encoded rows of
+// one append: the service takes requests of at most 10 MB, and a request
+// carries the stream name and, first on a connection, the writer schema.
+const maxAppendBytes = 9 << 20
+
+// WriteResult is what Write gives back.
+type WriteResult struct {
+	// Results holds one TableResult per table written, once its rows are
+	// committed (or, WithAtLeastOnce, appended): a pipeline can wait on
+	// it (as a side input) for the write.
+	Results beam.PCollection
+	// FailedRows holds a FailedRow per row the service refused, or that
+	// could not be encoded or routed (unless WithFailOnRowErrors).
+	FailedRows beam.PCollection
+}
+
+// TableResult is the outcome of a write to one table.
+type TableResult struct {
+	Table      string   // project.dataset.table
+	Streams    []string // the write streams committed (WithAtLeastOnce: the _default stream)
+	Rows       int64    // rows committed (WithAtLeastOnce: appended)
+	CommitTime time.Time
+}
+
+// FailedRow is a row that was not written.
+type FailedRow struct {
+	Table string // project.dataset.table, or what WithTableFunc returned
+	Row   string // the element as JSON (encoding/json)
+	Error string // the service's message, or why the row could not be sent
+}
+
+// streamDone is a stream an append bundle wrote, finalized: the table's
+// resource name is its key.
+type streamDone struct {
+	Stream string
+	Rows   int64
+}
+
+func init() {
+	register.DoFn4x1[context.Context, beam.X, func(string, streamDone), func(FailedRow), error](&appendFn{})
+	register.Emitter2[string, streamDone]()
+	register.Emitter1[FailedRow]()
+	register.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
+	register.Iter1[streamDone]()
+	register.Emitter1[TableResult]()
+	register.Function1x1(fixedTable)
+	beam.RegisterType(reflect.TypeFor[streamDone]())
+	beam.RegisterType(reflect.TypeFor[TableResult]())
+	beam.RegisterType(reflect.TypeFor[FailedRow]())
+}
+
+// fixedTable is the table function of a Write without WithTableFunc (it
+// is never called).
+func fixedTable(beam.X) string { return "" }
+
+// Write writes a PCollection of structs (the types Read fills, see the
+// package doc) or of bigqueryio.Row to the BigQuery table through the
+// Storage Write API, exactly once (see the package doc), and returns the
+// per-table results and the rows that were refused. table is
+// project.dataset.table or project:dataset.table, or "" with
+// WithTableFunc. Write panics, when the pipeline is built, where TryWrite
+// returns an error: a bad table name, a type it cannot write (naming the
+// field), options that contradict each other or hold values that cannot
+// work.
+func Write(s beam.Scope, table string, col beam.PCollection, opts ...WriteOption) WriteResult {
+	res, err := TryWrite(s, table, col, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return res
+}
+
+// TryWrite is Write returning the errors of construction instead of
+// panicking.
+func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOption) (WriteResult, error) {
+	cfg, err := newWriteConfig(table, opts)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if !col.IsValid() {
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write: the PCollection is not valid")
+	}
+	t := col.Type().Type()
+	if err := checkWriteType(t, cfg); err != nil {
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write of %v: %w", t, err)
+	}
+	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: t}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
+	if cfg.tableFn != nil {
+		ft := reflect.TypeOf(cfg.tableFn)
+		if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || ft.In(0) != t || ft.Out(0) != reflect.TypeFor[string]() {
+			return WriteResult{}, fmt.Errorf("bigqueryio.Write: WithTableFunc(%v): want a func(%v) string", ft, t)
+		}
+		fn.TableFn, fn.HasTableFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.tableFn)}, true
+	}
+	s = s.Scope("bigqueryio.Write")
+	streams, failed := beam.ParDo2(s, fn, col)
+	results := beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams))
+	return WriteResult{Results: results, FailedRows: failed}, nil
+}
+
+// checkWriteType refuses, when the pipeline is built, a type Write cannot
+// write: it must be a struct type whose fields fit the schema (WithSchema
+// or inferred) or Row.
+func checkWriteType(t reflect.Type, cfg writeConfig) error {
+	if t == typeOfRow {
+		if cfg.Schema == "" && cfg.Create == CreateIfNeeded {
+			return fmt.Errorf("rows of bigqueryio.Row have no schema to create a table with: give WithSchema, or WithCreateDisposition(CreateNever)")
+		}
+		return nil
+	}
+	if t.Kind() != reflect.Struct {
+		return fmt.Errorf("needs a struct type or bigqueryio.Row")
+	}
+	schema, err := writeSchema(cfg, t)
+	if err != nil {
+		return err
+	}
+	_, err = newRowEncoder(schema, t)
+	return err
+}
+
+// writeSchema is WithSchema's schema, or the one inferred from t.
+func writeSchema(cfg writeConfig, t reflect.Type) (bigquery.Schema, error) {
+	if cfg.Schema != "" {
+		return bigquery.SchemaFromJSON([]byte(cfg.Schema))
+	}
+	if t == typeOfRow {
+		return nil, nil
+	}
+	schema, err := bigquery.InferSchema(reflect.New(t).Elem().Interface())
+	if err != nil {
+		return nil, fmt.Errorf("inferring its schema: %w", err)
+	}
+	return schema, nil
+}

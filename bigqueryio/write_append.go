@@ -1,0 +1,463 @@
+package bigqueryio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// appendWindow is how many appends of one stream may wait for their
+// answers.
+const appendWindow = 4
+
+// appendFn appends the rows of a bundle to write streams of its own, one
+// per destination table, created when the table's first row comes: PENDING
+// streams, finalized when the bundle ends and output for the commit, or
+// WithAtLeastOnce the table's _default stream.
+type appendFn struct {
+	Cfg        writeConfig
+	Type       beam.EncodedType
+	TableFn    beam.EncodedFunc
+	HasTableFn bool
+
+	mw     *managedwriter.Client
+	tables map[string]*writeTable  // by resource name, for the DoFn's life
+	dests  map[string]*destination // by resource name, for the bundle
+	order  []string                // dests in the order they came
+	route  reflectx.Func1x1
+	m      writeMetrics
+}
+
+// writeMetrics are the counters of a write.
+type writeMetrics struct {
+	rows, bytes, appends, retries, refused, committed beam.Counter
+}
+
+func newWriteMetrics(c writeConfig) writeMetrics {
+	return writeMetrics{
+		rows: c.counter("rows_appended"), bytes: c.counter("bytes_appended"),
+		appends: c.counter("appends"), retries: c.counter("append_retries"),
+		refused: c.counter("rows_refused"), committed: c.counter("streams_committed"),
+	}
+}
+
+// writeTable is what a DoFn knows of a destination table: checked
+// (created if needed, empty if it must be) and its rows' encoder.
+type writeTable struct {
+	spec string // project.dataset.table
+	enc  *rowEncoder
+}
+
+// destination is a table's stream in the current bundle.
+type destination struct {
+	table    *writeTable
+	res      string
+	ms       *managedwriter.ManagedStream
+	next     int64 // the offset of the next batch
+	cur      appendBatch
+	inflight []*appendBatch
+}
+
+// appendBatch is the rows of one append.
+type appendBatch struct {
+	rows   [][]byte
+	elems  []any // for FailedRows
+	bytes  int
+	offset int64
+	res    *managedwriter.AppendResult
+	err    error // of AppendRows itself
+}
+
+func (f *appendFn) Setup() {
+	f.tables = map[string]*writeTable{}
+	f.m = newWriteMetrics(f.Cfg)
+	if f.HasTableFn {
+		f.route = reflectx.ToFunc1x1(f.TableFn.Fn)
+	}
+}
+
+func (f *appendFn) StartBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) {
+	f.dests, f.order = map[string]*destination{}, nil
+}
+
+func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(string, streamDone), failed func(FailedRow)) error {
+	res, spec := f.Cfg.Table, ""
+	if f.HasTableFn {
+		spec = f.route.Call1x1(x).(string)
+		var err error
+		if res, err = tableResource(spec); err != nil {
+			return f.refuse(ctx, spec, x, fmt.Errorf("WithTableFunc: %w", err), failed)
+		}
+	}
+	d, err := f.dest(ctx, res)
+	if err != nil {
+		return err
+	}
+	row, err := d.table.enc.encode(nil, x)
+	if err == nil && len(row) > f.Cfg.MaxBatchSize {
+		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Cfg.MaxBatchSize)
+	}
+	if err != nil {
+		return f.refuse(ctx, d.table.spec, x, err, failed)
+	}
+	if d.cur.bytes+len(row) > f.Cfg.MaxBatchSize {
+		if err := f.flush(ctx, d, failed); err != nil {
+			return err
+		}
+	}
+	d.cur.rows = append(d.cur.rows, row)
+	d.cur.elems = append(d.cur.elems, x)
+	d.cur.bytes += len(row)
+	return nil
+}
+
+// refuse sends x to FailedRows, or fails the bundle WithFailOnRowErrors.
+func (f *appendFn) refuse(ctx context.Context, table string, x any, cause error, failed func(FailedRow)) error {
+	if f.Cfg.FailOnErrors {
+		return fmt.Errorf("bigqueryio.Write to %s: row refused (WithFailOnRowErrors): %w", table, cause)
+	}
+	f.m.refused.Inc(ctx, 1)
+	failed(FailedRow{Table: table, Row: rowJSON(x), Error: cause.Error()})
+	return nil
+}
+
+func rowJSON(x any) string {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return fmt.Sprintf("%+v", x)
+	}
+	return string(b)
+}
+
+func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) error {
+	defer f.closeStreams()
+	for _, res := range f.order {
+		d := f.dests[res]
+		if err := f.flush(ctx, d, failed); err != nil {
+			return err
+		}
+		if err := f.drain(ctx, d, failed, 0); err != nil {
+			return err
+		}
+		if d.ms == nil {
+			continue // every row refused
+		}
+		if f.Cfg.AtLeastOnce {
+			emit(res, streamDone{Stream: d.ms.StreamName(), Rows: d.next})
+			continue
+		}
+		n, err := d.ms.Finalize(ctx)
+		if err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s: %w", d.table.spec, d.ms.StreamName(), err)
+		}
+		if n != d.next {
+			return fmt.Errorf("bigqueryio.Write to %s: stream %s finalized with %d rows, %d were appended", d.table.spec, d.ms.StreamName(), n, d.next)
+		}
+		emit(res, streamDone{Stream: d.ms.StreamName(), Rows: n})
+	}
+	return nil
+}
+
+func (f *appendFn) closeStreams() {
+	for _, d := range f.dests {
+		if d.ms != nil {
+			d.ms.Close()
+		}
+	}
+	f.dests, f.order = nil, nil
+}
+
+func (f *appendFn) Teardown() {
+	f.closeStreams()
+	if f.mw != nil {
+		f.mw.Close()
+	}
+}
+
+// dest is the destination of table res in this bundle.
+func (f *appendFn) dest(ctx context.Context, res string) (*destination, error) {
+	if d, ok := f.dests[res]; ok {
+		return d, nil
+	}
+	t, err := f.table(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	d := &destination{table: t, res: res}
+	f.dests[res] = d
+	f.order = append(f.order, res)
+	return d, nil
+}
+
+// table checks the table res as the dispositions say, the first time the
+// DoFn meets it, and compiles the encoder of its rows.
+func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
+	if t, ok := f.tables[res]; ok {
+		return t, nil
+	}
+	p := strings.Split(res, "/")
+	spec := p[1] + "." + p[3] + "." + p[5]
+	if f.mw == nil {
+		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		f.mw = mw
+	}
+	given, err := writeSchema(f.Cfg, f.Type.T)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+	}
+	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition == WriteEmpty {
+		if err := f.checkTable(ctx, p[1], p[3], p[5], given); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
+	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: res + "/streams/_default", View: storagepb.WriteStreamView_FULL})
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: reading the table's schema: %w", spec, err)
+	}
+	schema, err := adapt.StorageTableSchemaToBQSchema(ws.GetTableSchema())
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: the table's schema: %w", spec, err)
+	}
+	enc, err := newRowEncoder(schema, f.Type.T)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write of %v to %s: %w", f.Type.T, spec, err)
+	}
+	t := &writeTable{spec: spec, enc: enc}
+	f.tables[res] = t
+	return t, nil
+}
+
+// checkTable creates the table if it is missing and CreateIfNeeded, and
+// refuses a table with rows WriteEmpty.
+func (f *appendFn) checkTable(ctx context.Context, project, dataset, table string, schema bigquery.Schema) error {
+	c, err := bigquery.NewClient(ctx, project, f.Cfg.restOptions()...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tbl := c.DatasetInProject(project, dataset).Table(table)
+	md, err := tbl.Metadata(ctx)
+	if isHTTP(err, http.StatusNotFound) {
+		if f.Cfg.Create != CreateIfNeeded {
+			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
+		}
+		err = tbl.Create(ctx, &bigquery.TableMetadata{Schema: schema})
+		if isHTTP(err, http.StatusConflict) {
+			err = nil // made meanwhile by another worker
+		}
+		if err != nil {
+			return fmt.Errorf("creating the table (CreateIfNeeded): %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the table's metadata: %w", err)
+	}
+	if f.Cfg.Disposition == WriteEmpty && md.NumRows > 0 {
+		return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", md.NumRows)
+	}
+	return nil
+}
+
+func isHTTP(err error, code int) bool {
+	var e *googleapi.Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// flush sends the current batch of d, and waits for the oldest answers
+// when the window is full.
+func (f *appendFn) flush(ctx context.Context, d *destination, failed func(FailedRow)) error {
+	if len(d.cur.rows) == 0 {
+		return nil
+	}
+	if d.ms == nil {
+		typ := managedwriter.PendingStream
+		if f.Cfg.AtLeastOnce {
+			typ = managedwriter.DefaultStream
+		}
+		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(typ),
+			managedwriter.WithSchemaDescriptor(d.table.enc.desc))
+		if err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)
+		}
+		d.ms = ms
+	}
+	b := d.cur
+	d.cur = appendBatch{}
+	b.offset = d.next
+	d.next += int64(len(b.rows))
+	f.send(ctx, d, &b)
+	d.inflight = append(d.inflight, &b)
+	if len(d.inflight) > appendWindow {
+		return f.drain(ctx, d, failed, len(d.inflight)-appendWindow)
+	}
+	return nil
+}
+
+// send appends b to d's stream, not waiting for the answer.
+func (f *appendFn) send(ctx context.Context, d *destination, b *appendBatch) {
+	var opts []managedwriter.AppendOption
+	if !f.Cfg.AtLeastOnce {
+		opts = append(opts, managedwriter.WithOffset(b.offset))
+	}
+	f.m.appends.Inc(ctx, 1)
+	b.res, b.err = d.ms.AppendRows(ctx, b.rows, opts...)
+}
+
+// outcome waits for the answer of b's append.
+func (b *appendBatch) outcome(ctx context.Context) (*storagepb.AppendRowsResponse, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.res.FullResponse(ctx)
+}
+
+// drain waits for the answers of d's appends until at most keep are left
+// in flight. After a failed append it waits for all, then appends again,
+// one at a time, from the failed one on: a transient failure is retried
+// at the same offset (ALREADY_EXISTS then says an earlier attempt wrote
+// the rows), a request with row errors (none of it written) again without
+// its refused rows, and the later appends at the offsets that follow (an
+// append after a failed one was answered OUT_OF_RANGE, or was written if
+// the failed one was written too).
+func (f *appendFn) drain(ctx context.Context, d *destination, failed func(FailedRow), keep int) error {
+	for len(d.inflight) > keep {
+		b := d.inflight[0]
+		resp, err := b.outcome(ctx)
+		if err == nil {
+			f.written(ctx, b)
+			d.inflight = d.inflight[1:]
+			continue
+		}
+		rest := d.inflight
+		d.inflight = nil
+		known := make([]error, len(rest))
+		resps := make([]*storagepb.AppendRowsResponse, len(rest))
+		known[0], resps[0] = err, resp
+		for i := 1; i < len(rest); i++ {
+			resps[i], known[i] = rest[i].outcome(ctx)
+		}
+		d.next = b.offset
+		for i, r := range rest {
+			if err := f.appendSync(ctx, d, r, resps[i], known[i], failed); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// written counts b's rows as appended.
+func (f *appendFn) written(ctx context.Context, b *appendBatch) {
+	f.m.rows.Inc(ctx, int64(len(b.rows)))
+	f.m.bytes.Inc(ctx, int64(b.bytes))
+}
+
+// appendSync appends b at d.next until it is written, given the outcome of
+// an earlier attempt at b.offset (if that is still d.next).
+func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatch, resp *storagepb.AppendRowsResponse, err error, failed func(FailedRow)) error {
+	known := b.offset == d.next || f.Cfg.AtLeastOnce
+	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	retries := 0
+	for {
+		if len(b.rows) == 0 {
+			return nil
+		}
+		if !known {
+			b.offset = d.next
+			f.send(ctx, d, b)
+			resp, err = b.outcome(ctx)
+		}
+		fresh := !known
+		known = false
+		code := status.Code(err)
+		switch {
+		case err == nil || code == codes.AlreadyExists && !f.Cfg.AtLeastOnce:
+			f.written(ctx, b)
+			d.next = b.offset + int64(len(b.rows))
+			return nil
+		case len(resp.GetRowErrors()) > 0:
+			if err := f.dropRefused(ctx, d, b, resp.GetRowErrors(), failed); err != nil {
+				return err
+			}
+			continue
+		case !fresh:
+			// The answer to an append sent before (or with) the one that
+			// failed: send it again.
+			f.m.retries.Inc(ctx, 1)
+			continue
+		case appendTransient(err):
+			if retries >= f.Cfg.MaxRetries {
+				return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %d retries: %w", d.table.spec, d.ms.StreamName(), b.offset, retries, err)
+			}
+			retries++
+			f.m.retries.Inc(ctx, 1)
+			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %w", d.table.spec, d.ms.StreamName(), b.offset, err)
+		}
+	}
+}
+
+// dropRefused takes the rows the service refused out of b, sending them
+// to FailedRows, or fails WithFailOnRowErrors.
+func (f *appendFn) dropRefused(ctx context.Context, d *destination, b *appendBatch, errs []*storagepb.RowError, failed func(FailedRow)) error {
+	bad := map[int64]string{}
+	for _, e := range errs {
+		if e.GetIndex() < 0 || e.GetIndex() >= int64(len(b.rows)) {
+			return fmt.Errorf("bigqueryio.Write to %s: stream %s: a row error for row %d of an append of %d rows: %s", d.table.spec, d.ms.StreamName(), e.GetIndex(), len(b.rows), e.GetMessage())
+		}
+		bad[e.GetIndex()] = e.GetMessage()
+	}
+	if f.Cfg.FailOnErrors {
+		var msgs []string
+		for _, e := range errs {
+			msgs = append(msgs, fmt.Sprintf("row %d: %s", b.offset+e.GetIndex(), e.GetMessage()))
+		}
+		return fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", d.table.spec, d.ms.StreamName(), len(errs), strings.Join(msgs, "; "))
+	}
+	keep := appendBatch{offset: b.offset}
+	for i, row := range b.rows {
+		if msg, ok := bad[int64(i)]; ok {
+			f.m.refused.Inc(ctx, 1)
+			failed(FailedRow{Table: d.table.spec, Row: rowJSON(b.elems[i]), Error: msg})
+			continue
+		}
+		keep.rows = append(keep.rows, row)
+		keep.elems = append(keep.elems, b.elems[i])
+		keep.bytes += len(row)
+	}
+	*b = keep
+	return nil
+}
+
+// appendTransient tells the append errors retried with backoff.
+func appendTransient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Internal, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

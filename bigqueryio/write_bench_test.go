@@ -1,0 +1,138 @@
+package bigqueryio
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beambq "github.com/apache/beam/sdks/v2/go/pkg/beam/io/bigqueryio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
+
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+)
+
+func init() { beam.RegisterType(reflect.TypeFor[benchRow]()) }
+
+var benchWriteSchema = bigquery.Schema{
+	{Name: "id", Type: bigquery.IntegerFieldType},
+	{Name: "name", Type: bigquery.StringFieldType},
+	{Name: "score", Type: bigquery.FloatFieldType},
+}
+
+func benchWriteRows(n int) []any {
+	rows := make([]any, n)
+	for i := range rows {
+		rows[i] = benchRow{ID: int64(i), Name: bigquery.NullString{StringVal: fmt.Sprintf("user-%d", i%1000), Valid: true}, Score: float64(i) / 4}
+	}
+	return rows
+}
+
+// BenchmarkWrite writes 100,000 rows to bqtest (in this process, sharing
+// the CPU) three ways: this package's Write (exactly once, on the direct
+// runner), Beam Go's bigqueryio.Write (tabledata.insertAll, reached through
+// RouteGoogleAPIs), and a plain managedwriter loop appending the same
+// encoded rows to one PENDING stream on one goroutine, the anchor of the
+// writer's CPU per row. Figures are the lead's (docs/BENCHMARKS.md).
+func BenchmarkWrite(b *testing.B) {
+	const n = 100_000
+	rows := benchWriteRows(n)
+	b.Run("sdfio", func(b *testing.B) {
+		srv := newTestServer(b)
+		srv.AddDataset("p", "d", "")
+		for i := 0; i < b.N; i++ {
+			p, s := beam.NewPipelineWithRoot()
+			table := fmt.Sprintf("p.d.w%d", i)
+			Write(s, table, beam.Create(s, rows...), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()))
+			if _, err := direct.Execute(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("beamgo", func(b *testing.B) {
+		srv := newTestServer(b)
+		if err := srv.AddTable("p.d.other", bqtest.Table{Schema: benchWriteSchema}); err != nil {
+			b.Fatal(err)
+		}
+		restore, err := srv.RouteGoogleAPIs()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer restore()
+		for i := 0; i < b.N; i++ {
+			p, s := beam.NewPipelineWithRoot()
+			beambq.Write(s, "p", fmt.Sprintf("p:d.b%d", i), beam.Create(s, rows...))
+			if _, err := direct.Execute(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("managedwriter", func(b *testing.B) {
+		srv := newTestServer(b)
+		ctx := context.Background()
+		enc, err := newRowEncoder(benchWriteSchema, reflect.TypeFor[benchRow]())
+		if err != nil {
+			b.Fatal(err)
+		}
+		mw, err := managedwriter.NewClient(ctx, "p", srv.ClientOptions()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer mw.Close()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			name := fmt.Sprintf("p.d.m%d", i)
+			if err := srv.AddTable(name, bqtest.Table{Schema: benchWriteSchema}); err != nil {
+				b.Fatal(err)
+			}
+			res, _ := bqtest.TableResource(name)
+			ms, err := mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(res), managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(enc.desc))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var batch [][]byte
+			var size int
+			var off int64
+			var results []*managedwriter.AppendResult
+			send := func() {
+				r, err := ms.AppendRows(ctx, batch, managedwriter.WithOffset(off))
+				if err != nil {
+					b.Fatal(err)
+				}
+				results = append(results, r)
+				off += int64(len(batch))
+				batch, size = nil, 0
+			}
+			for _, x := range rows {
+				row, err := enc.encode(nil, x)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if size+len(row) > maxAppendBytes {
+					send()
+				}
+				batch, size = append(batch, row), size+len(row)
+			}
+			send()
+			for _, r := range results {
+				if _, err := r.GetResult(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := ms.Finalize(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := mw.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: res, WriteStreams: []string{ms.StreamName()}}); err != nil {
+				b.Fatal(err)
+			}
+			ms.Close()
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}

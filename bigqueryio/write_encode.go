@@ -1,0 +1,540 @@
+package bigqueryio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
+	"cloud.google.com/go/civil"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// The rows of a write are encoded by hand as proto2 messages of a writer
+// schema made from the table's schema (adapt's descriptor, field i+1 for
+// column i, with NUMERIC, BIGNUMERIC, DATETIME and TIME sent as strings,
+// which the service takes as it takes their text in SQL, so that no value
+// goes through a lossy packing): no dynamicpb message per row.
+
+// rowEncoder encodes rows of one Go type for one table schema.
+type rowEncoder struct {
+	schema bigquery.Schema
+	desc   *descriptorpb.DescriptorProto
+	plan   *recordPlan
+	isRow  bool // the rows are bigqueryio.Row
+}
+
+// recordPlan is how to encode the columns of a table or RECORD.
+type recordPlan struct {
+	cols []colPlan
+}
+
+// colPlan is one column: its proto field and, for a struct, the field that
+// holds its value.
+type colPlan struct {
+	name     string
+	num      protowire.Number
+	typ      bigquery.FieldType
+	repeated bool
+	field    []int // the struct field's index; nil: no field (NULL), or a Row
+	goPath   string
+	sub      *recordPlan // RECORD
+}
+
+// newRowEncoder compiles the encoding of rows of t (a struct type or Row)
+// for schema. Every field of a struct must have a column of a type that
+// takes it; columns without a field are NULL.
+func newRowEncoder(schema bigquery.Schema, t reflect.Type) (*rowEncoder, error) {
+	desc, err := writerDescriptor(schema)
+	if err != nil {
+		return nil, err
+	}
+	e := &rowEncoder{schema: schema, desc: desc, isRow: t == typeOfRow}
+	if e.isRow {
+		e.plan = planRecord(schema)
+		return e, nil
+	}
+	if e.plan, err = planStruct(schema, t, ""); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func planRecord(schema bigquery.Schema) *recordPlan {
+	p := &recordPlan{}
+	for i, f := range schema {
+		c := colPlan{name: f.Name, num: protowire.Number(i + 1), typ: f.Type, repeated: f.Repeated}
+		if f.Type == bigquery.RecordFieldType {
+			c.sub = planRecord(f.Schema)
+		}
+		p.cols = append(p.cols, c)
+	}
+	return p
+}
+
+func planStruct(schema bigquery.Schema, t reflect.Type, prefix string) (*recordPlan, error) {
+	l := fieldsOf(t)
+	if err := ambiguousError(t, l, prefix); err != nil {
+		return nil, err
+	}
+	used := make([]bool, len(l.fields))
+	p := &recordPlan{}
+	for i, f := range schema {
+		c := colPlan{name: f.Name, num: protowire.Number(i + 1), typ: f.Type, repeated: f.Repeated}
+		if j := l.match(f.Name); j >= 0 && !used[j] {
+			used[j] = true
+			sf := l.fields[j]
+			if sf.unexportedPtr != "" {
+				return nil, fmt.Errorf("field %s%s is reached through the unexported embedded pointer %s", prefix, sf.goPath, sf.unexportedPtr)
+			}
+			c.field, c.goPath = sf.index, prefix+sf.goPath
+			ft := sf.typ
+			if f.Repeated {
+				if ft.Kind() != reflect.Slice || ft.Elem().Kind() == reflect.Uint8 && f.Type != bigquery.BytesFieldType {
+					return nil, fmt.Errorf("field %s of type %v: column %s is REPEATED, a slice takes it", c.goPath, ft, f.Name)
+				}
+				if ft.Elem().Kind() == reflect.Uint8 && f.Type == bigquery.BytesFieldType {
+					return nil, fmt.Errorf("field %s of type %v: column %s is REPEATED BYTES, a [][]byte takes it", c.goPath, ft, f.Name)
+				}
+				ft = ft.Elem()
+			}
+			if f.Type == bigquery.RecordFieldType {
+				st := ft
+				if st.Kind() == reflect.Pointer {
+					st = st.Elem()
+				}
+				if st.Kind() != reflect.Struct || isValueStruct(st) {
+					return nil, fmt.Errorf("field %s of type %v: column %s is a RECORD, a struct or *struct takes it", c.goPath, ft, f.Name)
+				}
+				sub, err := planStruct(f.Schema, st, c.goPath+".")
+				if err != nil {
+					return nil, err
+				}
+				c.sub = sub
+			} else if _, err := appendScalar(nil, &c, reflect.New(ft).Elem().Interface()); errors.Is(err, errWrongType) {
+				return nil, fmt.Errorf("field %s of type %v cannot be written to column %s of type %s", c.goPath, ft, f.Name, f.Type)
+			}
+		}
+		p.cols = append(p.cols, c)
+	}
+	for j, u := range used {
+		if !u {
+			return nil, fmt.Errorf("field %s%s matches no column (the columns are %s)", prefix, l.fields[j].goPath, columnNames(schema))
+		}
+	}
+	return p, nil
+}
+
+// isValueStruct tells the struct types that are values of one column.
+func isValueStruct(t reflect.Type) bool {
+	switch t {
+	case reflect.TypeFor[time.Time](), reflect.TypeFor[civil.Date](), reflect.TypeFor[civil.Time](),
+		reflect.TypeFor[civil.DateTime](), reflect.TypeFor[big.Rat]():
+		return true
+	}
+	return t.PkgPath() == "cloud.google.com/go/bigquery" && strings.HasPrefix(t.Name(), "Null")
+}
+
+func columnNames(schema bigquery.Schema) string {
+	names := make([]string, len(schema))
+	for i, f := range schema {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// writerDescriptor is the normalized writer schema of a table schema.
+func writerDescriptor(schema bigquery.Schema) (*descriptorpb.DescriptorProto, error) {
+	ts, err := adapt.BQSchemaToStorageTableSchema(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	d, err := adapt.StorageSchemaToProto2Descriptor(ts, "root")
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	md, ok := d.(protoreflect.MessageDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("schema: adapt made a %T, not a message", d)
+	}
+	dp, err := adapt.NormalizeDescriptor(md)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	nested := map[string]*descriptorpb.DescriptorProto{}
+	for _, n := range dp.GetNestedType() {
+		nested[n.GetName()] = n
+	}
+	if err := stringColumns(dp, schema, nested); err != nil {
+		return nil, err
+	}
+	return dp, nil
+}
+
+// stringColumns makes the fields of NUMERIC, BIGNUMERIC, DATETIME and TIME
+// columns strings.
+func stringColumns(m *descriptorpb.DescriptorProto, schema bigquery.Schema, nested map[string]*descriptorpb.DescriptorProto) error {
+	for _, f := range m.GetField() {
+		i := int(f.GetNumber()) - 1
+		if i < 0 || i >= len(schema) {
+			return fmt.Errorf("schema: field %s numbered %d of %d columns", f.GetName(), f.GetNumber(), len(schema))
+		}
+		switch schema[i].Type {
+		case bigquery.NumericFieldType, bigquery.BigNumericFieldType, bigquery.DateTimeFieldType, bigquery.TimeFieldType:
+			f.Type = descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()
+		case bigquery.RecordFieldType:
+			name := f.GetTypeName()
+			if k := strings.LastIndexByte(name, '.'); k >= 0 {
+				name = name[k+1:]
+			}
+			n, ok := nested[name]
+			if !ok {
+				return fmt.Errorf("schema: no message %s for RECORD %s", f.GetTypeName(), schema[i].Name)
+			}
+			if err := stringColumns(n, schema[i].Schema, nested); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// errWrongType is the error of a value a column does not take.
+var errWrongType = errors.New("wrong type")
+
+// encode appends the encoded row x (a struct of the encoder's type, or a
+// Row) to b.
+func (e *rowEncoder) encode(b []byte, x any) ([]byte, error) {
+	if e.isRow {
+		m, ok := x.(Row)
+		if !ok {
+			return b, fmt.Errorf("a %T, not a bigqueryio.Row", x)
+		}
+		return e.plan.appendMap(b, m, "")
+	}
+	v := reflect.ValueOf(x)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	return e.plan.appendStruct(b, v)
+}
+
+func (p *recordPlan) appendStruct(b []byte, v reflect.Value) ([]byte, error) {
+	for i := range p.cols {
+		c := &p.cols[i]
+		if c.field == nil {
+			continue
+		}
+		fv, err := v.FieldByIndexErr(c.field)
+		if err != nil {
+			continue // through a nil embedded pointer: NULL
+		}
+		if c.repeated {
+			for k := 0; k < fv.Len(); k++ {
+				if b, err = c.appendOne(b, fv.Index(k), true); err != nil {
+					return b, err
+				}
+			}
+			continue
+		}
+		if b, err = c.appendOne(b, fv, false); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+func (c *colPlan) appendOne(b []byte, v reflect.Value, item bool) ([]byte, error) {
+	if c.sub != nil {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				if item {
+					return b, fmt.Errorf("field %s: a nil item in a REPEATED RECORD (BigQuery arrays hold no NULL)", c.goPath)
+				}
+				return b, nil
+			}
+			v = v.Elem()
+		}
+		sub, err := c.sub.appendStruct(nil, v)
+		if err != nil {
+			return b, err
+		}
+		b = protowire.AppendTag(b, c.num, protowire.BytesType)
+		return protowire.AppendBytes(b, sub), nil
+	}
+	n := len(b)
+	b, err := appendScalar(b, c, v.Interface())
+	if err != nil {
+		return b, fmt.Errorf("field %s: %w", c.goPath, err)
+	}
+	if item && len(b) == n {
+		return b, fmt.Errorf("field %s: a NULL item in REPEATED column %s (BigQuery arrays hold no NULL)", c.goPath, c.name)
+	}
+	return b, nil
+}
+
+func (p *recordPlan) appendMap(b []byte, m map[string]bigquery.Value, prefix string) ([]byte, error) {
+	found := 0
+	for i := range p.cols {
+		c := &p.cols[i]
+		x, ok := m[c.name]
+		if !ok {
+			continue
+		}
+		found++
+		var err error
+		if b, err = c.appendValue(b, x, prefix); err != nil {
+			return b, err
+		}
+	}
+	if found < len(m) {
+		for k := range m {
+			if !p.has(k) {
+				return b, fmt.Errorf("column %s%s is not in the table's schema (%s)", prefix, k, p.names())
+			}
+		}
+	}
+	return b, nil
+}
+
+func (p *recordPlan) has(name string) bool {
+	for _, c := range p.cols {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *recordPlan) names() string {
+	names := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// appendValue appends a value of a Row's column.
+func (c *colPlan) appendValue(b []byte, x any, prefix string) ([]byte, error) {
+	if x == nil {
+		return b, nil
+	}
+	if c.repeated {
+		items, ok := x.([]bigquery.Value)
+		if !ok {
+			v := reflect.ValueOf(x)
+			if v.Kind() != reflect.Slice || c.typ == bigquery.BytesFieldType && v.Type().Elem().Kind() == reflect.Uint8 {
+				return b, fmt.Errorf("column %s%s is REPEATED: a %T is not a list", prefix, c.name, x)
+			}
+			items = make([]bigquery.Value, v.Len())
+			for k := range items {
+				items[k] = v.Index(k).Interface()
+			}
+		}
+		for _, it := range items {
+			n := len(b)
+			var err error
+			if b, err = c.appendItem(b, it, prefix); err != nil {
+				return b, err
+			}
+			if len(b) == n {
+				return b, fmt.Errorf("column %s%s: a NULL item in a REPEATED column (BigQuery arrays hold no NULL)", prefix, c.name)
+			}
+		}
+		return b, nil
+	}
+	return c.appendItem(b, x, prefix)
+}
+
+func (c *colPlan) appendItem(b []byte, x any, prefix string) ([]byte, error) {
+	if c.sub != nil {
+		var m map[string]bigquery.Value
+		switch r := x.(type) {
+		case nil:
+			return b, nil
+		case map[string]bigquery.Value:
+			m = r
+		case Row:
+			m = r
+		default:
+			return b, fmt.Errorf("column %s%s is a RECORD: a %T is not a map[string]bigquery.Value", prefix, c.name, x)
+		}
+		sub, err := c.sub.appendMap(nil, m, prefix+c.name+".")
+		if err != nil {
+			return b, err
+		}
+		b = protowire.AppendTag(b, c.num, protowire.BytesType)
+		return protowire.AppendBytes(b, sub), nil
+	}
+	b, err := appendScalar(b, c, x)
+	if err != nil {
+		return b, fmt.Errorf("column %s%s: %w", prefix, c.name, err)
+	}
+	return b, nil
+}
+
+// appendScalar appends x, a value of the scalar column c, or nothing for a
+// NULL. A type the column does not take is errWrongType.
+func appendScalar(b []byte, c *colPlan, x any) ([]byte, error) {
+	varint := func(u uint64) []byte {
+		b = protowire.AppendTag(b, c.num, protowire.VarintType)
+		return protowire.AppendVarint(b, u)
+	}
+	str := func(s string) []byte {
+		b = protowire.AppendTag(b, c.num, protowire.BytesType)
+		return protowire.AppendString(b, s)
+	}
+	wrong := func() ([]byte, error) {
+		return b, fmt.Errorf("%w: a %s column does not take a %T", errWrongType, c.typ, x)
+	}
+	switch c.typ {
+	case bigquery.IntegerFieldType:
+		switch v := x.(type) {
+		case int:
+			return varint(uint64(v)), nil
+		case int8:
+			return varint(uint64(v)), nil
+		case int16:
+			return varint(uint64(v)), nil
+		case int32:
+			return varint(uint64(v)), nil
+		case int64:
+			return varint(uint64(v)), nil
+		case uint8:
+			return varint(uint64(v)), nil
+		case uint16:
+			return varint(uint64(v)), nil
+		case uint32:
+			return varint(uint64(v)), nil
+		case bigquery.NullInt64:
+			if !v.Valid {
+				return b, nil
+			}
+			return varint(uint64(v.Int64)), nil
+		}
+	case bigquery.FloatFieldType:
+		var f float64
+		switch v := x.(type) {
+		case float64:
+			f = v
+		case float32:
+			f = float64(v)
+		case bigquery.NullFloat64:
+			if !v.Valid {
+				return b, nil
+			}
+			f = v.Float64
+		default:
+			return wrong()
+		}
+		b = protowire.AppendTag(b, c.num, protowire.Fixed64Type)
+		return protowire.AppendFixed64(b, math.Float64bits(f)), nil
+	case bigquery.BooleanFieldType:
+		switch v := x.(type) {
+		case bool:
+			return varint(protowire.EncodeBool(v)), nil
+		case bigquery.NullBool:
+			if !v.Valid {
+				return b, nil
+			}
+			return varint(protowire.EncodeBool(v.Bool)), nil
+		}
+	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
+		switch v := x.(type) {
+		case string:
+			return str(v), nil
+		case bigquery.NullString:
+			if !v.Valid {
+				return b, nil
+			}
+			return str(v.StringVal), nil
+		case bigquery.NullGeography:
+			if !v.Valid {
+				return b, nil
+			}
+			return str(v.GeographyVal), nil
+		case bigquery.NullJSON:
+			if !v.Valid {
+				return b, nil
+			}
+			return str(v.JSONVal), nil
+		}
+	case bigquery.BytesFieldType:
+		if v, ok := x.([]byte); ok {
+			if v == nil {
+				return b, nil
+			}
+			b = protowire.AppendTag(b, c.num, protowire.BytesType)
+			return protowire.AppendBytes(b, v), nil
+		}
+	case bigquery.NumericFieldType, bigquery.BigNumericFieldType:
+		var r *big.Rat
+		switch v := x.(type) {
+		case *big.Rat:
+			r = v
+		case big.Rat:
+			r = &v
+		default:
+			return wrong()
+		}
+		if r == nil {
+			return b, nil
+		}
+		if c.typ == bigquery.NumericFieldType {
+			return str(bigquery.NumericString(r)), nil
+		}
+		return str(bigquery.BigNumericString(r)), nil
+	case bigquery.DateFieldType:
+		switch v := x.(type) {
+		case civil.Date:
+			return varint(uint64(int64(v.DaysSince(epochDate)))), nil
+		case bigquery.NullDate:
+			if !v.Valid {
+				return b, nil
+			}
+			return varint(uint64(int64(v.Date.DaysSince(epochDate)))), nil
+		}
+	case bigquery.DateTimeFieldType:
+		switch v := x.(type) {
+		case civil.DateTime:
+			return str(bigquery.CivilDateTimeString(v)), nil
+		case bigquery.NullDateTime:
+			if !v.Valid {
+				return b, nil
+			}
+			return str(bigquery.CivilDateTimeString(v.DateTime)), nil
+		}
+	case bigquery.TimeFieldType:
+		switch v := x.(type) {
+		case civil.Time:
+			return str(bigquery.CivilTimeString(v)), nil
+		case bigquery.NullTime:
+			if !v.Valid {
+				return b, nil
+			}
+			return str(bigquery.CivilTimeString(v.Time)), nil
+		}
+	case bigquery.TimestampFieldType:
+		switch v := x.(type) {
+		case time.Time:
+			return varint(uint64(v.UnixMicro())), nil
+		case bigquery.NullTimestamp:
+			if !v.Valid {
+				return b, nil
+			}
+			return varint(uint64(v.Timestamp.UnixMicro())), nil
+		}
+	default:
+		return b, fmt.Errorf("%w: column type %s is not supported by Write", errWrongType, c.typ)
+	}
+	return wrong()
+}
+
+var epochDate = civil.Date{Year: 1970, Month: 1, Day: 1}
