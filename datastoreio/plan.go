@@ -2,12 +2,14 @@ package datastoreio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -281,3 +283,151 @@ type bundleBounds struct {
 }
 
 func timestampProto(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+func checkRead(project string, q Query, o options) error {
+	if project == "" {
+		return errors.New("no project")
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	if o.keysPerSplit < 1 {
+		return fmt.Errorf("KeysPerSplit(%d) must be at least 1", o.keysPerSplit)
+	}
+	if o.subRanges < 1 {
+		return fmt.Errorf("SubRangesPerSplit(%d) must be at least 1", o.subRanges)
+	}
+	if o.latest && !o.readTime.IsZero() {
+		return errors.New("ReadTime and LatestData exclude each other")
+	}
+	return q.checkNamespace(o.namespace)
+}
+
+func planOf(project string, q Query, opts []Option) (*planFn, error) {
+	o, err := collect("datastoreio.Read", readSide, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRead(project, q, o); err != nil {
+		return nil, err
+	}
+	fn := &planFn{
+		Project: project, Database: o.database, Namespace: o.namespace,
+		Query: q, NumSplits: o.numSplits, KeysPerSplit: o.keysPerSplit, SubRangesPerSplit: o.subRanges,
+		Latest: o.latest, ClientOptions: o.clientOptions,
+	}
+	if !o.readTime.IsZero() {
+		fn.ReadTimeMicros = o.readTime.UnixMicro()
+	}
+	return fn, nil
+}
+
+// Plan computes the initial splits of a read of q as the pipeline's first
+// step does, at once: it parses GQL, fixes the snapshot time, chooses the
+// number of splits, samples scatter keys and groups them. With the
+// restriction of each Range, a RangeReader lets a test drive the reading SDF
+// directly (dstest.Subject builds an sdftest.Subject from it).
+func Plan(ctx context.Context, project string, q Query, opts ...Option) ([]Range, error) {
+	fn, err := planOf(project, q, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Range
+	err = fn.ProcessElement(ctx, nil, func(r Range) { out = append(out, r) })
+	return out, err
+}
+
+// planFn computes a read's initial splits when the pipeline runs.
+type planFn struct {
+	Project, Database, Namespace string
+	Query                        Query
+	NumSplits, KeysPerSplit      int
+	SubRangesPerSplit            int
+	ReadTimeMicros               int64
+	Latest                       bool
+	ClientOptions                string
+}
+
+func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)) error {
+	extra, err := registeredOptions(fn.ClientOptions)
+	if err != nil {
+		return err
+	}
+	c, err := dial(ctx, fn.Project, fn.Database, extra)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ns := fn.Namespace
+	var readTime time.Time
+	if fn.ReadTimeMicros != 0 {
+		readTime = time.UnixMicro(fn.ReadTimeMicros).UTC()
+	}
+	q := fn.Query
+	var serverNow time.Time
+	if q.GQL != "" {
+		if q, serverNow, err = parseGQL(ctx, c, ns, q.GQL, readTime); err != nil {
+			return err
+		}
+		if err := q.checkNamespace(ns); err != nil {
+			return fmt.Errorf("datastoreio: GQL %q: %w", fn.Query.GQL, err)
+		}
+	}
+	if readTime.IsZero() && !fn.Latest {
+		// One snapshot for every range and retry: the server's time now.
+		if serverNow.IsZero() {
+			if serverNow, err = serverTime(ctx, c, ns, q.Kind); err != nil {
+				return fmt.Errorf("datastoreio: project %s namespace %q kind %s: %w", fn.Project, ns, q.Kind, err)
+			}
+		}
+		if serverNow.IsZero() {
+			serverNow = time.Now()
+		}
+		readTime = serverNow.Truncate(time.Microsecond)
+	}
+	base := Range{Project: fn.Project, Database: fn.Database, Namespace: ns, Query: q, ClientOptions: fn.ClientOptions}
+	if !readTime.IsZero() {
+		base.ReadTimeMicros = readTime.UnixMicro()
+	}
+	n := fn.NumSplits
+	splittable, why := q.splittable()
+	if !splittable {
+		log.Infof(ctx, "datastoreio: reading %s unsplit: %s", q.describe(), why)
+		n = 1
+	} else if n <= 0 {
+		size, err := estimateSize(ctx, c, ns, q.Kind, readTime)
+		if err != nil {
+			log.Infof(ctx, "datastoreio: no size estimate for kind %s (%v): %d splits", q.Kind, err, MinEstimatedSplits)
+			n = MinEstimatedSplits
+		} else {
+			n = splitsFromSize(size)
+		}
+	}
+	n = min(n, MaxQuerySplits)
+	bundles := []bundleBounds{{}}
+	if want := sampleSize(n, fn.KeysPerSplit); splittable && want > 0 {
+		keys, err := scatterKeys(ctx, c, ns, q.Kind, want, readTime)
+		if err != nil {
+			return err
+		}
+		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
+		if err != nil {
+			return err
+		}
+		order.Sort(keys)
+		bundles = groupBoundaries(order, thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
+		base.KeyOrder = order.String()
+	}
+	rangesCounter.Inc(ctx, int64(len(bundles)))
+	for i, b := range bundles {
+		r := base
+		r.Lo, r.Hi = encodeKey(b.lo), encodeKey(b.hi)
+		for _, k := range b.inner {
+			r.Bounds = append(r.Bounds, encodeKey(k))
+		}
+		r.Index, r.Of = i, len(bundles)
+		subRangesCounter.Inc(ctx, r.SubRanges())
+		emit(r)
+	}
+	return nil
+}
