@@ -69,13 +69,16 @@ type conn struct {
 	raw               pb.DatastoreClient
 	md                metadata.MD
 	gc                *grpc.ClientConn
+	m                 *readMetrics
 }
 
 // dial connects to project/database: to the emulator named by
 // DATASTORE_EMULATOR_HOST when that is set (as the official client does),
 // otherwise to Cloud Datastore with the default credentials. extra are
-// appended last.
-func dial(ctx context.Context, project, database string, extra []option.ClientOption) (*conn, error) {
+// appended last. Its queries count in the read metrics of namespace
+// metrics.
+func dial(ctx context.Context, project, database, metrics string, extra []option.ClientOption) (*conn, error) {
+	m := newReadMetrics(metrics)
 	var opts []option.ClientOption
 	if host := os.Getenv("DATASTORE_EMULATOR_HOST"); host != "" {
 		host = regexp.MustCompile("^(http://|https://)").ReplaceAllString(host, "")
@@ -89,7 +92,7 @@ func dial(ctx context.Context, project, database string, extra []option.ClientOp
 	} else {
 		opts = append(opts, option.WithEndpoint(prodEndpoint), option.WithScopes(datastore.ScopeDatastore))
 	}
-	opts = append(opts, option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(meterInterceptor)))
+	opts = append(opts, option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(m.meter)))
 	opts = append(opts, extra...)
 	gc, err := gtransport.Dial(ctx, opts...)
 	if err != nil {
@@ -108,7 +111,7 @@ func dial(ctx context.Context, project, database string, extra []option.ClientOp
 	}
 	return &conn{
 		project: project, database: database, client: client,
-		raw: pb.NewDatastoreClient(gc), gc: gc,
+		raw: pb.NewDatastoreClient(gc), gc: gc, m: m,
 		md: metadata.Pairs("x-goog-request-params", params, "google-cloud-resource-prefix", prefix),
 	}, nil
 }
@@ -131,17 +134,17 @@ func readOptions(readTime time.Time) *pb.ReadOptions {
 	return &pb.ReadOptions{ConsistencyType: &pb.ReadOptions_ReadTime{ReadTime: timestampProto(readTime)}}
 }
 
-// meterInterceptor counts the pages (RunQuery responses) and entity bytes of
-// every query in the Beam metrics of the calling bundle.
-func meterInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+// meter, a gRPC interceptor, counts the pages (RunQuery responses) and
+// entity bytes of every query in the Beam metrics of the calling bundle.
+func (m *readMetrics) meter(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if r, ok := reply.(*pb.RunQueryResponse); ok && err == nil && r.Batch != nil {
-		pagesCounter.Inc(ctx, 1)
+		m.pages.Inc(ctx, 1)
 		var n int
 		for _, e := range r.Batch.EntityResults {
 			n += proto.Size(e.Entity)
 		}
-		bytesCounter.Inc(ctx, int64(n))
+		m.bytes.Inc(ctx, int64(n))
 	}
 	return err
 }

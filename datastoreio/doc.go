@@ -35,18 +35,18 @@
 //
 // The read runs in two steps. The first, at run time, fixes the snapshot,
 // chooses the number of splits n with the rules of Beam Java's
-// withNumQuerySplits (NumQuerySplits), and samples split keys: a keys-only
+// withNumQuerySplits (WithNumQuerySplits), and samples split keys: a keys-only
 // query of the kind ordered by __scatter__ asking (n-1)*KeysPerSplit keys
-// (32 per split, as Java's QuerySplitter oversamples), KeysPerSplit-1 for a
+// (32 per split, as Java's QuerySplitter oversamples), WithKeysPerSplit-1 for a
 // single split. The keys are sorted in Datastore's own key order
 // (CompareKeys: path element by element from the root, ancestors first;
 // kind bytewise; numeric ids before names, ids numerically, names
 // bytewise). Unlike Java, which keeps n-1 of them, every
-// KeysPerSplit/SubRangesPerSplit-th sampled key (every 4th by default) is
+// WithKeysPerSplit/SubRangesPerSplit-th sampled key (every 4th by default) is
 // kept as a boundary: the kept keys cut the key space into sub-ranges
 // [k_i, k_i+1), which are grouped, in order, into the requested number of
 // initial splits (a Range each, fewer when the server returned fewer keys),
-// about SubRangesPerSplit (8) each. Datastore gives about one entity in 128
+// about WithSubRangesPerSplit (8) each. Datastore gives about one entity in 128
 // a __scatter__ property, so a sub-range spans about 4*128 = 512 entities,
 // a page of 500, when the kind is small, and 1/8 of a split when it is
 // large: small reads issue few queries, large ones can be split finely. A
@@ -70,7 +70,7 @@
 // anyone the same Subject). Within a sub-range entities come in the server's
 // order for the query (key order for a query without sort orders); across
 // sub-ranges, in sub-range order. How finely a running read can be split
-// is set by SubRangesPerSplit.
+// is set by WithSubRangesPerSplit.
 //
 // # Snapshot
 //
@@ -78,8 +78,8 @@
 // server's time when the server reports one, else the worker's clock, to the
 // microsecond) and every Range carries it: every query of every range,
 // split residual and retry reads that snapshot, so the output is one
-// consistent snapshot of the database. ReadTime sets the time instead;
-// LatestData turns snapshots off. Firestore in Datastore mode keeps old
+// consistent snapshot of the database. WithReadTime sets the time instead;
+// WithLatestData turns snapshots off. Firestore in Datastore mode keeps old
 // versions for an hour (seven days with point-in-time recovery, whole
 // minutes only), so a read must finish within that window.
 // The Cloud Datastore emulator accepts read_time (it insists on microsecond
@@ -119,7 +119,7 @@
 // *datastore.PropertyList); DeleteKey takes *datastore.Key. The key's
 // namespace is the entity's namespace. Keys must be complete: an element
 // with an incomplete or invalid key fails the bundle with an error naming
-// its type, namespace and kind, unless AllocateIDs is given, which has the
+// its type, namespace and kind, unless WithAllocateIDs is given, which has the
 // service allocate ids for incomplete keys before they are written (once,
 // so that a retried commit writes the same entities again rather than new
 // ones).
@@ -140,7 +140,7 @@
 //
 // Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
 // RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
-// (CommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
+// (WithCommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
 // deletes are idempotent, so a retried commit, or a retried bundle, leaves
 // the same data. Any other error fails the bundle at once, naming the
 // project, database, namespace, kind and key of the batch's mutations.
@@ -160,7 +160,7 @@
 // internal/cmd/dswritebench showed that loop taking most of the process's
 // CPU while a write ran.
 //
-// Ramp-up throttling, on by default as in Java (DisableRampupThrottling
+// Ramp-up throttling, on by default as in Java (WithRampupThrottlingDisabled
 // turns it off): Datastore's 500/50/5 rule, at most 500 operations a second
 // shared by all workers at first, 50% more every 5 minutes after the first
 // 5. Each worker process takes 1/HintNumWorkers of the budget; without the
@@ -174,12 +174,12 @@
 // (150,000), 750/s to minute 10 (225,000 more), 1,125/s to minute 15
 // (337,500 more), 1,688/s to minute 20: 5,000 entities take 10 s, 100,000
 // take 3m20s, 1,000,000 about 17m50s; 3,796/s is reached at minute 30. A
-// Dataflow job without -num_workers / -max_num_workers or HintNumWorkers
+// Dataflow job without -num_workers / -max_num_workers or WithHintNumWorkers
 // assumes 500 workers, 1 entity a second each at first. On the emulator a
 // plain PutMulti loop of 500 writes about 9,000 entities a second on a
-// quiet 2-core machine, and Write with DisableRampupThrottling as many
+// quiet 2-core machine, and Write with WithRampupThrottlingDisabled as many
 // (docs/BENCHMARKS.md), so with ramp-up a write of 5,000 takes about 10 s
-// against about 0.6 s: use DisableRampupThrottling for emulators, and for
+// against about 0.6 s: use WithRampupThrottlingDisabled for emulators, and for
 // key spaces already warm.
 //
 // Adaptive throttling, always on, as in Java's writer (its

@@ -35,6 +35,9 @@ type Range struct {
 	Index, Of int
 	// ClientOptions names registered client options (WithClientOptions).
 	ClientOptions string `json:",omitempty"`
+	// MetricsNamespace is the namespace of the read's Beam metrics
+	// (WithMetricsNamespace); "" is Namespace.
+	MetricsNamespace string `json:",omitempty"`
 }
 
 func encodeRange(r Range) ([]byte, error) { return json.Marshal(r) }

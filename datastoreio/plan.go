@@ -159,7 +159,7 @@ func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.Run
 		if !isTransient(err) || attempt >= defaultRetry.Attempts {
 			return nil, err
 		}
-		retriesCounter.Inc(ctx, 1)
+		c.m.retries.Inc(ctx, 1)
 		if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
 			return nil, err
 		}
@@ -284,40 +284,34 @@ type bundleBounds struct {
 
 func timestampProto(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
 
-func checkRead(project string, q Query, o options) error {
+// checkRead refuses a read that cannot run.
+func checkRead(project string, q Query, c readConfig) error {
 	if project == "" {
 		return errors.New("no project")
 	}
 	if err := q.Validate(); err != nil {
 		return err
 	}
-	if o.keysPerSplit < 1 {
-		return fmt.Errorf("KeysPerSplit(%d) must be at least 1", o.keysPerSplit)
-	}
-	if o.subRanges < 1 {
-		return fmt.Errorf("SubRangesPerSplit(%d) must be at least 1", o.subRanges)
-	}
-	if o.latest && !o.readTime.IsZero() {
-		return errors.New("ReadTime and LatestData exclude each other")
-	}
-	return q.checkNamespace(o.namespace)
+	return q.checkNamespace(c.namespace)
 }
 
-func planOf(project string, q Query, opts []Option) (*planFn, error) {
-	o, err := collect("datastoreio.Read", readSide, opts)
+// planOf is the planning DoFn of a read of q in project with opts, checked;
+// transform names the transform in errors.
+func planOf(transform, project string, q Query, opts []ReadOption) (*planFn, error) {
+	c, err := newReadConfig(transform, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRead(project, q, o); err != nil {
-		return nil, err
+	if err := checkRead(project, q, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", transform, err)
 	}
 	fn := &planFn{
-		Project: project, Database: o.database, Namespace: o.namespace,
-		Query: q, NumSplits: o.numSplits, KeysPerSplit: o.keysPerSplit, SubRangesPerSplit: o.subRanges,
-		Latest: o.latest, ClientOptions: o.clientOptions,
+		Project: project, Database: c.database, Namespace: c.namespace,
+		Query: q, NumSplits: c.numSplits, KeysPerSplit: c.keysPerSplit, SubRangesPerSplit: c.subRanges,
+		Latest: c.latest, ClientOptions: c.clientOptions, MetricsNamespace: c.metrics,
 	}
-	if !o.readTime.IsZero() {
-		fn.ReadTimeMicros = o.readTime.UnixMicro()
+	if !c.readTime.IsZero() {
+		fn.ReadTimeMicros = c.readTime.UnixMicro()
 	}
 	return fn, nil
 }
@@ -326,9 +320,10 @@ func planOf(project string, q Query, opts []Option) (*planFn, error) {
 // step does, at once: it parses GQL, fixes the snapshot time, chooses the
 // number of splits, samples scatter keys and groups them. With the
 // restriction of each Range, a RangeReader lets a test drive the reading SDF
-// directly (dstest.Subject builds an sdftest.Subject from it).
-func Plan(ctx context.Context, project string, q Query, opts ...Option) ([]Range, error) {
-	fn, err := planOf(project, q, opts)
+// directly (dstest.Subject builds an sdftest.Subject from it). It takes
+// Read's options and refuses what Read refuses, naming datastoreio.Plan.
+func Plan(ctx context.Context, project string, q Query, opts ...ReadOption) ([]Range, error) {
+	fn, err := planOf("datastoreio.Plan", project, q, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +341,7 @@ type planFn struct {
 	ReadTimeMicros               int64
 	Latest                       bool
 	ClientOptions                string
+	MetricsNamespace             string
 }
 
 func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)) error {
@@ -353,7 +349,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 	if err != nil {
 		return err
 	}
-	c, err := dial(ctx, fn.Project, fn.Database, extra)
+	c, err := dial(ctx, fn.Project, fn.Database, fn.MetricsNamespace, extra)
 	if err != nil {
 		return err
 	}
@@ -385,7 +381,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		}
 		readTime = serverNow.Truncate(time.Microsecond)
 	}
-	base := Range{Project: fn.Project, Database: fn.Database, Namespace: ns, Query: q, ClientOptions: fn.ClientOptions}
+	base := Range{Project: fn.Project, Database: fn.Database, Namespace: ns, Query: q, ClientOptions: fn.ClientOptions, MetricsNamespace: fn.MetricsNamespace}
 	if !readTime.IsZero() {
 		base.ReadTimeMicros = readTime.UnixMicro()
 	}
@@ -418,7 +414,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 		bundles = groupBoundaries(order, thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
 		base.KeyOrder = order.String()
 	}
-	rangesCounter.Inc(ctx, int64(len(bundles)))
+	c.m.initialSplits.Inc(ctx, int64(len(bundles)))
 	for i, b := range bundles {
 		r := base
 		r.Lo, r.Hi = encodeKey(b.lo), encodeKey(b.hi)
@@ -426,7 +422,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			r.Bounds = append(r.Bounds, encodeKey(k))
 		}
 		r.Index, r.Of = i, len(bundles)
-		subRangesCounter.Inc(ctx, r.SubRanges())
+		c.m.subRanges.Inc(ctx, r.SubRanges())
 		emit(r)
 	}
 	return nil

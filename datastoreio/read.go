@@ -12,20 +12,29 @@ import (
 	"github.com/sdfio/sdfio/sdf"
 )
 
-// Namespace is the namespace of the package's Beam metrics.
+// Namespace is the default namespace of the package's Beam metrics, reads'
+// and writes' (WithMetricsNamespace sets another).
 const Namespace = "sdfio/datastoreio"
 
-var (
-	entitiesCounter       = beam.NewCounter(Namespace, "entities")
-	bytesCounter          = beam.NewCounter(Namespace, "bytes")
-	queriesCounter        = beam.NewCounter(Namespace, "queries")
-	pagesCounter          = beam.NewCounter(Namespace, "pages")
-	retriesCounter        = beam.NewCounter(Namespace, "retries")
-	splitsAcceptedCounter = beam.NewCounter(Namespace, "splits_accepted")
-	splitsRefusedCounter  = beam.NewCounter(Namespace, "splits_refused")
-	rangesCounter         = beam.NewCounter(Namespace, "initial_splits")
-	subRangesCounter      = beam.NewCounter(Namespace, "sub_ranges")
-)
+// readMetrics are the Beam counters of a read, in its metrics namespace.
+type readMetrics struct {
+	entities, bytes, queries, pages, retries beam.Counter
+	splitsAccepted, splitsRefused            beam.Counter
+	initialSplits, subRanges                 beam.Counter
+}
+
+// newReadMetrics is the counters of namespace ns (Namespace when empty).
+func newReadMetrics(ns string) *readMetrics {
+	if ns == "" {
+		ns = Namespace
+	}
+	c := func(name string) beam.Counter { return beam.NewCounter(ns, name) }
+	return &readMetrics{
+		entities: c("entities"), bytes: c("bytes"), queries: c("queries"), pages: c("pages"), retries: c("retries"),
+		splitsAccepted: c("splits_accepted"), splitsRefused: c("splits_refused"),
+		initialSplits: c("initial_splits"), subRanges: c("sub_ranges"),
+	}
+}
 
 // Read reads the entities of q in project and returns them as a PCollection
 // of t: a struct type (or a type whose pointer is a
@@ -40,13 +49,13 @@ var (
 // when the project is empty, the query is invalid (Query.Validate), its
 // ancestor is in another namespace than the read's, a keys-only query is
 // read into anything but *datastore.Key, or t cannot hold entities.
-func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...Option) beam.PCollection {
+func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("datastoreio.Read")
-	plan, err := planOf(project, q, opts)
-	if err == nil {
-		err = checkType(t)
+	plan, err := planOf("datastoreio.Read", project, q, opts)
+	if err != nil {
+		panic(err)
 	}
-	if err == nil {
+	if err = checkType(t); err == nil {
 		err = checkKeysOnly(q, t)
 	}
 	if err != nil {

@@ -27,10 +27,11 @@ type readFn struct {
 type connKey struct {
 	project, database, options string
 	readTime                   int64
+	metrics                    string
 }
 
 func keyOf(r Range) connKey {
-	return connKey{r.Project, r.Database, r.ClientOptions, r.ReadTimeMicros}
+	return connKey{r.Project, r.Database, r.ClientOptions, r.ReadTimeMicros, r.MetricsNamespace}
 }
 
 func (fn *readFn) CreateInitialRestriction(r Range) sdf.OffsetRange { return r.Restriction() }
@@ -71,7 +72,7 @@ func (fn *readFn) conn(ctx context.Context, r Range) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := dial(context.WithoutCancel(ctx), r.Project, r.Database, extra)
+	c, err := dial(context.WithoutCancel(ctx), r.Project, r.Database, r.MetricsNamespace, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +94,8 @@ func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.Tracker, r Range, 
 	}
 	err = readRange(ctx, c, r, rt, fn.Type.T, func(v any) { emit(v) })
 	accepted, refused := rt.SplitStats()
-	splitsAcceptedCounter.Inc(ctx, accepted)
-	splitsRefusedCounter.Inc(ctx, refused)
+	c.m.splitsAccepted.Inc(ctx, accepted)
+	c.m.splitsRefused.Inc(ctx, refused)
 	return err
 }
 
@@ -172,7 +173,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 	if err != nil {
 		return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
 	}
-	queriesCounter.Inc(ctx, 1)
+	c.m.queries.Inc(ctx, 1)
 	var (
 		cursor   datastore.Cursor
 		started  bool // an entity was emitted: cursor is after it
@@ -222,7 +223,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				return false, rt.GetError()
 			}
 			emit(v)
-			entitiesCounter.Inc(ctx, 1)
+			c.m.entities.Inc(ctx, 1)
 			emitted++
 			got++
 			if cursor, err = it.Cursor(); err != nil {
@@ -249,7 +250,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				}
 				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s): %w", r.where(i), how, emitted, status.Code(runErr), runErr)
 			}
-			retriesCounter.Inc(ctx, 1)
+			c.m.retries.Inc(ctx, 1)
 			if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
 				return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
 			}

@@ -19,7 +19,7 @@ import (
 // connection is closed when tb ends. Run sdftest's checks on it to check the
 // split contract against a real server:
 //
-//	ranges, _ := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Task"), datastoreio.NumQuerySplits(2))
+//	ranges, _ := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Task"), datastoreio.WithNumQuerySplits(2))
 //	sdftest.AssertSplitAtFractionExhaustive(t, dstest.Subject(t, ranges[0], reflect.TypeFor[Task]()))
 func Subject(tb testing.TB, r datastoreio.Range, t reflect.Type) sdftest.Subject[any] {
 	tb.Helper()
