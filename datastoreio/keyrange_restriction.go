@@ -1,11 +1,13 @@
 package datastoreio
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"cloud.google.com/go/datastore"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/sdfio/sdfio/sdf"
 )
@@ -86,4 +88,26 @@ func (r Range) where(i int64) string {
 	lo, hi, _ := r.subRange(i)
 	return fmt.Sprintf("project %s database %q namespace %q %s, sub-range %d [%s, %s) of split %d/%d",
 		r.Project, r.Database, r.Namespace, r.Query.describe(), i, keyString(lo, "-inf"), keyString(hi, "+inf"), r.Index+1, r.Of)
+}
+
+// KeyRangeTracker is the restriction tracker of the reading SDF: the
+// module's sdf.Tracker over a Range's sub-range indices (see the package
+// doc, "Splitting"), which logs, at INFO, every split it accepts, so that
+// a runner's rebalancing shows in the worker's log.
+type KeyRangeTracker struct {
+	*sdf.Tracker
+}
+
+// NewKeyRangeTracker tracks rest, a range of sub-range indices.
+func NewKeyRangeTracker(rest sdf.OffsetRange) *KeyRangeTracker {
+	return &KeyRangeTracker{sdf.NewTracker(rest)}
+}
+
+// TrySplit is sdf.Tracker's TrySplit, logging an accepted split.
+func (t *KeyRangeTracker) TrySplit(f float64) (primary, residual any, err error) {
+	primary, residual, err = t.Tracker.TrySplit(f)
+	if err == nil && residual != nil {
+		log.Infof(context.Background(), "datastoreio: split accepted at fraction %.3g of the rest: primary sub-ranges %v, residual %v", f, primary, residual)
+	}
+	return primary, residual, err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/sdfio/sdfio/datastoreio"
@@ -95,4 +96,45 @@ func TestReadOptionErrors(t *testing.T) {
 	if _, s := beam.NewPipelineWithRoot(); true {
 		datastoreio.Read(s, "p", q, reflect.TypeFor[item](), datastoreio.WithNamespace("a"), datastoreio.WithNamespace("a"))
 	}
+}
+
+// unregistered is a named element type no init registers with Beam.
+type unregistered struct {
+	K *datastore.Key `datastore:"__key__"`
+	N int64
+}
+
+// TestUnregisteredType: every read and write transform refuses a named
+// element type not registered with Beam when the pipeline is built, naming
+// the type and beam.RegisterType (before, a separate worker process would
+// have decoded into an anonymous copy of it); registered and package types
+// are taken.
+func TestUnregisteredType(t *testing.T) {
+	const want = "unregistered is not registered with Beam: call beam.RegisterType(reflect.TypeFor[datastoreio_test.unregistered]()) in an init function"
+	panics := func(t *testing.T, transform string, build func(s beam.Scope)) {
+		t.Helper()
+		defer func() {
+			t.Helper()
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), transform+": element type ") || !strings.Contains(fmt.Sprint(r), want) {
+				t.Errorf("%s: panic %v, want one saying %q", transform, r, want)
+			}
+		}()
+		_, s := beam.NewPipelineWithRoot()
+		build(s)
+	}
+	q := datastoreio.NewQuery("K")
+	panics(t, "datastoreio.Read", func(s beam.Scope) { datastoreio.Read(s, "p", q, reflect.TypeFor[unregistered]()) })
+	panics(t, "datastoreio.Write", func(s beam.Scope) { datastoreio.Write(s, "p", beam.Create(s, unregistered{N: 1})) })
+	panics(t, "datastoreio.Write", func(s beam.Scope) { datastoreio.Write(s, "p", beam.Create(s, &unregistered{N: 1})) })
+	panics(t, "datastoreio.DeleteEntity", func(s beam.Scope) { datastoreio.DeleteEntity(s, "p", beam.Create(s, unregistered{N: 1})) })
+
+	_, s := beam.NewPipelineWithRoot()
+	for _, ok := range []reflect.Type{reflect.TypeFor[item](), reflect.TypeFor[*datastore.Entity](), reflect.TypeFor[datastore.PropertyList](), reflect.TypeFor[struct {
+		K *datastore.Key `datastore:"__key__"`
+	}]()} {
+		datastoreio.Read(s, "p", q, ok)
+	}
+	datastoreio.Read(s, "p", q.KeysOnly(), reflect.TypeFor[*datastore.Key]())
+	datastoreio.Write(s, "p", beam.Create(s, item{N: 1}))
+	datastoreio.DeleteKey(s, "p", beam.Create(s, datastore.IDKey("K", 1, nil)))
 }

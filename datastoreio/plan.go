@@ -401,20 +401,28 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 	}
 	n = min(n, MaxQuerySplits)
 	bundles := []bundleBounds{{}}
-	if want := sampleSize(n, fn.KeysPerSplit); splittable && want > 0 {
+	var want, got, kept int // scatter keys asked, returned, kept as bounds
+	if want = sampleSize(n, fn.KeysPerSplit); splittable && want > 0 {
 		keys, err := scatterKeys(ctx, c, ns, q.Kind, want, readTime)
 		if err != nil {
 			return err
 		}
+		got = len(keys)
 		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
 		if err != nil {
 			return err
 		}
 		order.Sort(keys)
-		bundles = groupBoundaries(order, thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit)), n)
+		bounds := thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit))
+		kept = len(bounds)
+		bundles = groupBoundaries(order, bounds, n)
 		base.KeyOrder = order.String()
+	} else {
+		want = 0
 	}
 	c.m.initialSplits.Inc(ctx, int64(len(bundles)))
+	ranges := make([]Range, len(bundles))
+	var subRanges int64
 	for i, b := range bundles {
 		r := base
 		r.Lo, r.Hi = encodeKey(b.lo), encodeKey(b.hi)
@@ -422,8 +430,33 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			r.Bounds = append(r.Bounds, encodeKey(k))
 		}
 		r.Index, r.Of = i, len(bundles)
+		ranges[i] = r
+		subRanges += r.SubRanges()
+	}
+	// The plan, for the worker's log: what was asked and what the server
+	// gave.
+	log.Infof(ctx, "datastoreio: planned the read of %s in project %s database %q namespace %q: %s, %d after the split rules; "+
+		"%d scatter keys asked, %d returned, %d kept as sub-range bounds: %d initial splits of %d sub-ranges, %s",
+		q.describe(), fn.Project, fn.Database, ns, asked(fn.NumSplits), n, want, got, kept, len(ranges), subRanges, snapshotOf(readTime))
+	for _, r := range ranges {
 		c.m.subRanges.Inc(ctx, r.SubRanges())
 		emit(r)
 	}
 	return nil
+}
+
+// asked says how the number of query splits was asked for.
+func asked(n int) string {
+	if n <= 0 {
+		return "query splits from the statistics"
+	}
+	return fmt.Sprintf("%d query splits asked", n)
+}
+
+// snapshotOf names the snapshot a read reads.
+func snapshotOf(readTime time.Time) string {
+	if readTime.IsZero() {
+		return "reading the latest data"
+	}
+	return "reading the snapshot at " + readTime.UTC().Format(time.RFC3339Nano)
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-
-	"github.com/sdfio/sdfio/sdf"
 )
 
 // Namespace is the default namespace of the package's Beam metrics, reads'
@@ -48,7 +46,9 @@ func newReadMetrics(ns string) *readMetrics {
 // splits and which snapshot it reads. Read panics at pipeline construction
 // when the project is empty, the query is invalid (Query.Validate), its
 // ancestor is in another namespace than the read's, a keys-only query is
-// read into anything but *datastore.Key, or t cannot hold entities.
+// read into anything but *datastore.Key, t cannot hold entities or is a
+// named type not registered with Beam (beam.RegisterType), or the options
+// cannot work (see ReadOption).
 func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("datastoreio.Read")
 	plan, err := planOf("datastoreio.Read", project, q, opts)
@@ -57,6 +57,9 @@ func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...ReadOpt
 	}
 	if err = checkType(t); err == nil {
 		err = checkKeysOnly(q, t)
+	}
+	if err == nil {
+		err = checkRegistered(t)
 	}
 	if err != nil {
 		panic(fmt.Errorf("datastoreio.Read: %w", err))
@@ -72,6 +75,7 @@ func init() {
 	beam.RegisterCoder(rt, encodeRange, decodeRange)
 	register.DoFn3x1[context.Context, []byte, func(Range), error](&planFn{})
 	register.Emitter1[Range]()
-	register.DoFn4x1[context.Context, *sdf.Tracker, Range, func(beam.X), error](&readFn{})
+	register.DoFn4x1[context.Context, *KeyRangeTracker, Range, func(beam.X), error](&readFn{})
+	beam.RegisterType(reflect.TypeFor[*KeyRangeTracker]())
 	register.Emitter1[beam.X]()
 }

@@ -50,7 +50,9 @@ func (fn *readFn) RestrictionSize(_ Range, rest sdf.OffsetRange) float64 {
 	return float64(rest.Size())
 }
 
-func (fn *readFn) CreateTracker(rest sdf.OffsetRange) *sdf.Tracker { return sdf.NewTracker(rest) }
+func (fn *readFn) CreateTracker(rest sdf.OffsetRange) *KeyRangeTracker {
+	return NewKeyRangeTracker(rest)
+}
 
 func (fn *readFn) Teardown() {
 	fn.mu.Lock()
@@ -86,7 +88,8 @@ func (fn *readFn) conn(ctx context.Context, r Range) (*conn, error) {
 	return c, nil
 }
 
-func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.Tracker, r Range, emit func(beam.X)) error {
+func (fn *readFn) ProcessElement(ctx context.Context, krt *KeyRangeTracker, r Range, emit func(beam.X)) error {
+	rt := krt.Tracker
 	c, err := fn.conn(ctx, r)
 	if err != nil {
 		rt.Fail(err)

@@ -47,7 +47,9 @@ func init() {
 // structs with a `datastore:"__key__"` *datastore.Key field,
 // *datastore.Entity (its Key and Properties), or KVs of a *datastore.Key
 // and a value the client saves (such as *datastore.PropertyList). Write panics at
-// construction when col holds anything else or project is empty.
+// construction when col holds anything else, a named type not registered
+// with Beam (beam.RegisterType), project is empty or the options cannot
+// work (see WriteOption).
 func Write(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
 	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
 }
@@ -93,6 +95,13 @@ func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Write
 		MetricsNamespace: o.metrics,
 	}
 	t := col.Type()
+	elem := t.Type()
+	if typex.IsKV(t) {
+		elem = t.Components()[1].Type()
+	}
+	if err := checkRegistered(elem); err != nil {
+		panic(fmt.Sprintf("%s: %v", opAPI[op], err))
+	}
 	switch {
 	case typex.IsKV(t):
 		if op == opDeleteKey {
