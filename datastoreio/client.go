@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
@@ -179,25 +179,14 @@ func messageTooLarge(err error) bool {
 	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }
 
-// retryPolicy is exponential backoff with jitter.
-type retryPolicy struct {
-	// Attempts is the most attempts of one request, the first included.
-	Attempts int
-	// Initial and Max bound the backoff.
-	Initial, Max time.Duration
-}
-
-var defaultRetry = retryPolicy{Attempts: 8, Initial: 100 * time.Millisecond, Max: 30 * time.Second}
-
-// backoff returns the wait before attempt n (1 = the first retry).
-func (p retryPolicy) backoff(n int) time.Duration {
-	d := p.Initial
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
+// readRetries is how a read's queries retry transient errors: at most
+// attempts attempts in a row (the first included), waiting between them
+// as gax's Backoff says, from 100 ms doubling up to 30 s, each wait drawn
+// at random up to it.
+var readRetries = struct {
+	attempts int
+	backoff  gax.Backoff
+}{8, gax.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2}}
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -151,16 +151,17 @@ func (c *conn) runRaw(ctx context.Context, ns string, readTime time.Time, q *pb.
 }
 
 func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.RunQueryResponse, error) {
+	bo := readRetries.backoff
 	for attempt := 1; ; attempt++ {
 		resp, err := c.raw.RunQuery(c.rawContext(ctx), req)
 		if err == nil {
 			return resp, nil
 		}
-		if !isTransient(err) || attempt >= defaultRetry.Attempts {
+		if !isTransient(err) || attempt >= readRetries.attempts {
 			return nil, err
 		}
 		c.m.retries.Inc(ctx, 1)
-		if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
+		if err := sleep(ctx, bo.Pause()); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/status"
 
@@ -182,6 +183,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 		started  bool // an entity was emitted: cursor is after it
 		emitted  int64
 		attempt  int
+		bo       gax.Backoff
 		limit    = int64(r.Query.Limit)
 		pageSize = int64(maxPage)
 	)
@@ -246,7 +248,10 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				continue
 			}
 			attempt++
-			if !isTransient(runErr) || attempt >= defaultRetry.Attempts {
+			if attempt == 1 { // the first failure since progress
+				bo = readRetries.backoff
+			}
+			if !isTransient(runErr) || attempt >= readRetries.attempts {
 				how := "failed"
 				if isTransient(runErr) {
 					how = fmt.Sprintf("failed %d times in a row", attempt)
@@ -254,7 +259,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s): %w", r.where(i), how, emitted, status.Code(runErr), runErr)
 			}
 			c.m.retries.Inc(ctx, 1)
-			if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
+			if err := sleep(ctx, bo.Pause()); err != nil {
 				return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
 			}
 			continue

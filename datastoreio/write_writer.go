@@ -379,6 +379,7 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 	for i, p := range items {
 		muts[i] = w.mutation(p)
 	}
+	bo := newCommitBackoff(w.cfg.initialBackoff)
 	for attempt := 0; ; attempt++ {
 		start := w.now()
 		for w.throttle(start) {
@@ -421,7 +422,7 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 			return w.commitError(b, err, attempt+1)
 		}
 		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, bo.pause()); err != nil {
 			return w.commitError(b, err, attempt+1)
 		}
 	}
@@ -457,6 +458,7 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	bo := newCommitBackoff(w.cfg.initialBackoff)
 	for attempt := 0; ; attempt++ {
 		got, err := w.c.allocateIDs(ctx, keys)
 		if err == nil && len(got) == len(keys) {
@@ -473,7 +475,7 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 				len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, attempt+1, err)
 		}
 		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, bo.pause()); err != nil {
 			return err
 		}
 	}
