@@ -1,8 +1,9 @@
 // Package datastoreio reads Google Cloud Datastore (Firestore in Datastore
-// mode) with a splittable DoFn that the runner can split while it reads,
-// keeping the split contract of package sdf.
-//
-// # Reading
+// mode) into PCollections of Go structs with a splittable DoFn that the
+// runner can split while it reads, and writes and deletes entities with
+// the batching and throttling of Beam Java's DatastoreIO. Element types
+// must be registered with Beam (beam.RegisterType); the transforms refuse
+// one that is not when the pipeline is built.
 //
 //	type Task struct {
 //		K    *datastore.Key `datastore:"__key__"`
@@ -10,9 +11,34 @@
 //		Note string `datastore:",noindex"`
 //	}
 //
-//	q := datastoreio.NewQuery("Task").Filter("Done", "=", false)
-//	tasks := datastoreio.Read(s, "my-project", q, reflect.TypeFor[Task](),
-//		datastoreio.WithNamespace("prod"))
+//	func init() { beam.RegisterType(reflect.TypeFor[Task]()) }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		q := datastoreio.NewQuery("Task").Filter("Done", "=", false)
+//		tasks := datastoreio.Read(s, "my-project", q, reflect.TypeFor[Task](),
+//			datastoreio.WithNamespace("prod"))
+//		datastoreio.Write(s, "my-project", tasks, datastoreio.WithHintNumWorkers(10))
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Options are typed by transform: a ReadOption (WithNamespace,
+// WithNumQuerySplits, WithKeysPerSplit, WithSubRangesPerSplit,
+// WithReadTime, WithLatestData) goes to Read and Plan, a WriteOption
+// (WithRampupThrottlingDisabled, WithHintNumWorkers, WithAllocateIDs,
+// WithCommitRetries) to Write, DeleteEntity and DeleteKey, and an Option
+// (WithDatabase, WithClientOptions, WithMetricsNamespace) to both; one
+// given to the wrong transform does not compile. Values that cannot work
+// (negative counts, WithReadTime with WithLatestData, an option given twice
+// with different values, WithAllocateIDs on a delete) are refused when the
+// pipeline is built, the error naming the transform and the option
+// (datastoreio.Read: WithKeysPerSplit(0): at least 1 key per split): Read
+// and Write panic with it, Plan returns it.
+//
+// # Reading
 //
 // A Query is plain data (the client's *datastore.Query does not
 // serialise): kind, equality and inequality property filters (ANDed),
@@ -36,17 +62,18 @@
 // The read runs in two steps. The first, at run time, fixes the snapshot,
 // chooses the number of splits n with the rules of Beam Java's
 // withNumQuerySplits (WithNumQuerySplits), and samples split keys: a keys-only
-// query of the kind ordered by __scatter__ asking (n-1)*KeysPerSplit keys
-// (32 per split, as Java's QuerySplitter oversamples), WithKeysPerSplit-1 for a
+// query of the kind ordered by __scatter__ asking (n-1)*k keys (k, the keys
+// per split, 32 by default, WithKeysPerSplit, as Java's QuerySplitter
+// oversamples), k-1 for a
 // single split. The keys are sorted in Datastore's own key order
 // (CompareKeys: path element by element from the root, ancestors first;
 // kind bytewise; numeric ids before names, ids numerically, names
 // bytewise). Unlike Java, which keeps n-1 of them, every
-// WithKeysPerSplit/SubRangesPerSplit-th sampled key (every 4th by default) is
+// k/m-th sampled key (m, the sub-ranges per split; every 4th by default) is
 // kept as a boundary: the kept keys cut the key space into sub-ranges
 // [k_i, k_i+1), which are grouped, in order, into the requested number of
 // initial splits (a Range each, fewer when the server returned fewer keys),
-// about WithSubRangesPerSplit (8) each. Datastore gives about one entity in 128
+// about m (8, WithSubRangesPerSplit) each. Datastore gives about one entity in 128
 // a __scatter__ property, so a sub-range spans about 4*128 = 512 entities,
 // a page of 500, when the kind is small, and 1/8 of a split when it is
 // large: small reads issue few queries, large ones can be split finely. A
@@ -58,7 +85,7 @@
 //
 // The second step is the splittable DoFn. Its element is a Range, its
 // restriction an sdf.OffsetRange over the Range's sub-range indices, its
-// tracker the module's sdf.Tracker. Sub-range i is read as the user's query
+// tracker KeyRangeTracker (the module's sdf.Tracker). Sub-range i is read as the user's query
 // with __key__ >= k_i AND __key__ < k_i+1 added to its filters, in pages of
 // at most 500 entities continued with cursors. The first entity of sub-range
 // i is claimed as a split point at position i (TryClaimSplitPoint); the
@@ -90,8 +117,8 @@
 // # Errors and retries
 //
 // UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED and INTERNAL
-// are retried with exponential backoff and jitter (up to 8 attempts in a
-// row), resuming after the last entity emitted, from its cursor, so nothing
+// are retried with gax's exponential backoff (from 100 ms doubling to 30 s,
+// each wait drawn at random up to it; up to 8 attempts in a row), resuming after the last entity emitted, from its cursor, so nothing
 // is duplicated. Other errors (INVALID_ARGUMENT, FAILED_PRECONDITION,
 // PERMISSION_DENIED, UNAUTHENTICATED, ...) and an entity that does not load
 // into the output type fail the bundle at once, with a message naming the
@@ -140,7 +167,9 @@
 //
 // Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
 // RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
-// (WithCommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
+// (WithCommitRetries; by default 5 retries from 5 s, as in Java; the waits
+// are gax's Backoff, each drawn at random up to a cap growing 1.5 times a
+// retry to 2 minutes). Upserts and
 // deletes are idempotent, so a retried commit, or a retried bundle, leaves
 // the same data. Any other error fails the bundle at once, naming the
 // project, database, namespace, kind and key of the batch's mutations.
@@ -190,15 +219,26 @@
 // service that refuses commits (RESOURCE_EXHAUSTED) thus gets about 1.25
 // times what it accepts instead of retries at full rate.
 //
-// Write metrics, in namespace Namespace (as Read's): entities_written,
+// # Metrics
+//
+// In namespace Namespace ("sdfio/datastoreio"), or the one
+// WithMetricsNamespace gives. Write, DeleteEntity and DeleteKey: entities_written,
 // entities_deleted, commits, bytes_written (encoded mutations of successful
 // commits), commit_retries, throttled_msecs (time spent waiting for the
 // ramp-up budget), throttled_commits and adaptive_throttled_msecs (commits
 // held back by the adaptive throttling, and the time they waited).
 //
-// # Read metrics
+// Read: entities, bytes (entity protocol buffer bytes), queries (sub-range
+// queries), pages (RunQuery responses), retries, splits_accepted,
+// splits_refused, initial_splits and sub_ranges.
 //
-// In namespace "sdfio/datastoreio": entities, bytes (entity protocol buffer
-// bytes), queries (sub-range queries), pages (RunQuery responses), retries,
-// splits_accepted, splits_refused, initial_splits and sub_ranges.
+// # Logs
+//
+// Through Beam's log package, at INFO: a read's plan when it is made (the
+// query, project, database and namespace, the query splits asked and made,
+// the scatter keys asked, returned and kept as sub-range bounds, the
+// initial splits and sub-ranges, the snapshot), a query read unsplit and
+// why, a kind without statistics; and every split of a running read the
+// tracker (KeyRangeTracker) accepts, with its primary and residual, so that
+// a runner's rebalancing shows in the worker's log.
 package datastoreio
