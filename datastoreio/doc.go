@@ -61,43 +61,43 @@
 //
 // The read runs in two steps. The first, at run time, fixes the snapshot,
 // chooses the number of splits n with the rules of Beam Java's
-// withNumQuerySplits (WithNumQuerySplits), and samples split keys: a keys-only
-// query of the kind ordered by __scatter__ asking (n-1)*k keys (k, the keys
-// per split, 32 by default, WithKeysPerSplit, as Java's QuerySplitter
-// oversamples), k-1 for a
-// single split. The keys are sorted in Datastore's own key order
-// (CompareKeys: path element by element from the root, ancestors first;
-// kind bytewise; numeric ids before names, ids numerically, names
-// bytewise). Unlike Java, which keeps n-1 of them, every
+// withNumQuerySplits (WithNumQuerySplits), and samples split keys: a
+// keys-only query of the kind ordered by __scatter__ asking (n-1)*k keys (k,
+// the keys per split, 32 by default, WithKeysPerSplit, as Java's
+// QuerySplitter oversamples), k-1 for a single split. The keys are sorted in
+// Datastore's own key order (CompareKeys: path element by element from the
+// root, ancestors first; kind bytewise; numeric ids before names, ids
+// numerically, names bytewise). Unlike Java, which keeps n-1 of them, every
 // k/m-th sampled key (m, the sub-ranges per split; every 4th by default) is
-// kept as a boundary: the kept keys cut the key space into sub-ranges
-// [k_i, k_i+1), which are grouped, in order, into the requested number of
-// initial splits (a Range each, fewer when the server returned fewer keys),
-// about m (8, WithSubRangesPerSplit) each. Datastore gives about one entity in 128
-// a __scatter__ property, so a sub-range spans about 4*128 = 512 entities,
-// a page of 500, when the kind is small, and 1/8 of a split when it is
-// large: small reads issue few queries, large ones can be split finely. A
-// single split is cut into sub-ranges as well, so that the runner can split
-// it too. A query with a limit, offset, sort order, inequality filter or
-// distinct-on is read unsplit, as one sub-range, by one worker, as Java
-// does (distinct-on and offset because their result depends on the whole
-// result set).
+// kept as a boundary: the kept keys cut the key space into sub-ranges [k_i,
+// k_i+1), which are grouped, in order, into the requested number of initial
+// splits (a Range each, fewer when the server returned fewer keys), about m
+// (8, WithSubRangesPerSplit) each. Datastore gives about one entity in 128 a
+// __scatter__ property, so a sub-range spans about 4*128 = 512 entities, a
+// page of 500, when the kind is small, and 1/8 of a split when it is large:
+// small reads issue few queries, large ones can be split finely. A single
+// split is cut into sub-ranges as well, so that the runner can split it too.
+// A query with a limit, offset, sort order, inequality filter or distinct-on
+// is read unsplit, as one sub-range, by one worker, as Java does
+// (distinct-on and offset because their result depends on the whole result
+// set).
 //
 // The second step is the splittable DoFn. Its element is a Range, its
 // restriction an sdf.OffsetRange over the Range's sub-range indices, its
-// tracker KeyRangeTracker (the module's sdf.Tracker). Sub-range i is read as the user's query
-// with __key__ >= k_i AND __key__ < k_i+1 added to its filters, in pages of
-// at most 500 entities continued with cursors. The first entity of sub-range
-// i is claimed as a split point at position i (TryClaimSplitPoint); the
-// others are records of that block (TryClaimRecord(i, false)). An empty
-// sub-range claims nothing. So a runner's split lands between sub-ranges: the
-// primary keeps the sub-ranges before the split position, the residual reads
-// the rest, and rules 1-8 of package sdf hold (sdftest's exhaustive and
-// concurrent checks run on it against the emulator; dstest.Subject gives
-// anyone the same Subject). Within a sub-range entities come in the server's
-// order for the query (key order for a query without sort orders); across
-// sub-ranges, in sub-range order. How finely a running read can be split
-// is set by WithSubRangesPerSplit.
+// tracker KeyRangeTracker (the module's sdf.Tracker). Sub-range i is read as
+// the user's query with __key__ >= k_i AND __key__ < k_i+1 added to its
+// filters, in pages of at most 500 entities continued with cursors. The
+// first entity of sub-range i is claimed as a split point at position i
+// (TryClaimSplitPoint); the others are records of that block
+// (TryClaimRecord(i, false)). An empty sub-range claims nothing. So a
+// runner's split lands between sub-ranges: the primary keeps the sub-ranges
+// before the split position, the residual reads the rest, and rules 1-8 of
+// package sdf hold (sdftest's exhaustive and concurrent checks run on it
+// against the emulator; dstest.Subject gives anyone the same Subject).
+// Within a sub-range entities come in the server's order for the query (key
+// order for a query without sort orders); across sub-ranges, in sub-range
+// order. How finely a running read can be split is set by
+// WithSubRangesPerSplit.
 //
 // # Snapshot
 //
