@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
@@ -69,13 +69,16 @@ type conn struct {
 	raw               pb.DatastoreClient
 	md                metadata.MD
 	gc                *grpc.ClientConn
+	m                 *readMetrics
 }
 
 // dial connects to project/database: to the emulator named by
 // DATASTORE_EMULATOR_HOST when that is set (as the official client does),
 // otherwise to Cloud Datastore with the default credentials. extra are
-// appended last.
-func dial(ctx context.Context, project, database string, extra []option.ClientOption) (*conn, error) {
+// appended last. Its queries count in the read metrics of namespace
+// metrics.
+func dial(ctx context.Context, project, database, metrics string, extra []option.ClientOption) (*conn, error) {
+	m := newReadMetrics(metrics)
 	var opts []option.ClientOption
 	if host := os.Getenv("DATASTORE_EMULATOR_HOST"); host != "" {
 		host = regexp.MustCompile("^(http://|https://)").ReplaceAllString(host, "")
@@ -89,7 +92,7 @@ func dial(ctx context.Context, project, database string, extra []option.ClientOp
 	} else {
 		opts = append(opts, option.WithEndpoint(prodEndpoint), option.WithScopes(datastore.ScopeDatastore))
 	}
-	opts = append(opts, option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(meterInterceptor)))
+	opts = append(opts, option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(m.meter)))
 	opts = append(opts, extra...)
 	gc, err := gtransport.Dial(ctx, opts...)
 	if err != nil {
@@ -108,7 +111,7 @@ func dial(ctx context.Context, project, database string, extra []option.ClientOp
 	}
 	return &conn{
 		project: project, database: database, client: client,
-		raw: pb.NewDatastoreClient(gc), gc: gc,
+		raw: pb.NewDatastoreClient(gc), gc: gc, m: m,
 		md: metadata.Pairs("x-goog-request-params", params, "google-cloud-resource-prefix", prefix),
 	}, nil
 }
@@ -131,17 +134,17 @@ func readOptions(readTime time.Time) *pb.ReadOptions {
 	return &pb.ReadOptions{ConsistencyType: &pb.ReadOptions_ReadTime{ReadTime: timestampProto(readTime)}}
 }
 
-// meterInterceptor counts the pages (RunQuery responses) and entity bytes of
-// every query in the Beam metrics of the calling bundle.
-func meterInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+// meter, a gRPC interceptor, counts the pages (RunQuery responses) and
+// entity bytes of every query in the Beam metrics of the calling bundle.
+func (m *readMetrics) meter(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if r, ok := reply.(*pb.RunQueryResponse); ok && err == nil && r.Batch != nil {
-		pagesCounter.Inc(ctx, 1)
+		m.pages.Inc(ctx, 1)
 		var n int
 		for _, e := range r.Batch.EntityResults {
 			n += proto.Size(e.Entity)
 		}
-		bytesCounter.Inc(ctx, int64(n))
+		m.bytes.Inc(ctx, int64(n))
 	}
 	return err
 }
@@ -176,25 +179,14 @@ func messageTooLarge(err error) bool {
 	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }
 
-// retryPolicy is exponential backoff with jitter.
-type retryPolicy struct {
-	// Attempts is the most attempts of one request, the first included.
-	Attempts int
-	// Initial and Max bound the backoff.
-	Initial, Max time.Duration
-}
-
-var defaultRetry = retryPolicy{Attempts: 8, Initial: 100 * time.Millisecond, Max: 30 * time.Second}
-
-// backoff returns the wait before attempt n (1 = the first retry).
-func (p retryPolicy) backoff(n int) time.Duration {
-	d := p.Initial
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
+// readRetries is how a read's queries retry transient errors: at most
+// attempts attempts in a row (the first included), waiting between them
+// as gax's Backoff says, from 100 ms doubling up to 30 s, each wait drawn
+// at random up to it.
+var readRetries = struct {
+	attempts int
+	backoff  gax.Backoff
+}{8, gax.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2}}
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

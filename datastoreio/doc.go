@@ -1,8 +1,9 @@
 // Package datastoreio reads Google Cloud Datastore (Firestore in Datastore
-// mode) with a splittable DoFn that the runner can split while it reads,
-// keeping the split contract of package sdf.
-//
-// # Reading
+// mode) into PCollections of Go structs with a splittable DoFn that the
+// runner can split while it reads, and writes and deletes entities with
+// the batching and throttling of Beam Java's DatastoreIO. Element types
+// must be registered with Beam (beam.RegisterType); the transforms refuse
+// one that is not when the pipeline is built.
 //
 //	type Task struct {
 //		K    *datastore.Key `datastore:"__key__"`
@@ -10,9 +11,34 @@
 //		Note string `datastore:",noindex"`
 //	}
 //
-//	q := datastoreio.NewQuery("Task").Filter("Done", "=", false)
-//	tasks := datastoreio.Read(s, "my-project", q, reflect.TypeFor[Task](),
-//		datastoreio.WithNamespace("prod"))
+//	func init() { beam.RegisterType(reflect.TypeFor[Task]()) }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		q := datastoreio.NewQuery("Task").Filter("Done", "=", false)
+//		tasks := datastoreio.Read(s, "my-project", q, reflect.TypeFor[Task](),
+//			datastoreio.WithNamespace("prod"))
+//		datastoreio.Write(s, "my-project", tasks, datastoreio.WithHintNumWorkers(10))
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Options are typed by transform: a ReadOption (WithNamespace,
+// WithNumQuerySplits, WithKeysPerSplit, WithSubRangesPerSplit,
+// WithReadTime, WithLatestData) goes to Read and Plan, a WriteOption
+// (WithRampupThrottlingDisabled, WithHintNumWorkers, WithAllocateIDs,
+// WithCommitRetries) to Write, DeleteEntity and DeleteKey, and an Option
+// (WithDatabase, WithClientOptions, WithMetricsNamespace) to both; one
+// given to the wrong transform does not compile. Values that cannot work
+// (negative counts, WithReadTime with WithLatestData, an option given twice
+// with different values, WithAllocateIDs on a delete) are refused when the
+// pipeline is built, the error naming the transform and the option
+// (datastoreio.Read: WithKeysPerSplit(0): at least 1 key per split): Read
+// and Write panic with it, Plan returns it.
+//
+// # Reading
 //
 // A Query is plain data (the client's *datastore.Query does not
 // serialise): kind, equality and inequality property filters (ANDed),
@@ -35,42 +61,43 @@
 //
 // The read runs in two steps. The first, at run time, fixes the snapshot,
 // chooses the number of splits n with the rules of Beam Java's
-// withNumQuerySplits (NumQuerySplits), and samples split keys: a keys-only
-// query of the kind ordered by __scatter__ asking (n-1)*KeysPerSplit keys
-// (32 per split, as Java's QuerySplitter oversamples), KeysPerSplit-1 for a
-// single split. The keys are sorted in Datastore's own key order
-// (CompareKeys: path element by element from the root, ancestors first;
-// kind bytewise; numeric ids before names, ids numerically, names
-// bytewise). Unlike Java, which keeps n-1 of them, every
-// KeysPerSplit/SubRangesPerSplit-th sampled key (every 4th by default) is
-// kept as a boundary: the kept keys cut the key space into sub-ranges
-// [k_i, k_i+1), which are grouped, in order, into the requested number of
-// initial splits (a Range each, fewer when the server returned fewer keys),
-// about SubRangesPerSplit (8) each. Datastore gives about one entity in 128
-// a __scatter__ property, so a sub-range spans about 4*128 = 512 entities,
-// a page of 500, when the kind is small, and 1/8 of a split when it is
-// large: small reads issue few queries, large ones can be split finely. A
-// single split is cut into sub-ranges as well, so that the runner can split
-// it too. A query with a limit, offset, sort order, inequality filter or
-// distinct-on is read unsplit, as one sub-range, by one worker, as Java
-// does (distinct-on and offset because their result depends on the whole
-// result set).
+// withNumQuerySplits (WithNumQuerySplits), and samples split keys: a
+// keys-only query of the kind ordered by __scatter__ asking (n-1)*k keys (k,
+// the keys per split, 32 by default, WithKeysPerSplit, as Java's
+// QuerySplitter oversamples), k-1 for a single split. The keys are sorted in
+// Datastore's own key order (CompareKeys: path element by element from the
+// root, ancestors first; kind bytewise; numeric ids before names, ids
+// numerically, names bytewise). Unlike Java, which keeps n-1 of them, every
+// k/m-th sampled key (m, the sub-ranges per split; every 4th by default) is
+// kept as a boundary: the kept keys cut the key space into sub-ranges [k_i,
+// k_i+1), which are grouped, in order, into the requested number of initial
+// splits (a Range each, fewer when the server returned fewer keys), about m
+// (8, WithSubRangesPerSplit) each. Datastore gives about one entity in 128 a
+// __scatter__ property, so a sub-range spans about 4*128 = 512 entities, a
+// page of 500, when the kind is small, and 1/8 of a split when it is large:
+// small reads issue few queries, large ones can be split finely. A single
+// split is cut into sub-ranges as well, so that the runner can split it too.
+// A query with a limit, offset, sort order, inequality filter or distinct-on
+// is read unsplit, as one sub-range, by one worker, as Java does
+// (distinct-on and offset because their result depends on the whole result
+// set).
 //
 // The second step is the splittable DoFn. Its element is a Range, its
 // restriction an sdf.OffsetRange over the Range's sub-range indices, its
-// tracker the module's sdf.Tracker. Sub-range i is read as the user's query
-// with __key__ >= k_i AND __key__ < k_i+1 added to its filters, in pages of
-// at most 500 entities continued with cursors. The first entity of sub-range
-// i is claimed as a split point at position i (TryClaimSplitPoint); the
-// others are records of that block (TryClaimRecord(i, false)). An empty
-// sub-range claims nothing. So a runner's split lands between sub-ranges: the
-// primary keeps the sub-ranges before the split position, the residual reads
-// the rest, and rules 1-8 of package sdf hold (sdftest's exhaustive and
-// concurrent checks run on it against the emulator; dstest.Subject gives
-// anyone the same Subject). Within a sub-range entities come in the server's
-// order for the query (key order for a query without sort orders); across
-// sub-ranges, in sub-range order. How finely a running read can be split
-// is set by SubRangesPerSplit.
+// tracker KeyRangeTracker (the module's sdf.Tracker). Sub-range i is read as
+// the user's query with __key__ >= k_i AND __key__ < k_i+1 added to its
+// filters, in pages of at most 500 entities continued with cursors. The
+// first entity of sub-range i is claimed as a split point at position i
+// (TryClaimSplitPoint); the others are records of that block
+// (TryClaimRecord(i, false)). An empty sub-range claims nothing. So a
+// runner's split lands between sub-ranges: the primary keeps the sub-ranges
+// before the split position, the residual reads the rest, and rules 1-8 of
+// package sdf hold (sdftest's exhaustive and concurrent checks run on it
+// against the emulator; dstest.Subject gives anyone the same Subject).
+// Within a sub-range entities come in the server's order for the query (key
+// order for a query without sort orders); across sub-ranges, in sub-range
+// order. How finely a running read can be split is set by
+// WithSubRangesPerSplit.
 //
 // # Snapshot
 //
@@ -78,8 +105,8 @@
 // server's time when the server reports one, else the worker's clock, to the
 // microsecond) and every Range carries it: every query of every range,
 // split residual and retry reads that snapshot, so the output is one
-// consistent snapshot of the database. ReadTime sets the time instead;
-// LatestData turns snapshots off. Firestore in Datastore mode keeps old
+// consistent snapshot of the database. WithReadTime sets the time instead;
+// WithLatestData turns snapshots off. Firestore in Datastore mode keeps old
 // versions for an hour (seven days with point-in-time recovery, whole
 // minutes only), so a read must finish within that window.
 // The Cloud Datastore emulator accepts read_time (it insists on microsecond
@@ -90,8 +117,8 @@
 // # Errors and retries
 //
 // UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED and INTERNAL
-// are retried with exponential backoff and jitter (up to 8 attempts in a
-// row), resuming after the last entity emitted, from its cursor, so nothing
+// are retried with gax's exponential backoff (from 100 ms doubling to 30 s,
+// each wait drawn at random up to it; up to 8 attempts in a row), resuming after the last entity emitted, from its cursor, so nothing
 // is duplicated. Other errors (INVALID_ARGUMENT, FAILED_PRECONDITION,
 // PERMISSION_DENIED, UNAUTHENTICATED, ...) and an entity that does not load
 // into the output type fail the bundle at once, with a message naming the
@@ -119,7 +146,7 @@
 // *datastore.PropertyList); DeleteKey takes *datastore.Key. The key's
 // namespace is the entity's namespace. Keys must be complete: an element
 // with an incomplete or invalid key fails the bundle with an error naming
-// its type, namespace and kind, unless AllocateIDs is given, which has the
+// its type, namespace and kind, unless WithAllocateIDs is given, which has the
 // service allocate ids for incomplete keys before they are written (once,
 // so that a retried commit writes the same entities again rather than new
 // ones).
@@ -140,7 +167,9 @@
 //
 // Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
 // RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
-// (CommitRetries; by default 5 retries from 5 s, as in Java). Upserts and
+// (WithCommitRetries; by default 5 retries from 5 s, as in Java; the waits
+// are gax's Backoff, each drawn at random up to a cap growing 1.5 times a
+// retry to 2 minutes). Upserts and
 // deletes are idempotent, so a retried commit, or a retried bundle, leaves
 // the same data. Any other error fails the bundle at once, naming the
 // project, database, namespace, kind and key of the batch's mutations.
@@ -160,7 +189,7 @@
 // internal/cmd/dswritebench showed that loop taking most of the process's
 // CPU while a write ran.
 //
-// Ramp-up throttling, on by default as in Java (DisableRampupThrottling
+// Ramp-up throttling, on by default as in Java (WithRampupThrottlingDisabled
 // turns it off): Datastore's 500/50/5 rule, at most 500 operations a second
 // shared by all workers at first, 50% more every 5 minutes after the first
 // 5. Each worker process takes 1/HintNumWorkers of the budget; without the
@@ -174,12 +203,12 @@
 // (150,000), 750/s to minute 10 (225,000 more), 1,125/s to minute 15
 // (337,500 more), 1,688/s to minute 20: 5,000 entities take 10 s, 100,000
 // take 3m20s, 1,000,000 about 17m50s; 3,796/s is reached at minute 30. A
-// Dataflow job without -num_workers / -max_num_workers or HintNumWorkers
+// Dataflow job without -num_workers / -max_num_workers or WithHintNumWorkers
 // assumes 500 workers, 1 entity a second each at first. On the emulator a
 // plain PutMulti loop of 500 writes about 9,000 entities a second on a
-// quiet 2-core machine, and Write with DisableRampupThrottling as many
+// quiet 2-core machine, and Write with WithRampupThrottlingDisabled as many
 // (docs/BENCHMARKS.md), so with ramp-up a write of 5,000 takes about 10 s
-// against about 0.6 s: use DisableRampupThrottling for emulators, and for
+// against about 0.6 s: use WithRampupThrottlingDisabled for emulators, and for
 // key spaces already warm.
 //
 // Adaptive throttling, always on, as in Java's writer (its
@@ -190,15 +219,26 @@
 // service that refuses commits (RESOURCE_EXHAUSTED) thus gets about 1.25
 // times what it accepts instead of retries at full rate.
 //
-// Write metrics, in namespace Namespace (as Read's): entities_written,
+// # Metrics
+//
+// In namespace Namespace ("sdfio/datastoreio"), or the one
+// WithMetricsNamespace gives. Write, DeleteEntity and DeleteKey: entities_written,
 // entities_deleted, commits, bytes_written (encoded mutations of successful
 // commits), commit_retries, throttled_msecs (time spent waiting for the
 // ramp-up budget), throttled_commits and adaptive_throttled_msecs (commits
 // held back by the adaptive throttling, and the time they waited).
 //
-// # Read metrics
+// Read: entities, bytes (entity protocol buffer bytes), queries (sub-range
+// queries), pages (RunQuery responses), retries, splits_accepted,
+// splits_refused, initial_splits and sub_ranges.
 //
-// In namespace "sdfio/datastoreio": entities, bytes (entity protocol buffer
-// bytes), queries (sub-range queries), pages (RunQuery responses), retries,
-// splits_accepted, splits_refused, initial_splits and sub_ranges.
+// # Logs
+//
+// Through Beam's log package, at INFO: a read's plan when it is made (the
+// query, project, database and namespace, the query splits asked and made,
+// the scatter keys asked, returned and kept as sub-range bounds, the
+// initial splits and sub-ranges, the snapshot), a query read unsplit and
+// why, a kind without statistics; and every split of a running read the
+// tracker (KeyRangeTracker) accepts, with its primary and residual, so that
+// a runner's rebalancing shows in the worker's log.
 package datastoreio

@@ -173,9 +173,9 @@ func TestGenericEntitiesTravel(t *testing.T) {
 	const n = 20
 	p, s := beam.NewPipelineWithRoot()
 	kvs := beam.Reshuffle(s, beam.ParDo(s, &genericGenFn{NS: ns, Kind: "Gen", N: n}, beam.Impulse(s)))
-	datastoreio.Write(s, e.Project(), kvs, datastoreio.DisableRampupThrottling())
+	datastoreio.Write(s, e.Project(), kvs, datastoreio.WithRampupThrottlingDisabled())
 	structs := beam.Reshuffle(s, beam.ParDo(s, &withEntityGenFn{NS: ns, N: n}, beam.Impulse(s)))
-	datastoreio.Write(s, e.Project(), structs, datastoreio.DisableRampupThrottling())
+	datastoreio.Write(s, e.Project(), structs, datastoreio.WithRampupThrottlingDisabled())
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestGenericEntitiesTravel(t *testing.T) {
 	}
 
 	p, s = beam.NewPipelineWithRoot()
-	opts := []datastoreio.Option{datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(2)}
+	opts := []datastoreio.ReadOption{datastoreio.WithNamespace(ns), datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(2)}
 	ents := datastoreio.Read(s, e.Project(), datastoreio.NewQuery("Gen"), reflect.TypeFor[*datastore.Entity](), opts...)
 	passert.Equals(s, beam.ParDo(s, entityDesc, beam.Reshuffle(s, ents)), wantEnt...)
 	pls := datastoreio.Read(s, e.Project(), datastoreio.NewQuery("Gen"), reflect.TypeFor[datastore.PropertyList](), opts...)
@@ -248,7 +248,7 @@ func TestWriteRefusedEntityNamed(t *testing.T) {
 	wHook.reset(nil)
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &refusedGenFn{NS: ns, Kind: "WBad", N: 40, Bad: 26}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(5, time.Hour))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(5, time.Hour))
 	_, err := ptest.RunWithMetrics(p)
 	if err == nil {
 		t.Fatal("the pipeline succeeded")

@@ -25,14 +25,15 @@ func init() { beam.RegisterType(reflect.TypeOf((*Task)(nil)).Elem()) }
 // write them back; then delete a set of keys.
 func Example_readme() {
 	p, s := beam.NewPipelineWithRoot()
-	// One Option type: Database and WithClientOptions serve reads and writes.
-	db := datastoreio.Database("")
+	// An Option (WithDatabase, WithClientOptions, WithMetricsNamespace)
+	// serves reads and writes; the others serve one side.
+	db := datastoreio.WithDatabase("")
 
 	q := datastoreio.NewQuery("Task").Filter("Done", "=", false) // or datastoreio.GQL("SELECT * FROM Task")
 	tasks := datastoreio.Read(s, "my-project", q, reflect.TypeOf(Task{}), db,
-		datastoreio.WithNamespace("prod"), datastoreio.NumQuerySplits(0)) // 0: from the statistics
+		datastoreio.WithNamespace("prod"), datastoreio.WithNumQuerySplits(0)) // 0: from the statistics
 
-	datastoreio.Write(s, "my-project", tasks, db, datastoreio.HintNumWorkers(10))
+	datastoreio.Write(s, "my-project", tasks, db, datastoreio.WithHintNumWorkers(10))
 	keys := beam.Create(s, datastore.NameKey("Task", "stale", nil))
 	datastoreio.DeleteKey(s, "my-project", keys, db) // PCollection<*datastore.Key>
 	_ = p

@@ -8,9 +8,9 @@ import (
 // FastRetries shortens the backoff for a test and returns a function that
 // restores it.
 func FastRetries() func() {
-	old := defaultRetry
-	defaultRetry.Initial, defaultRetry.Max = 5*time.Millisecond, 50*time.Millisecond
-	return func() { defaultRetry = old }
+	old := readRetries
+	readRetries.backoff.Initial, readRetries.backoff.Max = 5*time.Millisecond, 50*time.Millisecond
+	return func() { readRetries = old }
 }
 
 // FastThrottle shortens the adaptive throttling's wait for a test and

@@ -15,6 +15,7 @@ import (
 )
 
 func init() {
+	beam.RegisterType(reflect.TypeOf((*datastore.Key)(nil)))
 	beam.RegisterCoder(reflect.TypeOf((*datastore.Key)(nil)), encodeKeyCoder, decodeKeyCoder)
 }
 

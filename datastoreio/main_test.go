@@ -387,12 +387,12 @@ func head(s []string) []string {
 
 // readPlanned plans q and reads every range with a RangeReader, as the
 // pipeline's two steps do.
-func readPlanned(t testing.TB, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
+func readPlanned(t testing.TB, project string, q datastoreio.Query, opts ...datastoreio.ReadOption) ([]datastoreio.Range, []item, error) {
 	t.Helper()
 	return readRanges(context.Background(), project, q, opts...)
 }
 
-func readRanges(ctx context.Context, project string, q datastoreio.Query, opts ...datastoreio.Option) ([]datastoreio.Range, []item, error) {
+func readRanges(ctx context.Context, project string, q datastoreio.Query, opts ...datastoreio.ReadOption) ([]datastoreio.Range, []item, error) {
 	ranges, err := datastoreio.Plan(ctx, project, q, opts...)
 	if err != nil {
 		return nil, nil, err

@@ -1,61 +1,156 @@
 package datastoreio
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
 )
 
-// Option configures Read, Plan, Write, DeleteEntity and DeleteKey: one
-// type for reads and writes. Database and WithClientOptions apply to both;
-// the other options to one side only, and giving one to the other side is
-// an error at pipeline construction (Read and Write panic, Plan returns
-// it), naming the option and where it applies.
-type Option struct {
-	name string
-	on   side
-	set  func(*options)
-}
+// ReadOption configures Read and Plan. The options of reads alone
+// (WithNamespace, WithNumQuerySplits, WithKeysPerSplit,
+// WithSubRangesPerSplit, WithReadTime, WithLatestData) return a ReadOption;
+// those of reads and writes alike, an Option. A WriteOption is not a
+// ReadOption: given to Read, it does not compile.
+type ReadOption interface{ applyRead(*readConfig) }
 
-// WriteOption is Option; Write, DeleteEntity and DeleteKey had an option
-// type of their own.
-//
-// Deprecated: use Option.
-type WriteOption = Option
+// WriteOption configures Write, DeleteEntity and DeleteKey. The options of
+// writes alone (WithRampupThrottlingDisabled, WithHintNumWorkers,
+// WithAllocateIDs, WithCommitRetries) return a WriteOption; those of reads
+// and writes alike, an Option. A ReadOption is not a WriteOption: given to
+// Write, it does not compile.
+type WriteOption interface{ applyWrite(*writeConfig) }
 
-// side says where an option applies.
-type side uint8
+// Option configures what reads and writes share: the database, the
+// registered client options and the metrics namespace. It is both a
+// ReadOption and a WriteOption.
+type Option func(*commonConfig)
 
-const (
-	readSide side = 1 << iota
-	writeSide
-	bothSides = readSide | writeSide
-)
+func (o Option) applyRead(c *readConfig)   { o(&c.commonConfig) }
+func (o Option) applyWrite(c *writeConfig) { o(&c.commonConfig) }
 
-func (s side) String() string {
-	switch s {
-	case readSide:
-		return "Read and Plan"
-	case writeSide:
-		return "Write, DeleteEntity and DeleteKey"
-	}
-	return "reads and writes"
-}
+// readOnlyOption is an option of Read and Plan alone.
+type readOnlyOption func(*readConfig)
 
-// options holds every option; each side reads its own.
-type options struct {
-	// Both sides.
+func (o readOnlyOption) applyRead(c *readConfig) { o(c) }
+
+// writeOnlyOption is an option of Write, DeleteEntity and DeleteKey alone.
+type writeOnlyOption func(*writeConfig)
+
+func (o writeOnlyOption) applyWrite(c *writeConfig) { o(c) }
+
+// commonConfig is what reads and writes share, and the options as they
+// were given, for the checks of construction.
+type commonConfig struct {
 	database      string
 	clientOptions string
+	metrics       string // Beam metrics namespace
 
-	// Read.
+	given []givenOption
+}
+
+// givenOption is an option as it was given: its name, and its call as text
+// for messages.
+type givenOption struct{ name, call string }
+
+// note records the call of option name with args, for messages.
+func (c *commonConfig) note(name string, args ...any) {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			parts[i] = strconv.Quote(a)
+		case time.Time:
+			parts[i] = a.Format(time.RFC3339Nano)
+		default:
+			parts[i] = fmt.Sprint(a)
+		}
+	}
+	c.given = append(c.given, givenOption{name, name + "(" + strings.Join(parts, ", ") + ")"})
+}
+
+// last is the last call of option name ("" when it was not given).
+func (c *commonConfig) last(name string) string {
+	for i := len(c.given) - 1; i >= 0; i-- {
+		if c.given[i].name == name {
+			return c.given[i].call
+		}
+	}
+	return ""
+}
+
+// checkCommon refuses an option given twice with different values (the
+// later would silently override the earlier), and the shared options'
+// values that cannot work.
+func (c *commonConfig) checkCommon() error {
+	first := map[string]string{}
+	for _, g := range c.given {
+		if f, ok := first[g.name]; !ok {
+			first[g.name] = g.call
+		} else if f != g.call {
+			return fmt.Errorf("%s and %s are both given: give %s once", f, g.call, g.name)
+		}
+	}
+	if c.metrics == "" {
+		return fmt.Errorf("%s: an empty metrics namespace", c.last("WithMetricsNamespace"))
+	}
+	return nil
+}
+
+// readConfig is the configuration of a Read or a Plan.
+type readConfig struct {
+	commonConfig
 	namespace    string
 	numSplits    int
 	keysPerSplit int
 	subRanges    int
 	readTime     time.Time
 	latest       bool
+}
 
-	// Write, DeleteEntity and DeleteKey.
+// newReadConfig applies opts over the defaults and checks them; transform
+// ("datastoreio.Read") names the transform in errors.
+func newReadConfig(transform string, opts []ReadOption) (readConfig, error) {
+	c := readConfig{
+		commonConfig: commonConfig{metrics: Namespace},
+		keysPerSplit: DefaultKeysPerSplit, subRanges: DefaultSubRangesPerSplit,
+	}
+	for _, o := range opts {
+		if isNil(o) {
+			return c, fmt.Errorf("%s: a nil ReadOption", transform)
+		}
+		o.applyRead(&c)
+	}
+	if err := c.check(); err != nil {
+		return c, fmt.Errorf("%s: %w", transform, err)
+	}
+	return c, nil
+}
+
+func (c *readConfig) check() error {
+	if err := c.checkCommon(); err != nil {
+		return err
+	}
+	switch {
+	case c.numSplits < 0:
+		return fmt.Errorf("%s: a negative split count (0 chooses it from the statistics)", c.last("WithNumQuerySplits"))
+	case c.keysPerSplit < 1:
+		return fmt.Errorf("%s: at least 1 key per split", c.last("WithKeysPerSplit"))
+	case c.subRanges < 1:
+		return fmt.Errorf("%s: at least 1 sub-range per split", c.last("WithSubRangesPerSplit"))
+	case c.latest && c.last("WithReadTime") != "":
+		return fmt.Errorf("%s and %s exclude each other: a read reads one snapshot or the latest data", c.last("WithReadTime"), c.last("WithLatestData"))
+	case c.last("WithReadTime") != "" && c.readTime.IsZero():
+		return errors.New("WithReadTime(time.Time{}): a zero time (leave it out to read a snapshot of the read's start)")
+	}
+	return nil
+}
+
+// writeConfig is the configuration of a Write, DeleteEntity or DeleteKey.
+type writeConfig struct {
+	commonConfig
 	noThrottle     bool
 	hintWorkers    int
 	allocate       bool
@@ -63,129 +158,158 @@ type options struct {
 	initialBackoff time.Duration
 }
 
-// collect applies opts for op (say "datastoreio.Read") on side s, over the
-// defaults.
-func collect(op string, s side, opts []Option) (options, error) {
-	o := options{
-		keysPerSplit: DefaultKeysPerSplit, subRanges: DefaultSubRangesPerSplit,
-		maxRetries: DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff,
+// newWriteConfig applies opts over the defaults and checks them for the
+// transform op names.
+func newWriteConfig(op string, opts []WriteOption) (writeConfig, error) {
+	transform := opAPI[op]
+	c := writeConfig{
+		commonConfig: commonConfig{metrics: Namespace},
+		maxRetries:   DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff,
 	}
-	for _, opt := range opts {
-		if opt.set == nil {
-			return o, fmt.Errorf("%s: a zero datastoreio.Option", op)
+	for _, o := range opts {
+		if isNil(o) {
+			return c, fmt.Errorf("%s: a nil WriteOption", transform)
 		}
-		if opt.on&s == 0 {
-			return o, fmt.Errorf("%s: option %s applies to %v only", op, opt.name, opt.on)
-		}
-		opt.set(&o)
+		o.applyWrite(&c)
 	}
-	return o, nil
+	if err := c.check(op); err != nil {
+		return c, fmt.Errorf("%s: %w", transform, err)
+	}
+	return c, nil
 }
 
-// Database reads from, or writes to, the named database (the project's
+func (c *writeConfig) check(op string) error {
+	if err := c.checkCommon(); err != nil {
+		return err
+	}
+	switch {
+	case c.maxRetries < 0:
+		return fmt.Errorf("%s: a negative retry count", c.last("WithCommitRetries"))
+	case c.initialBackoff < 0:
+		return fmt.Errorf("%s: a negative backoff", c.last("WithCommitRetries"))
+	case c.hintWorkers < 0:
+		return fmt.Errorf("%s: a negative worker count", c.last("WithHintNumWorkers"))
+	case c.allocate && op != opUpsert:
+		return fmt.Errorf("%s applies to Write only: deletes need complete keys", c.last("WithAllocateIDs"))
+	}
+	return nil
+}
+
+// isNil reports a nil option, or an option function that is nil.
+func isNil(o any) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Func && v.IsNil()
+}
+
+// WithDatabase reads from, or writes to, the named database (the project's
 // default database when empty or not given).
-func Database(id string) Option {
-	return Option{fmt.Sprintf("Database(%q)", id), bothSides, func(o *options) { o.database = id }}
+func WithDatabase(id string) Option {
+	return func(c *commonConfig) { c.note("WithDatabase", id); c.database = id }
 }
 
 // WithClientOptions makes the clients of a read or a write use the client
 // options registered under name with RegisterClientOptions (credentials,
 // an endpoint, gRPC interceptors).
 func WithClientOptions(name string) Option {
-	return Option{fmt.Sprintf("WithClientOptions(%q)", name), bothSides, func(o *options) { o.clientOptions = name }}
+	return func(c *commonConfig) { c.note("WithClientOptions", name); c.clientOptions = name }
 }
 
-// WriteDatabase is Database.
-//
-// Deprecated: use Database, which applies to reads and writes.
-func WriteDatabase(id string) Option { return Database(id) }
-
-// WriteClientOptions is WithClientOptions.
-//
-// Deprecated: use WithClientOptions, which applies to reads and writes.
-func WriteClientOptions(name string) Option { return WithClientOptions(name) }
+// WithMetricsNamespace puts the Beam metrics of a read or a write in
+// namespace ns instead of Namespace, the default (say, to tell two reads
+// of a pipeline apart). An empty ns is refused.
+func WithMetricsNamespace(ns string) Option {
+	return func(c *commonConfig) { c.note("WithMetricsNamespace", ns); c.metrics = ns }
+}
 
 // WithNamespace reads from namespace ns (the default namespace when
 // empty). A write's namespace is that of each entity's key.
-func WithNamespace(ns string) Option {
-	return Option{fmt.Sprintf("WithNamespace(%q)", ns), readSide, func(o *options) { o.namespace = ns }}
+func WithNamespace(ns string) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithNamespace", ns); c.namespace = ns })
 }
 
-// NumQuerySplits sets the number of initial splits of a read, with the
-// rules of Beam Java's withNumQuerySplits: n <= 0 (the default) chooses at
-// run time from the statistics (entity bytes of the kind / 64 MiB, within
-// [12, 50000], 12 without statistics); n above MaxQuerySplits is capped; a
-// query with a limit, offset, sort order, inequality filter or distinct-on
-// is read unsplit; when the server has fewer scatter keys than needed,
-// fewer splits are made.
-func NumQuerySplits(n int) Option {
-	return Option{fmt.Sprintf("NumQuerySplits(%d)", n), readSide, func(o *options) { o.numSplits = n }}
+// WithNumQuerySplits sets the number of initial splits of a read, with the
+// rules of Beam Java's withNumQuerySplits: 0 (the default) chooses at run
+// time from the statistics (entity bytes of the kind / 64 MiB, within [12,
+// 50000], 12 without statistics); n above MaxQuerySplits is capped; a query
+// with a limit, offset, sort order, inequality filter or distinct-on is
+// read unsplit; when the server has fewer scatter keys than needed, fewer
+// splits are made. A negative n is refused.
+func WithNumQuerySplits(n int) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithNumQuerySplits", n); c.numSplits = n })
 }
 
-// KeysPerSplit sets how many scatter keys a read samples per requested
-// split (DefaultKeysPerSplit, Java's oversampling): (n-1)*KeysPerSplit for
-// n splits, KeysPerSplit-1 for one. Every KeysPerSplit/SubRangesPerSplit-th
-// sampled key (every one when KeysPerSplit <= SubRangesPerSplit) becomes a
-// sub-range boundary.
-func KeysPerSplit(n int) Option {
-	return Option{fmt.Sprintf("KeysPerSplit(%d)", n), readSide, func(o *options) { o.keysPerSplit = n }}
+// WithKeysPerSplit sets how many scatter keys a read samples per requested
+// split (DefaultKeysPerSplit, Java's oversampling): (n-1)*keys for n
+// splits, keys-1 for one. Every keys/subRanges-th sampled key (every one
+// when keys <= subRanges, see WithSubRangesPerSplit) becomes a sub-range
+// boundary. At least 1.
+func WithKeysPerSplit(n int) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithKeysPerSplit", n); c.keysPerSplit = n })
 }
 
-// SubRangesPerSplit sets how many sub-ranges a split of a read is cut into
-// when the server returns all the scatter keys asked for
+// WithSubRangesPerSplit sets how many sub-ranges a split of a read is cut
+// into when the server returns all the scatter keys asked for
 // (DefaultSubRangesPerSplit): how finely the runner can split a running
 // read. Each sub-range is one query (paged), so more sub-ranges cost more
 // queries. When the kind has fewer scatter keys than asked, the sub-ranges
-// keep their size (KeysPerSplit/SubRangesPerSplit scatter keys each) and
-// there are fewer of them.
-func SubRangesPerSplit(n int) Option {
-	return Option{fmt.Sprintf("SubRangesPerSplit(%d)", n), readSide, func(o *options) { o.subRanges = n }}
+// keep their size (keys per split / sub-ranges per split scatter keys
+// each) and there are fewer of them. At least 1.
+func WithSubRangesPerSplit(n int) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithSubRangesPerSplit", n); c.subRanges = n })
 }
 
-// ReadTime reads the database as it was at t (a snapshot read). The server
-// must keep versions that old: Firestore in Datastore mode keeps an hour,
-// seven days with point-in-time recovery (whole minutes only).
-func ReadTime(t time.Time) Option {
-	return Option{fmt.Sprintf("ReadTime(%v)", t), readSide, func(o *options) { o.readTime = t }}
+// WithReadTime reads the database as it was at t (a snapshot read). The
+// server must keep versions that old: Firestore in Datastore mode keeps an
+// hour, seven days with point-in-time recovery (whole minutes only). It
+// cannot be given with WithLatestData.
+func WithReadTime(t time.Time) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithReadTime", t); c.readTime = t })
 }
 
-// LatestData turns a read's default snapshot off: each request reads the
-// latest data, so ranges read at different times may see different
-// versions.
-func LatestData() Option {
-	return Option{"LatestData()", readSide, func(o *options) { o.latest = true }}
+// WithLatestData turns a read's default snapshot off: each request reads
+// the latest data, so ranges read at different times may see different
+// versions. It cannot be given with WithReadTime.
+func WithLatestData() ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithLatestData"); c.latest = true })
 }
 
-// DisableRampupThrottling turns off the ramp-up throttling of a write
+// WithRampupThrottlingDisabled turns off the ramp-up throttling of a write
 // (Java's withRampupThrottlingDisabled). Without it a new kind or a new key
 // range can take more load than the service spreads at first; use it for
 // small writes, emulators, or databases already warm. The adaptive
 // throttling on refused commits stays on.
-func DisableRampupThrottling() Option {
-	return Option{"DisableRampupThrottling()", writeSide, func(o *options) { o.noThrottle = true }}
+func WithRampupThrottlingDisabled() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithRampupThrottlingDisabled"); c.noThrottle = true })
 }
 
-// HintNumWorkers sets the number of worker processes a write's ramp-up
+// WithHintNumWorkers sets the number of worker processes a write's ramp-up
 // budget is shared by (Java's withHintNumWorkers). Each process writes at
-// most 1/n of the budget. Ignored when ramp-up throttling is disabled.
-func HintNumWorkers(n int) Option {
-	return Option{fmt.Sprintf("HintNumWorkers(%d)", n), writeSide, func(o *options) { o.hintWorkers = n }}
+// most 1/n of the budget. Ignored when ramp-up throttling is disabled. 0,
+// the default, estimates it (see the package doc); a negative n is
+// refused.
+func WithHintNumWorkers(n int) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithHintNumWorkers", n); c.hintWorkers = n })
 }
 
-// AllocateIDs makes Write accept incomplete keys: before a batch is
+// WithAllocateIDs makes Write accept incomplete keys: before a batch is
 // committed, ids are allocated for its incomplete keys with one
 // AllocateIds call, so that a retried commit writes the same entities.
-// Without it an incomplete key is an error. Deletes always need complete
-// keys.
-func AllocateIDs() Option {
-	return Option{"AllocateIDs()", writeSide, func(o *options) { o.allocate = true }}
+// Without it an incomplete key is an error. Deletes need complete keys:
+// DeleteEntity and DeleteKey refuse it when the pipeline is built.
+func WithAllocateIDs() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithAllocateIDs"); c.allocate = true })
 }
 
-// CommitRetries sets how many times a commit failing with a transient
+// WithCommitRetries sets how many times a commit failing with a transient
 // error is retried (DefaultMaxCommitRetries) and the first backoff
 // (DefaultInitialBackoff); later backoffs grow 1.5 times each, up to two
-// minutes, with ±50% jitter.
-func CommitRetries(maxRetries int, initialBackoff time.Duration) Option {
-	return Option{fmt.Sprintf("CommitRetries(%d, %v)", maxRetries, initialBackoff), writeSide,
-		func(o *options) { o.maxRetries, o.initialBackoff = maxRetries, initialBackoff }}
+// minutes, with ±50% jitter. Negative values are refused.
+func WithCommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) {
+		c.note("WithCommitRetries", maxRetries, initialBackoff)
+		c.maxRetries, c.initialBackoff = maxRetries, initialBackoff
+	})
 }

@@ -51,7 +51,7 @@ func TestPipelineRead(t *testing.T) {
 	project := loadMedium(t)
 	p, s := beam.NewPipelineWithRoot()
 	items := datastoreio.Read(s, project, datastoreio.NewQuery("Item"), reflect.TypeFor[item](),
-		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(8), datastoreio.KeysPerSplit(3))
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(8), datastoreio.WithKeysPerSplit(3))
 	passert.Equals(s, beam.ParDo(s, itemID, items), anySlice(ids(medium.items))...)
 	res, err := ptest.RunWithMetrics(p)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestPipelineRunnerSplit(t *testing.T) {
 	defer hook.reset()
 	p, s := beam.NewPipelineWithRoot()
 	items := datastoreio.Read(s, e.Project(), datastoreio.NewQuery("Slow"), reflect.TypeFor[item](),
-		datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(8), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNamespace(ns), datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(8), datastoreio.WithClientOptions("hook"))
 	passert.Equals(s, beam.ParDo(s, itemID, items), anySlice(ids(want))...)
 	res, err := ptest.RunWithMetrics(p)
 	if err != nil {
@@ -118,10 +118,10 @@ func TestPipelineSeparateWorker(t *testing.T) {
 	project := loadMedium(t)
 	p, s := beam.NewPipelineWithRoot()
 	items := datastoreio.Read(s, project, datastoreio.GQL("SELECT * FROM Item WHERE Inner.B = 'Item'"), reflect.TypeFor[item](),
-		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(2))
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(2))
 	passert.Equals(s, beam.ParDo(s, itemID, items), anySlice(ids(medium.items))...)
 	ents := datastoreio.Read(s, project, datastoreio.NewQuery("Item"), reflect.TypeFor[*datastore.Entity](),
-		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(2))
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(2))
 	passert.Equals(s, beam.ParDo(s, entityItemID, beam.Reshuffle(s, ents)), anySlice(ids(medium.items))...)
 	res, err := workertest.Run(t, p)
 	if err != nil {
@@ -170,7 +170,7 @@ func TestPipelinePropertyLoadSaver(t *testing.T) {
 	project := loadMedium(t)
 	p, s := beam.NewPipelineWithRoot()
 	items := datastoreio.Read(s, project, datastoreio.NewQuery("Item"), reflect.TypeFor[plsItem](),
-		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(3), datastoreio.KeysPerSplit(1))
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(3), datastoreio.WithKeysPerSplit(1))
 	want := make([]any, len(medium.items))
 	for i, it := range medium.items {
 		want[i] = fmt.Sprintf("%s=%d", it.K.String(), it.N)

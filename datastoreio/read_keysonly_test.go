@@ -36,7 +36,7 @@ func TestKeysOnlyRead(t *testing.T) {
 		datastoreio.NewQuery("Item"),
 	} {
 		keys := datastoreio.Read(s, project, q, reflect.TypeFor[*datastore.Key](), datastoreio.WithNamespace(medium.ns),
-			datastoreio.NumQuerySplits(3), datastoreio.KeysPerSplit(2))
+			datastoreio.WithNumQuerySplits(3), datastoreio.WithKeysPerSplit(2))
 		passert.Equals(s, beam.ParDo(s, keyID, keys), want...)
 	}
 	if err := ptest.Run(p); err != nil {

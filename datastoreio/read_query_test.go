@@ -51,7 +51,7 @@ func TestAncestorNamespaceRefused(t *testing.T) {
 	parent := datastore.NameKey("AncP", "x", nil)
 	parent.Namespace = ns
 	q := datastoreio.NewQuery("AncC").Ancestor(parent)
-	_, err := datastoreio.Plan(context.Background(), e.Project(), q, datastoreio.NumQuerySplits(2))
+	_, err := datastoreio.Plan(context.Background(), e.Project(), q, datastoreio.WithNumQuerySplits(2))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(`is in namespace %q but the read is of namespace ""`, ns)) {
 		t.Fatalf("ancestor of namespace %s read in the default namespace: %v", ns, err)
 	}
@@ -68,7 +68,7 @@ func TestAncestorNamespaceRefused(t *testing.T) {
 		K *datastore.Key `datastore:"__key__"`
 		N int64
 	}
-	read, err := readWith(t, e.Project(), q, reflect.TypeFor[got](), datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(2))
+	read, err := readWith(t, e.Project(), q, reflect.TypeFor[got](), datastoreio.WithNamespace(ns), datastoreio.WithNumQuerySplits(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestAncestorNamespaceRefused(t *testing.T) {
 }
 
 // readWith plans q and reads every range into values of typ.
-func readWith(t *testing.T, project string, q datastoreio.Query, typ reflect.Type, opts ...datastoreio.Option) ([]any, error) {
+func readWith(t *testing.T, project string, q datastoreio.Query, typ reflect.Type, opts ...datastoreio.ReadOption) ([]any, error) {
 	t.Helper()
 	ctx := context.Background()
 	ranges, err := datastoreio.Plan(ctx, project, q, opts...)
@@ -165,7 +165,7 @@ func TestOversizedPageNotRetried(t *testing.T) {
 	project := loadMedium(t)
 	ctx := context.Background()
 	ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.NumQuerySplits(1), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNumQuerySplits(1), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func readExact(t *testing.T, project, ns string, want []item, cases []readCase) 
 func (c readCase) read(ctx context.Context, project, ns string) readResult {
 	start := time.Now()
 	ranges, got, err := readRanges(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(ns),
-		datastoreio.NumQuerySplits(c.splits), datastoreio.KeysPerSplit(c.keys), datastoreio.SubRangesPerSplit(c.grid))
+		datastoreio.WithNumQuerySplits(c.splits), datastoreio.WithKeysPerSplit(c.keys), datastoreio.WithSubRangesPerSplit(c.grid))
 	return readResult{ranges, got, err, time.Since(start)}
 }
 
@@ -241,7 +241,7 @@ func TestSnapshotFixedAtPlan(t *testing.T) {
 	hook.reset()
 	before := time.Now().Add(-time.Second)
 	ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestSnapshotFixedAtPlan(t *testing.T) {
 	hook.reset()
 	when := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
 	ranges, _, err = readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.ReadTime(when), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(1), datastoreio.WithReadTime(when), datastoreio.WithClientOptions("hook"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestSnapshotFixedAtPlan(t *testing.T) {
 		t.Errorf("ReadTime(%v): range reads at %v", when, ranges[1].ReadTime())
 	}
 	ranges, _, err = readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.LatestData())
+		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(1), datastoreio.WithLatestData())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestTransientErrorsRetried(t *testing.T) {
 		hook.reset()
 		hook.set(func(h *hookState) { h.failEvery, h.failCode, h.cutEvery = 4, code, 3 })
 		_, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-			datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+			datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
 		if err != nil {
 			t.Fatalf("%v: %v", code, err)
 		}
@@ -323,7 +323,7 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 		hook.reset()
 		ctx := context.Background()
 		ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-			datastoreio.NumQuerySplits(3), datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+			datastoreio.WithNumQuerySplits(3), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +376,7 @@ func TestStatisticsChooseSplits(t *testing.T) {
 		hook.reset()
 		hook.set(func(h *hookState) { h.statBytes = c.bytes })
 		ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(c.ns),
-			datastoreio.KeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+			datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +413,7 @@ func TestUnsplitQueries(t *testing.T) {
 		{datastoreio.NewQuery("Item").Filter("N", ">=", 100).Filter("N", "<", 700), func(all []item) []item { return all[100:700] }},
 		{datastoreio.GQL("SELECT * FROM Item WHERE N < 600 ORDER BY N"), func(all []item) []item { return all[:600] }},
 	} {
-		ranges, got, err := readPlanned(t, project, c.q, datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(8))
+		ranges, got, err := readPlanned(t, project, c.q, datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(8))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +442,7 @@ func TestGQLSplit(t *testing.T) {
 	t.Parallel()
 	project := loadMedium(t)
 	ranges, got, err := readPlanned(t, project, datastoreio.GQL("SELECT * FROM Item WHERE Inner.B = 'Item'"),
-		datastoreio.WithNamespace(medium.ns), datastoreio.NumQuerySplits(5), datastoreio.KeysPerSplit(1))
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(5), datastoreio.WithKeysPerSplit(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestAncestorQuery(t *testing.T) {
 		}
 	}
 	_, got, err := readPlanned(t, project, datastoreio.NewQuery("Item").Ancestor(parent), datastoreio.WithNamespace(medium.ns),
-		datastoreio.NumQuerySplits(4), datastoreio.KeysPerSplit(2))
+		datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestSplitContract(t *testing.T) {
 	put(t, c, mixedItems(ns, "Small", 16, 7))
 	ctx := context.Background()
 	ranges, err := datastoreio.Plan(ctx, e.Project(), datastoreio.NewQuery("Small"), datastoreio.WithNamespace(ns),
-		datastoreio.NumQuerySplits(2), datastoreio.KeysPerSplit(8), datastoreio.WithClientOptions("memo"))
+		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(8), datastoreio.WithClientOptions("memo"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,9 +146,9 @@ func TestReadUnicodeKeys(t *testing.T) {
 	read := func(q datastoreio.Query, splits int) ([]datastoreio.Range, []item) {
 		t.Helper()
 		start := time.Now()
-		opts := []datastoreio.Option{datastoreio.WithNamespace(ns), datastoreio.NumQuerySplits(splits)}
+		opts := []datastoreio.ReadOption{datastoreio.WithNamespace(ns), datastoreio.WithNumQuerySplits(splits)}
 		if splits == 1 {
-			opts = append(opts, datastoreio.SubRangesPerSplit(32)) // every sampled key a boundary
+			opts = append(opts, datastoreio.WithSubRangesPerSplit(32)) // every sampled key a boundary
 		}
 		ranges, got, err := readRanges(ctx, project, q, opts...)
 		if err != nil {
@@ -215,7 +215,7 @@ func TestReadUnicodeRunnerSplits(t *testing.T) {
 	project, uni, _ := loadUnicode(t)
 	ctx := context.Background()
 	ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Uni"), datastoreio.WithNamespace(unicodeSet.ns),
-		datastoreio.NumQuerySplits(1), datastoreio.SubRangesPerSplit(32), datastoreio.WithClientOptions("memo"))
+		datastoreio.WithNumQuerySplits(1), datastoreio.WithSubRangesPerSplit(32), datastoreio.WithClientOptions("memo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestReadWrongKeyOrderFails(t *testing.T) {
 	project, _, _ := loadUnicode(t)
 	ctx := context.Background()
 	ranges, err := datastoreio.Plan(ctx, project, datastoreio.NewQuery("Uni"), datastoreio.WithNamespace(unicodeSet.ns),
-		datastoreio.NumQuerySplits(1), datastoreio.SubRangesPerSplit(32), datastoreio.WithClientOptions("memo"))
+		datastoreio.WithNumQuerySplits(1), datastoreio.WithSubRangesPerSplit(32), datastoreio.WithClientOptions("memo"))
 	if err != nil {
 		t.Fatal(err)
 	}

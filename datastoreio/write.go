@@ -15,12 +15,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
-// WriteNamespace was the namespace of the Beam metrics of Write,
-// DeleteEntity and DeleteKey; they are in Namespace, with Read's.
-//
-// Deprecated: use Namespace, which it equals.
-const WriteNamespace = Namespace
-
 var (
 	entitiesWritten = beam.NewCounter(Namespace, "entities_written")
 	entitiesDeleted = beam.NewCounter(Namespace, "entities_deleted")
@@ -33,6 +27,15 @@ var (
 	throttledCommits       = beam.NewCounter(Namespace, "throttled_commits")
 )
 
+// writeCounterNames names the write counters, so that a write with
+// WithMetricsNamespace counts in its own namespace (see writer.counter).
+var writeCounterNames = map[*beam.Counter]string{
+	&entitiesWritten: "entities_written", &entitiesDeleted: "entities_deleted",
+	&commitsCounter: "commits", &bytesWritten: "bytes_written", &commitRetries: "commit_retries",
+	&throttledMsecs: "throttled_msecs", &adaptiveThrottledMsecs: "adaptive_throttled_msecs",
+	&throttledCommits: "throttled_commits",
+}
+
 func init() {
 	register.DoFn3x1[context.Context, beam.X, func(int), error](&mutateFn{})
 	register.DoFn4x1[context.Context, *datastore.Key, beam.Y, func(int), error](&mutateKVFn{})
@@ -44,20 +47,22 @@ func init() {
 // structs with a `datastore:"__key__"` *datastore.Key field,
 // *datastore.Entity (its Key and Properties), or KVs of a *datastore.Key
 // and a value the client saves (such as *datastore.PropertyList). Write panics at
-// construction when col holds anything else or project is empty.
-func Write(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
+// construction when col holds anything else, a named type not registered
+// with Beam (beam.RegisterType), project is empty or the options cannot
+// work (see WriteOption).
+func Write(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
 	mutate(s.Scope("datastoreio.Write"), opUpsert, project, col, opts)
 }
 
 // DeleteEntity deletes the entities of col, by their keys, from project's
 // Datastore. col holds what Write takes.
-func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
+func DeleteEntity(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
 	mutate(s.Scope("datastoreio.DeleteEntity"), opDeleteEntity, project, col, opts)
 }
 
 // DeleteKey deletes the entities of the *datastore.Key elements of col from
 // project's Datastore. A key with no entity is not an error.
-func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...Option) {
+func DeleteKey(s beam.Scope, project string, col beam.PCollection, opts ...WriteOption) {
 	mutate(s.Scope("datastoreio.DeleteKey"), opDeleteKey, project, col, opts)
 }
 
@@ -70,22 +75,13 @@ const (
 // opAPI names the function of each op, for errors.
 var opAPI = map[string]string{opUpsert: "datastoreio.Write", opDeleteEntity: "datastoreio.DeleteEntity", opDeleteKey: "datastoreio.DeleteKey"}
 
-func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Option) {
+func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []WriteOption) {
 	if project == "" {
-		panic(fmt.Sprintf("datastoreio: %s needs a project", op))
+		panic(fmt.Sprintf("%s: needs a project", opAPI[op]))
 	}
-	o, err := collect(opAPI[op], writeSide, opts)
+	o, err := newWriteConfig(op, opts)
 	if err != nil {
 		panic(err)
-	}
-	if o.maxRetries < 0 || o.initialBackoff < 0 {
-		panic(fmt.Sprintf("datastoreio: CommitRetries(%d, %v): negative", o.maxRetries, o.initialBackoff))
-	}
-	if o.hintWorkers < 0 {
-		panic(fmt.Sprintf("datastoreio: HintNumWorkers(%d): negative", o.hintWorkers))
-	}
-	if o.allocate && op != opUpsert {
-		panic("datastoreio: AllocateIDs applies to Write only: deletes need complete keys")
 	}
 	workers := o.hintWorkers
 	if workers == 0 {
@@ -96,8 +92,16 @@ func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Optio
 		Throttle: !o.noThrottle, HintNumWorkers: workers, StepID: newStepID(),
 		AllocateIDs: o.allocate, MaxRetries: o.maxRetries,
 		InitialBackoffMs: o.initialBackoff.Milliseconds(), ClientOptions: o.clientOptions,
+		MetricsNamespace: o.metrics,
 	}
 	t := col.Type()
+	elem := t.Type()
+	if typex.IsKV(t) {
+		elem = t.Components()[1].Type()
+	}
+	if err := checkRegistered(elem); err != nil {
+		panic(fmt.Sprintf("%s: %v", opAPI[op], err))
+	}
 	switch {
 	case typex.IsKV(t):
 		if op == opDeleteKey {
@@ -202,6 +206,7 @@ type mutateFn struct {
 	MaxRetries        int
 	InitialBackoffMs  int64
 	ClientOptions     string // registered with RegisterClientOptions
+	MetricsNamespace  string // "" is Namespace
 
 	w         *writer
 	keyFields map[reflect.Type]int
@@ -229,6 +234,7 @@ func (fn *mutateFn) Setup(ctx context.Context) error {
 		project: fn.Project, database: fn.Database, delete: fn.Op != opUpsert,
 		allocate: fn.AllocateIDs, maxRetries: fn.MaxRetries,
 		initialBackoff: time.Duration(fn.InitialBackoffMs) * time.Millisecond,
+		metrics:        fn.MetricsNamespace,
 	}, &clientCommitter{client}, sz, ramp)
 	fn.w.async = true
 	fn.keyFields = make(map[reflect.Type]int)

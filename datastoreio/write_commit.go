@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,15 +27,25 @@ const (
 	maxBackoff              = 2 * time.Minute
 )
 
-// backoff is an exponential backoff: initial, then x1.5 each retry up to
-// maxBackoff, each wait drawn uniformly within ±50% (Beam's FluentBackoff).
-func commitBackoff(initial time.Duration, retry int) time.Duration {
-	d := float64(initial)
-	for i := 0; i < retry && d < float64(maxBackoff); i++ {
-		d *= 1.5
+// commitBackoff is the backoff of a commit's (or an allocation's)
+// retries: gax's Backoff from initial, growing 1.5 times each retry up to
+// maxBackoff, each wait drawn at random up to it; no wait when initial is
+// 0.
+type commitBackoff struct {
+	bo   gax.Backoff
+	none bool
+}
+
+func newCommitBackoff(initial time.Duration) *commitBackoff {
+	return &commitBackoff{bo: gax.Backoff{Initial: initial, Max: max(initial, maxBackoff), Multiplier: 1.5}, none: initial <= 0}
+}
+
+// pause is the wait before the next retry.
+func (b *commitBackoff) pause() time.Duration {
+	if b.none {
+		return 0
 	}
-	d = min(d, float64(maxBackoff))
-	return time.Duration(d * (0.5 + rand.Float64()))
+	return b.bo.Pause()
 }
 
 // sizer measures the encoded size of a mutation exactly as the client

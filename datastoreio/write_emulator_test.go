@@ -362,11 +362,11 @@ func TestWriteReadBack(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WItem", From: 0, To: 400}, imp),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"))
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenPtrFn{wGenFn{NS: ns, Kind: "WPtr", From: 0, To: 50}}, imp),
-		datastoreio.DisableRampupThrottling())
+		datastoreio.WithRampupThrottlingDisabled())
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenKVFn{NS: ns[0], Kind: "WKV", From: 0, To: 50}, imp),
-		datastoreio.DisableRampupThrottling())
+		datastoreio.WithRampupThrottlingDisabled())
 	res := wRun(t, p)
 
 	var got []wEnt
@@ -436,10 +436,10 @@ func TestDeleteEntityAndKey(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
-	datastoreio.DeleteEntity(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WDel", From: 0, To: 120}, imp), datastoreio.DisableRampupThrottling())
-	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WDel", From: 120, To: 210}, imp), datastoreio.DisableRampupThrottling())
+	datastoreio.DeleteEntity(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WDel", From: 0, To: 120}, imp), datastoreio.WithRampupThrottlingDisabled())
+	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WDel", From: 120, To: 210}, imp), datastoreio.WithRampupThrottlingDisabled())
 	// Keys with no entity are no error.
-	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WDel", From: 1000, To: 1010}, imp), datastoreio.DisableRampupThrottling())
+	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WDel", From: 1000, To: 1010}, imp), datastoreio.WithRampupThrottlingDisabled())
 	res := wRun(t, p)
 	wSameMultiset(t, "after deletes", wReadAll(t, c, ns[0], "WDel"), all[210:])
 	if got := wCounter(t, res, "entities_deleted"); got != 220 {
@@ -455,7 +455,7 @@ func TestWriteCutsAt9MB(t *testing.T) {
 	wHook.reset(nil)
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WBig", From: 0, To: 26, BlobBytes: 700_000}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"))
 	res := wRun(t, p)
 	commits, sizes, counts, _ := wHook.snapshot()
 	if got := fmt.Sprint(counts); got != "[12 12 2]" || commits != 3 {
@@ -499,7 +499,7 @@ func TestWriteSurvivesFaults(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	imp := beam.Impulse(s)
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WFault", From: 0, To: 300}, imp),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(8, 10*time.Millisecond))
 	res := wRun(t, p)
 	wSameMultiset(t, "with faults", wReadAll(t, c, ns[0], "WFault"), wWant(ns, "WFault", 0, 300, 0))
 	_, _, _, injected := wHook.snapshot()
@@ -514,7 +514,7 @@ func TestWriteSurvivesFaults(t *testing.T) {
 	wHook.reset(func(h *wHookState) { h.failEvery, h.failCode = 2, codes.Aborted })
 	p, s = beam.NewPipelineWithRoot()
 	datastoreio.DeleteKey(s, project, beam.ParDo(s, &wGenKeyFn{NS: ns[0], Kind: "WFault", From: 0, To: 150}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(8, 10*time.Millisecond))
 	wRun(t, p)
 	wSameMultiset(t, "deletes with faults", wReadAll(t, c, ns[0], "WFault"), wWant(ns, "WFault", 150, 300, 0))
 }
@@ -531,7 +531,7 @@ func TestWriteThrottlesOnResourceExhausted(t *testing.T) {
 	wHook.reset(func(h *wHookState) { h.failEvery, h.failCode = 2, codes.ResourceExhausted })
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WQuota", From: 0, To: 300}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(8, 10*time.Millisecond))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(8, 10*time.Millisecond))
 	res := wRun(t, p)
 	wSameMultiset(t, "with RESOURCE_EXHAUSTED", wReadAll(t, c, ns[0], "WQuota"), wWant(ns, "WQuota", 0, 300, 0))
 	_, _, _, injected := wHook.snapshot()
@@ -553,7 +553,7 @@ func TestWritePermanentErrorNamesKey(t *testing.T) {
 	wHook.reset(func(h *wHookState) { h.failKind, h.failCode = "WRefused", codes.InvalidArgument })
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: []string{ns}, Kind: "WRefused", From: 0, To: 1}, beam.Impulse(s)),
-		datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("wHook"), datastoreio.CommitRetries(5, time.Hour))
+		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(5, time.Hour))
 	_, err := ptest.RunWithMetrics(p)
 	if err == nil {
 		t.Fatal("the pipeline succeeded")
@@ -589,7 +589,7 @@ func TestWriteIncompleteKeys(t *testing.T) {
 	project, c := wEmulator(t)
 	ns := dstest.Namespace(t)
 	p, s := beam.NewPipelineWithRoot()
-	datastoreio.Write(s, project, beam.ParDo(s, &wIncompleteFn{NS: ns, N: 3}, beam.Impulse(s)), datastoreio.DisableRampupThrottling())
+	datastoreio.Write(s, project, beam.ParDo(s, &wIncompleteFn{NS: ns, N: 3}, beam.Impulse(s)), datastoreio.WithRampupThrottlingDisabled())
 	_, err := ptest.RunWithMetrics(p)
 	if err == nil || !strings.Contains(err.Error(), "incomplete key") || !strings.Contains(err.Error(), "namespace "+ns+", kind WAuto") {
 		t.Fatalf("incomplete keys: %v", err)
@@ -599,7 +599,7 @@ func TestWriteIncompleteKeys(t *testing.T) {
 	}
 
 	p, s = beam.NewPipelineWithRoot()
-	datastoreio.Write(s, project, beam.ParDo(s, &wIncompleteFn{NS: ns, N: 40}, beam.Impulse(s)), datastoreio.DisableRampupThrottling(), datastoreio.AllocateIDs())
+	datastoreio.Write(s, project, beam.ParDo(s, &wIncompleteFn{NS: ns, N: 40}, beam.Impulse(s)), datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithAllocateIDs())
 	wRun(t, p)
 	got := wReadAll(t, c, ns, "WAuto")
 	ns2 := map[int64]bool{}
@@ -621,7 +621,7 @@ func TestWriteRampupByDefault(t *testing.T) {
 	project, c := wEmulator(t)
 	ns := []string{dstest.Namespace(t)}
 	p, s := beam.NewPipelineWithRoot()
-	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WRamp", From: 0, To: 150}, beam.Impulse(s)), datastoreio.HintNumWorkers(10))
+	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: ns, Kind: "WRamp", From: 0, To: 150}, beam.Impulse(s)), datastoreio.WithHintNumWorkers(10))
 	res := wRun(t, p)
 	wSameMultiset(t, "throttled", wReadAll(t, c, ns[0], "WRamp"), wWant(ns, "WRamp", 0, 150, 0))
 	if ms := wCounter(t, res, "throttled_msecs"); ms < 1000 || ms > 2100 {
@@ -652,19 +652,28 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"wrong key type", func(s beam.Scope) { datastoreio.Write(s, "p", beam.Create(s, wWrongKey{"x"})) }, "not a *datastore.Key"},
 		{"keys to Write", func(s beam.Scope) { datastoreio.Write(s, "p", beam.Create(s, datastore.IDKey("K", 1, nil))) }, "use DeleteKey"},
 		{"entities to DeleteKey", func(s beam.Scope) { datastoreio.DeleteKey(s, "p", beam.Create(s, wMake("", "K", 1, 0))) }, "DeleteKey takes"},
-		{"no project", func(s beam.Scope) { datastoreio.Write(s, "", beam.Create(s, wMake("", "K", 1, 0))) }, "needs a project"},
+		{"no project", func(s beam.Scope) { datastoreio.Write(s, "", beam.Create(s, wMake("", "K", 1, 0))) }, "datastoreio.Write: needs a project"},
 		{"allocate on delete", func(s beam.Scope) {
-			datastoreio.DeleteEntity(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.AllocateIDs())
-		}, "Write only"},
-		{"read option to Write", func(s beam.Scope) {
-			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.Database("db"), datastoreio.NumQuerySplits(8))
-		}, "datastoreio.Write: option NumQuerySplits(8) applies to Read and Plan only"},
-		{"write option to Read", func(s beam.Scope) {
-			datastoreio.Read(s, "p", datastoreio.NewQuery("K"), reflect.TypeFor[wEnt](), datastoreio.WithClientOptions("x"), datastoreio.HintNumWorkers(3))
-		}, "datastoreio.Read: option HintNumWorkers(3) applies to Write, DeleteEntity and DeleteKey only"},
-		{"zero option", func(s beam.Scope) {
-			datastoreio.Read(s, "p", datastoreio.NewQuery("K"), reflect.TypeFor[wEnt](), datastoreio.Option{})
-		}, "zero"},
+			datastoreio.DeleteEntity(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.WithAllocateIDs())
+		}, "datastoreio.DeleteEntity: WithAllocateIDs() applies to Write only"},
+		{"negative retries", func(s beam.Scope) {
+			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.WithCommitRetries(-1, time.Second))
+		}, "datastoreio.Write: WithCommitRetries(-1, 1s): a negative retry count"},
+		{"negative backoff", func(s beam.Scope) {
+			datastoreio.DeleteEntity(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.WithCommitRetries(1, -time.Second))
+		}, "datastoreio.DeleteEntity: WithCommitRetries(1, -1s): a negative backoff"},
+		{"negative workers", func(s beam.Scope) {
+			datastoreio.DeleteKey(s, "p", beam.Create(s, datastore.IDKey("K", 1, nil)), datastoreio.WithHintNumWorkers(-2))
+		}, "datastoreio.DeleteKey: WithHintNumWorkers(-2): a negative worker count"},
+		{"database twice", func(s beam.Scope) {
+			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.WithDatabase("a"), datastoreio.WithDatabase("b"))
+		}, `datastoreio.Write: WithDatabase("a") and WithDatabase("b") are both given: give WithDatabase once`},
+		{"empty metrics namespace", func(s beam.Scope) {
+			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.WithMetricsNamespace(""))
+		}, `datastoreio.Write: WithMetricsNamespace(""): an empty metrics namespace`},
+		{"nil option", func(s beam.Scope) {
+			datastoreio.Write(s, "p", beam.Create(s, wMake("", "K", 1, 0)), datastoreio.Option(nil))
+		}, "datastoreio.Write: a nil WriteOption"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
@@ -679,5 +688,11 @@ func TestWriteConstructionErrors(t *testing.T) {
 	}
 }
 
-// The options of reads and writes are one type; the old names still build.
-var _ []datastoreio.WriteOption = []datastoreio.Option{datastoreio.WriteDatabase("db"), datastoreio.WriteClientOptions("x"), datastoreio.Database("db")}
+// An Option is both a ReadOption and a WriteOption; the options of one
+// side are not options of the other (a WriteOption given to Read does not
+// compile: see TestOptionTypes).
+var (
+	_ datastoreio.ReadOption  = datastoreio.WithDatabase("db")
+	_ datastoreio.WriteOption = datastoreio.WithClientOptions("x")
+	_ datastoreio.WriteOption = datastoreio.WithMetricsNamespace("ns")
+)

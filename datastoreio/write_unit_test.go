@@ -445,8 +445,8 @@ func TestWriterRetriesTransientErrors(t *testing.T) {
 		if f.attempts != 4 || len(f.commits) != 1 {
 			t.Fatalf("%v: %d attempts, %d commits; want 4 and 1", code, f.attempts, len(f.commits))
 		}
-		// Backoffs 1 s, 1.5 s, 2.25 s, each within ±50%.
-		if waited := w.now().Sub(start); waited < 2375*time.Millisecond || waited > 7125*time.Millisecond {
+		// Three of gax's waits, drawn up to 1 s, 1.5 s and 2.25 s.
+		if waited := w.now().Sub(start); waited <= 0 || waited > 4750*time.Millisecond {
 			t.Fatalf("%v: waited %v in backoff", code, waited)
 		}
 	}
@@ -549,16 +549,27 @@ func TestWriterAllocatesIDs(t *testing.T) {
 	}
 }
 
+// TestBackoffGrows: a commit's waits are gax's, drawn up to a cap that
+// starts at the initial backoff and grows 1.5 times a retry, up to
+// maxBackoff; no wait from a zero initial backoff.
 func TestBackoffGrows(t *testing.T) {
-	for retry, base := range []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond} {
-		for i := 0; i < 50; i++ {
-			d := commitBackoff(time.Second, retry)
-			if d < base/2 || d > base*3/2 {
-				t.Fatalf("retry %d: %v outside [%v, %v]", retry, d, base/2, base*3/2)
+	for i := 0; i < 50; i++ {
+		b := newCommitBackoff(time.Second)
+		for retry, limit := range []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond} {
+			if d := b.pause(); d <= 0 || d > limit {
+				t.Fatalf("retry %d: %v outside (0, %v]", retry, d, limit)
 			}
 		}
 	}
-	if d := commitBackoff(time.Second, 100); d > maxBackoff*3/2 {
-		t.Fatalf("backoff %v passes the cap", d)
+	b := newCommitBackoff(time.Second)
+	var longest time.Duration
+	for range 100 {
+		longest = max(longest, b.pause())
+	}
+	if longest > maxBackoff || longest < maxBackoff/4 {
+		t.Fatalf("longest of 100 waits %v: want at most, and near, the cap %v", longest, maxBackoff)
+	}
+	if d := newCommitBackoff(0).pause(); d != 0 {
+		t.Fatalf("zero initial backoff waits %v", d)
 	}
 }

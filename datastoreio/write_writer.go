@@ -40,6 +40,7 @@ type writerConfig struct {
 	allocate          bool
 	maxRetries        int
 	initialBackoff    time.Duration
+	metrics           string // Beam metrics namespace; "" is Namespace
 }
 
 // pending is one mutation waiting in the batch.
@@ -114,9 +115,17 @@ func (w *writer) publish(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for c, n := range w.counts {
-		c.Inc(ctx, n)
+		w.counter(c).Inc(ctx, n)
 	}
 	clear(w.counts)
+}
+
+// counter is c in the write's metrics namespace.
+func (w *writer) counter(c *beam.Counter) beam.Counter {
+	if w.cfg.metrics == "" || w.cfg.metrics == Namespace {
+		return *c
+	}
+	return beam.NewCounter(w.cfg.metrics, writeCounterNames[c])
 }
 
 // inflight is a commit running in the background.
@@ -276,7 +285,7 @@ func (w *writer) addOne(ctx context.Context, k *datastore.Key, src any, what str
 	p.size = size
 	if w.ramp != nil {
 		waited, err := w.ramp.acquire(ctx)
-		throttledMsecs.Inc(ctx, waited.Milliseconds())
+		w.counter(&throttledMsecs).Inc(ctx, waited.Milliseconds())
 		if err != nil {
 			return err
 		}
@@ -325,7 +334,7 @@ func (w *writer) checkKey(k *datastore.Key, what string) error {
 		}
 	}
 	if k.Incomplete() && (w.cfg.delete || !w.cfg.allocate) {
-		hint := "give every entity a complete key (an id or a name), or use AllocateIDs"
+		hint := "give every entity a complete key (an id or a name), or use WithAllocateIDs"
 		if w.cfg.delete {
 			hint = "a delete needs a complete key"
 		}
@@ -370,6 +379,7 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 	for i, p := range items {
 		muts[i] = w.mutation(p)
 	}
+	bo := newCommitBackoff(w.cfg.initialBackoff)
 	for attempt := 0; ; attempt++ {
 		start := w.now()
 		for w.throttle(start) {
@@ -412,7 +422,7 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 			return w.commitError(b, err, attempt+1)
 		}
 		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, bo.pause()); err != nil {
 			return w.commitError(b, err, attempt+1)
 		}
 	}
@@ -448,6 +458,7 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	bo := newCommitBackoff(w.cfg.initialBackoff)
 	for attempt := 0; ; attempt++ {
 		got, err := w.c.allocateIDs(ctx, keys)
 		if err == nil && len(got) == len(keys) {
@@ -464,7 +475,7 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 				len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, attempt+1, err)
 		}
 		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, commitBackoff(w.cfg.initialBackoff, attempt)); err != nil {
+		if err := w.sleep(ctx, bo.pause()); err != nil {
 			return err
 		}
 	}

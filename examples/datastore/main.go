@@ -146,8 +146,8 @@ func main() {
 
 	p, s := beam.NewPipelineWithRoot()
 	tasks := datastoreio.Read(s, proj, datastoreio.NewQuery(*kind), reflect.TypeFor[Task](),
-		datastoreio.Database(*database), datastoreio.WithNamespace(*namespace),
-		datastoreio.NumQuerySplits(*splits), datastoreio.KeysPerSplit(*keys))
+		datastoreio.WithDatabase(*database), datastoreio.WithNamespace(*namespace),
+		datastoreio.WithNumQuerySplits(*splits), datastoreio.WithKeysPerSplit(*keys))
 	beam.ParDo0(s, printLine, beam.Combine(s, &countFn{}, tasks))
 
 	start := time.Now()

@@ -191,14 +191,14 @@ func main() {
 		*entities, time.Since(start).Round(time.Second), *splits, *splits)
 	for i := 0; i < *count; i++ {
 		if err := run(ctx, "sdfio", e.Project(), func(s beam.Scope) beam.PCollection {
-			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.NumQuerySplits(*splits))
+			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.WithNumQuerySplits(*splits))
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 			return
 		}
 		if err := run(ctx, "sdfio_4keys", e.Project(), func(s beam.Scope) beam.PCollection {
-			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.NumQuerySplits(*splits), datastoreio.KeysPerSplit(4))
+			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.WithNumQuerySplits(*splits), datastoreio.WithKeysPerSplit(4))
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1

@@ -290,7 +290,7 @@ func run() int {
 
 func pipelineWrite(ctx context.Context, project, ns string, n int) (time.Duration, error) {
 	p, s := beam.NewPipelineWithRoot()
-	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.DisableRampupThrottling(), datastoreio.WithClientOptions("dswritebench-timing"))
+	datastoreio.Write(s, project, beam.ParDo(s, &genFn{NS: ns, N: n}, beam.Impulse(s)), datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("dswritebench-timing"))
 	start := time.Now()
 	res, err := beam.Run(ctx, "prism", p)
 	d := time.Since(start)

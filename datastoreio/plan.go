@@ -2,12 +2,14 @@ package datastoreio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -149,16 +151,17 @@ func (c *conn) runRaw(ctx context.Context, ns string, readTime time.Time, q *pb.
 }
 
 func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.RunQueryResponse, error) {
+	bo := readRetries.backoff
 	for attempt := 1; ; attempt++ {
 		resp, err := c.raw.RunQuery(c.rawContext(ctx), req)
 		if err == nil {
 			return resp, nil
 		}
-		if !isTransient(err) || attempt >= defaultRetry.Attempts {
+		if !isTransient(err) || attempt >= readRetries.attempts {
 			return nil, err
 		}
-		retriesCounter.Inc(ctx, 1)
-		if err := sleep(ctx, defaultRetry.backoff(attempt)); err != nil {
+		c.m.retries.Inc(ctx, 1)
+		if err := sleep(ctx, bo.Pause()); err != nil {
 			return nil, err
 		}
 	}
@@ -281,3 +284,180 @@ type bundleBounds struct {
 }
 
 func timestampProto(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// checkRead refuses a read that cannot run.
+func checkRead(project string, q Query, c readConfig) error {
+	if project == "" {
+		return errors.New("no project")
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	return q.checkNamespace(c.namespace)
+}
+
+// planOf is the planning DoFn of a read of q in project with opts, checked;
+// transform names the transform in errors.
+func planOf(transform, project string, q Query, opts []ReadOption) (*planFn, error) {
+	c, err := newReadConfig(transform, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRead(project, q, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", transform, err)
+	}
+	fn := &planFn{
+		Project: project, Database: c.database, Namespace: c.namespace,
+		Query: q, NumSplits: c.numSplits, KeysPerSplit: c.keysPerSplit, SubRangesPerSplit: c.subRanges,
+		Latest: c.latest, ClientOptions: c.clientOptions, MetricsNamespace: c.metrics,
+	}
+	if !c.readTime.IsZero() {
+		fn.ReadTimeMicros = c.readTime.UnixMicro()
+	}
+	return fn, nil
+}
+
+// Plan computes the initial splits of a read of q as the pipeline's first
+// step does, at once: it parses GQL, fixes the snapshot time, chooses the
+// number of splits, samples scatter keys and groups them. With the
+// restriction of each Range, a RangeReader lets a test drive the reading SDF
+// directly (dstest.Subject builds an sdftest.Subject from it). It takes
+// Read's options and refuses what Read refuses, naming datastoreio.Plan.
+func Plan(ctx context.Context, project string, q Query, opts ...ReadOption) ([]Range, error) {
+	fn, err := planOf("datastoreio.Plan", project, q, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Range
+	err = fn.ProcessElement(ctx, nil, func(r Range) { out = append(out, r) })
+	return out, err
+}
+
+// planFn computes a read's initial splits when the pipeline runs.
+type planFn struct {
+	Project, Database, Namespace string
+	Query                        Query
+	NumSplits, KeysPerSplit      int
+	SubRangesPerSplit            int
+	ReadTimeMicros               int64
+	Latest                       bool
+	ClientOptions                string
+	MetricsNamespace             string
+}
+
+func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)) error {
+	extra, err := registeredOptions(fn.ClientOptions)
+	if err != nil {
+		return err
+	}
+	c, err := dial(ctx, fn.Project, fn.Database, fn.MetricsNamespace, extra)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ns := fn.Namespace
+	var readTime time.Time
+	if fn.ReadTimeMicros != 0 {
+		readTime = time.UnixMicro(fn.ReadTimeMicros).UTC()
+	}
+	q := fn.Query
+	var serverNow time.Time
+	if q.GQL != "" {
+		if q, serverNow, err = parseGQL(ctx, c, ns, q.GQL, readTime); err != nil {
+			return err
+		}
+		if err := q.checkNamespace(ns); err != nil {
+			return fmt.Errorf("datastoreio: GQL %q: %w", fn.Query.GQL, err)
+		}
+	}
+	if readTime.IsZero() && !fn.Latest {
+		// One snapshot for every range and retry: the server's time now.
+		if serverNow.IsZero() {
+			if serverNow, err = serverTime(ctx, c, ns, q.Kind); err != nil {
+				return fmt.Errorf("datastoreio: project %s namespace %q kind %s: %w", fn.Project, ns, q.Kind, err)
+			}
+		}
+		if serverNow.IsZero() {
+			serverNow = time.Now()
+		}
+		readTime = serverNow.Truncate(time.Microsecond)
+	}
+	base := Range{Project: fn.Project, Database: fn.Database, Namespace: ns, Query: q, ClientOptions: fn.ClientOptions, MetricsNamespace: fn.MetricsNamespace}
+	if !readTime.IsZero() {
+		base.ReadTimeMicros = readTime.UnixMicro()
+	}
+	n := fn.NumSplits
+	splittable, why := q.splittable()
+	if !splittable {
+		log.Infof(ctx, "datastoreio: reading %s unsplit: %s", q.describe(), why)
+		n = 1
+	} else if n <= 0 {
+		size, err := estimateSize(ctx, c, ns, q.Kind, readTime)
+		if err != nil {
+			log.Infof(ctx, "datastoreio: no size estimate for kind %s (%v): %d splits", q.Kind, err, MinEstimatedSplits)
+			n = MinEstimatedSplits
+		} else {
+			n = splitsFromSize(size)
+		}
+	}
+	n = min(n, MaxQuerySplits)
+	bundles := []bundleBounds{{}}
+	var want, got, kept int // scatter keys asked, returned, kept as bounds
+	if want = sampleSize(n, fn.KeysPerSplit); splittable && want > 0 {
+		keys, err := scatterKeys(ctx, c, ns, q.Kind, want, readTime)
+		if err != nil {
+			return err
+		}
+		got = len(keys)
+		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
+		if err != nil {
+			return err
+		}
+		order.Sort(keys)
+		bounds := thinKeys(order, keys, keyStride(fn.KeysPerSplit, fn.SubRangesPerSplit))
+		kept = len(bounds)
+		bundles = groupBoundaries(order, bounds, n)
+		base.KeyOrder = order.String()
+	} else {
+		want = 0
+	}
+	c.m.initialSplits.Inc(ctx, int64(len(bundles)))
+	ranges := make([]Range, len(bundles))
+	var subRanges int64
+	for i, b := range bundles {
+		r := base
+		r.Lo, r.Hi = encodeKey(b.lo), encodeKey(b.hi)
+		for _, k := range b.inner {
+			r.Bounds = append(r.Bounds, encodeKey(k))
+		}
+		r.Index, r.Of = i, len(bundles)
+		ranges[i] = r
+		subRanges += r.SubRanges()
+	}
+	// The plan, for the worker's log: what was asked and what the server
+	// gave.
+	log.Infof(ctx, "datastoreio: planned the read of %s in project %s database %q namespace %q: %s, %d after the split rules; "+
+		"%d scatter keys asked, %d returned, %d kept as sub-range bounds: %d initial splits of %d sub-ranges, %s",
+		q.describe(), fn.Project, fn.Database, ns, asked(fn.NumSplits), n, want, got, kept, len(ranges), subRanges, snapshotOf(readTime))
+	for _, r := range ranges {
+		c.m.subRanges.Inc(ctx, r.SubRanges())
+		emit(r)
+	}
+	return nil
+}
+
+// asked says how the number of query splits was asked for.
+func asked(n int) string {
+	if n <= 0 {
+		return "query splits from the statistics"
+	}
+	return fmt.Sprintf("%d query splits asked", n)
+}
+
+// snapshotOf names the snapshot a read reads.
+func snapshotOf(readTime time.Time) string {
+	if readTime.IsZero() {
+		return "reading the latest data"
+	}
+	return "reading the snapshot at " + readTime.UTC().Format(time.RFC3339Nano)
+}

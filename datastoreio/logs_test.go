@@ -1,0 +1,129 @@
+package datastoreio_test
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/sdfio/sdfio/datastoreio"
+	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/sdf/sdftest"
+)
+
+// infoLog keeps the INFO messages logged through Beam's log package.
+type infoLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
+	if sev == log.SevInfo {
+		l.mu.Lock()
+		l.msgs = append(l.msgs, msg)
+		l.mu.Unlock()
+	}
+}
+
+func (l *infoLog) has(t *testing.T, want ...string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+next:
+	for _, m := range l.msgs {
+		for _, w := range want {
+			if !strings.Contains(m, w) {
+				continue next
+			}
+		}
+		return
+	}
+	t.Errorf("no INFO log saying all of %q in %q", want, l.msgs)
+}
+
+// TestInfoLogs: planning a read logs its kind, namespace, the query splits
+// asked and made and the scatter keys asked and returned, and an accepted
+// split logs its halves, at INFO, so that a Dataflow user sees the plan
+// and the rebalancing. (Before: neither was logged.)
+func TestInfoLogs(t *testing.T) {
+	l := &infoLog{}
+	log.SetLogger(l)
+	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	e, c := client(t)
+	ns := dstest.Namespace(t)
+	put(t, c, mixedItems(ns, "Logged", 16, 9))
+	ctx := context.Background()
+	ranges, err := datastoreio.Plan(ctx, e.Project(), datastoreio.NewQuery("Logged"), datastoreio.WithNamespace(ns),
+		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subRanges := int64(0)
+	for _, r := range ranges {
+		subRanges += r.SubRanges()
+	}
+	// (2-1)*8 scatter keys are asked for two splits of 8 keys each.
+	l.has(t, "datastoreio: planned the read of kind Logged in project "+e.Project(), `namespace "`+ns+`"`,
+		"2 query splits asked, 2 after the split rules", "8 scatter keys asked, ",
+		": 2 initial splits of "+strconv.FormatInt(subRanges, 10)+" sub-ranges")
+	s := dstest.Subject(t, ranges[0], reflect.TypeFor[item]())
+	s.Equal = func(a, b any) bool { return a.(item).id() == b.(item).id() }
+	if ranges[0].SubRanges() < 2 {
+		t.Fatalf("range 0 has %d sub-ranges, want at least 2 to split", ranges[0].SubRanges())
+	}
+	sdftest.AssertSplitAtFraction(t, s, 1, 0.5, sdftest.MustSucceedAndBeConsistent)
+	l.has(t, "datastoreio: split accepted at fraction 0.5 of the rest: primary sub-ranges ")
+}
+
+// TestMetricsNamespace: a read and a write given WithMetricsNamespace count
+// in their namespaces, and nothing of theirs in Namespace. (Before: every
+// read and write counted in Namespace.)
+func TestMetricsNamespace(t *testing.T) {
+	e, c := client(t)
+	ns := dstest.Namespace(t)
+	put(t, c, mixedItems(ns, "Metered", 40, 11))
+	p, s := beam.NewPipelineWithRoot()
+	items := datastoreio.Read(s, e.Project(), datastoreio.NewQuery("Metered"), reflect.TypeFor[item](),
+		datastoreio.WithNamespace(ns), datastoreio.WithNumQuerySplits(2), datastoreio.WithMetricsNamespace("reads/metered"))
+	datastoreio.Write(s, e.Project(), items, datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithMetricsNamespace("writes/metered"))
+	res, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(space, name string) int64 {
+		var sum int64
+		for _, r := range res.Metrics().Query(func(r metrics.SingleResult) bool {
+			return r.Namespace() == space && r.Name() == name
+		}).Counters() {
+			sum += r.Result()
+		}
+		return sum
+	}
+	if n := in("reads/metered", "entities"); n != 40 {
+		t.Errorf("entities in reads/metered = %d, want 40", n)
+	}
+	if n := in("reads/metered", "pages"); n < 1 {
+		t.Errorf("pages in reads/metered = %d, want some", n)
+	}
+	if n := in("reads/metered", "initial_splits"); n < 1 {
+		t.Errorf("initial_splits in reads/metered = %d, want some", n)
+	}
+	if n := in("writes/metered", "entities_written"); n != 40 {
+		t.Errorf("entities_written in writes/metered = %d, want 40", n)
+	}
+	if n := in("writes/metered", "commits"); n < 1 {
+		t.Errorf("commits in writes/metered = %d, want some", n)
+	}
+	for _, name := range []string{"entities", "pages", "bytes", "queries", "initial_splits", "sub_ranges", "entities_written", "commits", "bytes_written"} {
+		if n := in(datastoreio.Namespace, name); n != 0 {
+			t.Errorf("%s in %s = %d, want 0: the read and write have their own namespaces", name, datastoreio.Namespace, n)
+		}
+	}
+}
