@@ -104,9 +104,17 @@
 //
 // # Files and patterns
 //
-// A pattern is a path or glob on any Beam filesystem. Local paths and gs://
-// work without further imports; others (memfs://, s3://) need their
-// filesystem package imported, as in any Beam Go pipeline. Brace groups
+// A pattern is a path or glob on any Beam filesystem whose package the
+// program imports, as with Beam's textio. Local paths need no import; for
+// gs:// add
+//
+//	import _ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+//
+// or _ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange", which
+// imports it and reads objects in ranged requests (a range deep in an
+// object is fetched from there); others (memfs://, s3://) need their
+// filesystem package. avroio links no filesystem but the local one: a
+// program that reads local files links no Cloud Storage client. Brace groups
 // ({a,b}) are matched on every filesystem, with no limit on their number:
 // up to filesource.MaxBraceListings (1,024) alternatives are listed one by
 // one, a pattern with more is matched against a listing of its fixed part,
@@ -163,9 +171,9 @@
 // process and file, for all its ranges), then starts 16 bytes before A and
 // searches for the sync marker. It does not read the bytes between the
 // header and A: it seeks where the filesystem's stream can seek (local
-// files), makes ranged reads on gs:// (and on schemes registered with
-// RegisterRangeReader), and only where neither is possible (memfs://) reads
-// and discards them.
+// files), makes ranged reads on gs:// with package gcsrange imported (and
+// on schemes registered with RegisterRangeReader), and only where neither
+// is possible (memfs://, gs:// without gcsrange) reads and discards them.
 //
 // All codecs of the Avro specification are read: null, deflate, snappy
 // (its CRC32 checked), zstandard, bzip2 and xz, and Avro C's lzma.

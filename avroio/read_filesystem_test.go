@@ -24,6 +24,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	_ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange" // gs://, read in ranges
 	"github.com/sdfio/sdfio/sdf"
 )
 

@@ -39,9 +39,17 @@
 //
 // # Patterns
 //
-// A pattern is a path or glob on any Beam filesystem: local paths, gs://
-// (both without further imports), and any other registered filesystem
-// (memfs://, s3://: import its package). *, ? and [...] are matched by the
+// A pattern is a path or glob on any Beam filesystem whose package the
+// program imports, as with Beam's textio: local paths need no import; for
+// gs:// add
+//
+//	import _ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+//
+// or _ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange", which
+// imports it and reads objects in ranged requests; memfs://, s3:// and the
+// others, their package. This package links no filesystem but the local
+// one, so a program that reads no gs:// links no Cloud Storage client.
+// *, ? and [...] are matched by the
 // filesystem. Brace groups ({a,b}, nested, several) are matched by this
 // package on every filesystem, because none of Beam Go's understands them
 // (its local filesystem takes { literally). A pattern that stands for at
@@ -75,8 +83,9 @@
 // # Opening files
 //
 // A reader of the range [A, B) of a file opens it once and reads from about
-// A on, never the bytes before: local files are read with ReadAt; gs:// and
-// schemes registered with RegisterRangeReader are read with ranged
+// A on, never the bytes before: local files are read with ReadAt; gs://
+// (with package gcsrange imported) and schemes registered with
+// RegisterRangeReader are read with ranged
 // requests of growing size (64 KiB, doubling to 8 MiB); other filesystems
 // through Beam's registry, seeking where their stream can, else reading and
 // discarding. A file never reads past the size it was matched with.
