@@ -367,9 +367,9 @@ func jsonDefault(n *node, v any) any {
 
 // maxDatumDepth bounds the nesting of a decoded datum, counting unions as
 // levels too. Recursive schemas are validated by the container reader
-// before they are decoded, to the read's MaxDepth (records, arrays and
+// before they are decoded, to the read's WithMaxDepth (records, arrays and
 // maps, at most container.MaxMaxDepth); this is the last line, above
-// anything a MaxDepth lets through.
+// anything a WithMaxDepth lets through.
 const maxDatumDepth = 2*container.MaxMaxDepth + 8
 
 var errDepth = errors.New("datum nested too deep")

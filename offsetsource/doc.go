@@ -24,7 +24,7 @@
 //
 //   - CreateInitialRestriction is the source's range, its end clamped to
 //     MaxEndOffset (an End of sdf.Unbounded becomes MaxEndOffset);
-//   - SplitRestriction cuts it into initial bundles of DesiredBundleSize bytes
+//   - SplitRestriction cuts it into initial bundles of WithDesiredBundleSize bytes
 //     (64 MiB by default), at least MinBundleSize offsets each, with
 //     sdf.SplitIntoBundles, and never more than MaxInitialBundles of them
 //     (larger bundles instead);
@@ -46,7 +46,7 @@
 //     offset.
 //
 // The DoFn counts, in the Beam metrics namespace "sdfio/offsetsource"
-// (or the one the MetricsNamespace option names): records, bytes_read (see
+// (or the one WithMetricsNamespace names): records, bytes_read (see
 // ByteCounter), splits_accepted and splits_refused (dynamic splits, from the
 // tracker's SplitStats).
 //
@@ -54,7 +54,7 @@
 //
 // A source whose record type comes from a reflect.Type (a Read(s, pattern,
 // t) transform, say) implements Source[beam.X] and returns values of that
-// type in the beam.X records; the OutputType(t) option binds beam.X to t in
+// type in the beam.X records; the WithOutputType(t) option binds beam.X to t in
 // the read's ParDo, so the output PCollection has element type t.
 //
 // ReadRestriction is the ProcessElement loop on its own, for tests

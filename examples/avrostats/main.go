@@ -215,7 +215,7 @@ func main() {
 	ctx := context.Background()
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := avroio.ReadGeneric(s, *input, avroio.DesiredBundleSize(*bundleSize), avroio.MinBundleSize(*minBundle))
+	recs := avroio.ReadGeneric(s, *input, avroio.WithDesiredBundleSize(*bundleSize), avroio.WithMinBundleSize(*minBundle))
 	perField := beam.CombinePerKey(s, merge, beam.ParDo(s, &fieldStatsFn{}, recs))
 	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, format, perField))
 	beam.ParDo0(s, printLines, lines)

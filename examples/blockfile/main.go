@@ -98,7 +98,7 @@ func main() {
 
 	p, s := beam.NewPipelineWithRoot()
 	src := BlockFile{Path: *input, End: sdf.Unbounded, BlockDelay: *blockDelay}
-	recs := offsetsource.Read(s, src, offsetsource.DesiredBundleSize(*bundleSize))
+	recs := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(*bundleSize))
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, recs))
 	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatStation, stats))
 	beam.ParDo0(s, printLines, lines)

@@ -37,6 +37,20 @@
 // over a real file, so that anyone can check a format's splitting (in a
 // package of its own, so that this one links no test harness).
 //
+// # Options
+//
+// Options are typed by transform: Read takes ReadOptions, ReadAll
+// ReadAllOptions, ReadFiles ReadFilesOptions, the watch WatchOptions and
+// MatchNewFiles MatchOptions, and each option implements the interfaces of
+// the transforms it applies to (WithMetricsNamespace all of them;
+// WithDesiredBundleSize and WithOutputType the reads of records;
+// WithEmptyMatch Read and ReadAll; WithMatchesManyFiles Read;
+// WithMatchUpdatedFiles the watch), so that an option given to a transform
+// it does not apply to does not compile. A value that cannot work panics
+// when the pipeline is built, naming the transform and the option
+// (filesource.Read: WithDesiredBundleSize(0): the desired bundle size must
+// be positive).
+//
 // # Patterns
 //
 // A pattern is a path or glob on any Beam filesystem whose package the
@@ -74,9 +88,10 @@
 // glob matches are skipped; a directory given as the pattern itself is an
 // error of kind ErrIsDirectory.
 //
-// EmptyMatch sets what a pattern that matches nothing means, with Java's
-// meanings: EmptyMatchDisallow (Read's default) is an error (Read panics
-// at construction; ReadAll and MatchesManyFiles fail the pipeline),
+// WithEmptyMatch sets what a pattern that matches nothing means, with
+// Java's meanings: EmptyMatchDisallow (Read's default) is an error (Read
+// panics at construction; ReadAll and WithMatchesManyFiles fail the
+// pipeline),
 // EmptyMatchAllow reads nothing, EmptyMatchAllowIfWildcard (ReadAll's
 // default) reads nothing if the pattern has a wildcard.
 //
@@ -114,10 +129,10 @@
 //
 // # Metrics
 //
-// In the namespace MetricsNamespace names (Namespace by default), besides
+// In the namespace WithMetricsNamespace names (Namespace by default), besides
 // offsetsource's records, bytes_read, splits_accepted and splits_refused:
 // files_matched (files matched in the pipeline by ReadAll,
-// MatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
+// WithMatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
 // bundles and the pieces dynamic splits made), and the watch's
 // watch_polls, watch_new_files, watch_updated_files, watch_files_waiting,
 // watch_changed_files_ignored and watch_empty_files_skipped (see
