@@ -487,7 +487,7 @@ func parsedSchema(json string) avro.Schema {
 }
 
 // recordEncoder encodes Records by the writer schema with the package's
-// own encoder (see generic.go), so that unions keep the branch a Record
+// own encoder (see generic_encode.go), so that unions keep the branch a Record
 // names; other elements are encoded by hamba/avro.
 type recordEncoder struct {
 	root *node
@@ -530,7 +530,7 @@ func (e *recordEncoder) encode(r Record) ([]byte, error) {
 // timestamp and a local timestamp of one unit, naming the field); the
 // files' headers keep the schema as the user gave it; container.Writer's
 // Append, which the runner-sharded path uses, encodes by the same copy.
-// Records are encoded by this package's own encoder (generic.go), which
+// Records are encoded by this package's own encoder (generic_encode.go), which
 // keeps the rule itself.
 
 // elementEncoder encodes the elements of a write: Records by the
