@@ -1,6 +1,39 @@
 // Package avroio reads and writes Avro object container files in Beam Go
-// pipelines. Reads split files at sync markers and let runners rebalance
-// running reads (dynamic splitting), on any Beam filesystem.
+// pipelines, into and from Go structs or generic Records: reads split
+// files at sync markers and let runners rebalance running reads (dynamic
+// splitting), on any Beam filesystem the program imports; writes commit
+// whole files. Element types must be registered with Beam
+// (beam.RegisterType); Read refuses one that is not when the pipeline is
+// built.
+//
+//	type Event struct {
+//		ID   int64  `avro:"id"`
+//		Name string `avro:"name"`
+//	}
+//
+//	func init() { beam.RegisterType(reflect.TypeFor[Event]()) }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		events := avroio.Read(s, "/data/events-*.avro", reflect.TypeFor[Event](),
+//			avroio.WithDesiredBundleSize(32<<20))
+//		avroio.Write(s, "/data/out/events", eventSchema, events, avroio.WithSuffix(".avro"))
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Options are typed by transform: a RecordOption (WithDesiredBundleSize,
+// WithReaderSchema, WithMaxAlloc, ...) goes to every read, WithEmptyMatch
+// to Read and ReadAll, WithMatchesManyFiles to Read alone,
+// WithMatchUpdatedFiles to the watch, the With* options of Write to Write
+// alone, WithMetricsNamespace to every transform; one given to a transform
+// it does not apply to does not compile. Values that cannot work panic
+// when the pipeline is built, naming the transform and the option
+// (avroio.Read: WithDesiredBundleSize(0): the desired bundle size must be
+// positive). For gs:// paths, import Beam's gcs filesystem or
+// offsetsource/filesource/gcsrange (see "Files and patterns").
 //
 // # Reading
 //
