@@ -3,6 +3,26 @@
 // that Beam runners split into initial bundles and rebalance dynamically,
 // under the split contract of package sdf.
 //
+//	func init() { offsetsource.Register[Reading, BlockFile]() }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		readings := offsetsource.Read(s, BlockFile{Path: "/data/readings.blk"},
+//			offsetsource.WithDesiredBundleSize(16<<20)) // PCollection<Reading>
+//		debug.Print(s, readings)
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Read and ReadAll take ReadOptions (WithDesiredBundleSize,
+// WithBundleCount, WithOutputType, WithMetricsNamespace,
+// WithSourceCounters); WithMetricsNamespace("") panics when the pipeline is
+// built, naming the transform. examples/blockfile holds a complete source.
+// Files on Beam filesystems are package filesource's: it matches patterns,
+// opens files at any offset and checks that they did not change.
+//
 // # What a source provides
 //
 // A Source is a range of offsets (byte offsets in a file, usually) over some
