@@ -1,6 +1,39 @@
 // Package avroio reads and writes Avro object container files in Beam Go
-// pipelines. Reads split files at sync markers and let runners rebalance
-// running reads (dynamic splitting), on any Beam filesystem.
+// pipelines, into and from Go structs or generic Records: reads split
+// files at sync markers and let runners rebalance running reads (dynamic
+// splitting), on any Beam filesystem the program imports; writes commit
+// whole files. Element types must be registered with Beam
+// (beam.RegisterType); Read refuses one that is not when the pipeline is
+// built.
+//
+//	type Event struct {
+//		ID   int64  `avro:"id"`
+//		Name string `avro:"name"`
+//	}
+//
+//	func init() { beam.RegisterType(reflect.TypeFor[Event]()) }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		events := avroio.Read(s, "/data/events-*.avro", reflect.TypeFor[Event](),
+//			avroio.WithDesiredBundleSize(32<<20))
+//		avroio.Write(s, "/data/out/events", eventSchema, events, avroio.WithSuffix(".avro"))
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Options are typed by transform: a RecordOption (WithDesiredBundleSize,
+// WithReaderSchema, WithMaxAlloc, ...) goes to every read, WithEmptyMatch
+// to Read and ReadAll, WithMatchesManyFiles to Read alone,
+// WithMatchUpdatedFiles to the watch, the With* options of Write to Write
+// alone, WithMetricsNamespace to every transform; one given to a transform
+// it does not apply to does not compile. Values that cannot work panic
+// when the pipeline is built, naming the transform and the option
+// (avroio.Read: WithDesiredBundleSize(0): the desired bundle size must be
+// positive). For gs:// paths, import Beam's gcs filesystem or
+// offsetsource/filesource/gcsrange (see "Files and patterns").
 //
 // # Reading
 //
@@ -45,7 +78,7 @@
 //     float64). Beam Go's avroio also took reflect.TypeOf("") for records
 //     as JSON text; here, read Records and encode them as needed.
 //
-// With ReaderSchema, each file's records are read by Avro's schema
+// Given WithReaderSchema, each file's records are read by Avro's schema
 // resolution from the file's writer schema to the reader schema: fields
 // only the reader has take their defaults, fields only the writer has are
 // skipped, numbers promote, names match by alias. A file whose schema
@@ -104,9 +137,17 @@
 //
 // # Files and patterns
 //
-// A pattern is a path or glob on any Beam filesystem. Local paths and gs://
-// work without further imports; others (memfs://, s3://) need their
-// filesystem package imported, as in any Beam Go pipeline. Brace groups
+// A pattern is a path or glob on any Beam filesystem whose package the
+// program imports, as with Beam's textio. Local paths need no import; for
+// gs:// add
+//
+//	import _ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+//
+// or _ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange", which
+// imports it and reads objects in ranged requests (a range deep in an
+// object is fetched from there); others (memfs://, s3://) need their
+// filesystem package. avroio links no filesystem but the local one: a
+// program that reads local files links no Cloud Storage client. Brace groups
 // ({a,b}) are matched on every filesystem, with no limit on their number:
 // up to filesource.MaxBraceListings (1,024) alternatives are listed one by
 // one, a pattern with more is matched against a listing of its fixed part,
@@ -114,7 +155,7 @@
 // error naming it, never a partial match (see package filesource,
 // Patterns). Read lists the matching files
 // while the pipeline is built (so the process that builds it must be able
-// to list them) and puts them in the pipeline; with MatchesManyFiles
+// to list them) and puts them in the pipeline; with WithMatchesManyFiles
 // (Java's withHintMatchesManyFiles) it lists them in a step of the
 // pipeline instead, as ReadAll does, for patterns of tens of thousands of
 // files. ReadAll expands each pattern of a PCollection in the pipeline and
@@ -123,9 +164,9 @@
 // io/fileio); a file gzip-compressed as a whole cannot be split and is an
 // error.
 //
-// A pattern that matches no file is treated as EmptyMatch says, with Java's
+// A pattern that matches no file is treated as WithEmptyMatch says, with Java's
 // meanings: EmptyMatchDisallow (Read's default) makes it an error (Read
-// panics while building the pipeline; with MatchesManyFiles, and in
+// panics while building the pipeline; with WithMatchesManyFiles, and in
 // ReadAll, the pipeline fails); EmptyMatchAllow reads nothing;
 // EmptyMatchAllowIfWildcard (ReadAll's default) reads nothing if the
 // pattern has a wildcard (*, ?, [...] or a brace group) and is an error
@@ -138,7 +179,7 @@
 // replaced) fails the read, naming the file (filesource.ErrChanged), rather
 // than being read in part. WatchForNewFiles and WatchAllForNewFiles go on
 // polling patterns and read each new file once it is stable, as an
-// unbounded PCollection (see their docs, and MatchUpdatedFiles).
+// unbounded PCollection (see their docs, and WithMatchUpdatedFiles).
 //
 // # The read contract
 //
@@ -155,17 +196,17 @@
 // package sdf/sdftest (a package of its own, so that avroio links no test
 // harness).
 //
-// A file is cut into initial bundles of DesiredBundleSize bytes (64 MiB by
-// default), none smaller than MinBundleSize (128,000 bytes by default, twice
+// A file is cut into initial bundles of WithDesiredBundleSize bytes (64 MiB by
+// default), none smaller than WithMinBundleSize (128,000 bytes by default, twice
 // Avro's default sync interval; a file smaller than that is one bundle).
 //
 // A reader of a range reads the file's header (parsed once per worker
 // process and file, for all its ranges), then starts 16 bytes before A and
 // searches for the sync marker. It does not read the bytes between the
 // header and A: it seeks where the filesystem's stream can seek (local
-// files), makes ranged reads on gs:// (and on schemes registered with
-// RegisterRangeReader), and only where neither is possible (memfs://) reads
-// and discards them.
+// files), makes ranged reads on gs:// with package gcsrange imported (and
+// on schemes registered with RegisterRangeReader), and only where neither
+// is possible (memfs://, gs:// without gcsrange) reads and discards them.
 //
 // All codecs of the Avro specification are read: null, deflate, snappy
 // (its CRC32 checked), zstandard, bzip2 and xz, and Avro C's lzma.
@@ -176,14 +217,14 @@
 // error that names the file, the byte offset, the block and what was wrong
 // (a *container.Error; see package avroio/container for its kinds: bad
 // magic, truncation, sync marker mismatch, record count, checksum, corrupt
-// data, lengths over the MaxAlloc limit, unknown codec, schema errors,
+// data, lengths over the WithMaxAlloc limit, unknown codec, schema errors,
 // among them a struct field that names no field of the schema). A file that
 // cannot be opened (gone, a directory, no access) is an error of kind
 // filesource.ErrOpen, never "truncated"; one that changed since it was
-// matched, of kind filesource.ErrChanged. MaxAlloc bounds what one length
+// matched, of kind filesource.ErrChanged. WithMaxAlloc bounds what one length
 // field in a file may make the reader allocate, and a header's metadata
 // and schema are bounded too, so that a hostile file costs memory in
-// proportion to MaxAlloc.
+// proportion to WithMaxAlloc.
 //
 // # Metrics
 //
@@ -192,7 +233,7 @@
 // records were read), splits_accepted and splits_refused (dynamic splits of
 // running reads), ranges_read (ranges opened: initial bundles and
 // split-off pieces), files_matched (files matched in the pipeline by
-// ReadAll, MatchesManyFiles and ReadFiles), and the watch's counters (see
+// ReadAll, WithMatchesManyFiles and ReadFiles), and the watch's counters (see
 // WatchForNewFiles). Write: records_written, bytes_written, files_written
 // and temp_files_removed (see Write).
 //
@@ -200,7 +241,7 @@
 //
 // Write writes a PCollection of structs or Records as Avro container files
 // named from a prefix and a shard template, as Beam Java's AvroIO.write:
-// each bundle (or each of NumShards shards) writes a temporary file, and a
+// each bundle (or each of WithNumShards shards) writes a temporary file, and a
 // finalize step renames the committed ones, so files appear whole or not
 // at all. A write that fails leaves no final file and no temporary
 // directory: a record the schema cannot hold fails the write in its

@@ -60,7 +60,7 @@ func Example_readme() {
 	events := avroio.Read(s, "testdata/events-*.avro", reflect.TypeOf(Event{})) // PCollection<Event>
 	high := filter.Include(s, events, highScore)
 	files := avroio.Write(s, filepath.Join(out, "high"), readmeSchema, high,
-		avroio.NumShards(2), avroio.Suffix(".avro")) // PCollection<string>: the files written
+		avroio.WithNumShards(2), avroio.WithSuffix(".avro")) // PCollection<string>: the files written
 	beam.ParDo0(s, printFiles, stats.Sum(s, beam.ParDo(s, countOne, files)))
 	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
 		log.Fatal(err)

@@ -15,7 +15,8 @@ type RangeReadFunc = filesource.RangeReadFunc
 
 // RegisterRangeReader makes reads of files whose path starts with
 // scheme:// use fn for ranged reads, so that a read starting deep in a file
-// does not fetch the bytes before it. gs:// is registered already. It
+// does not fetch the bytes before it. Importing package
+// offsetsource/filesource/gcsrange registers gs://. It
 // registers fn for every format of package filesource
 // (filesource.RegisterRangeReader). Call it from an init function, so that
 // workers have it too.

@@ -26,7 +26,7 @@ import (
 
 // splitSubject is avrotest.Subject, which this package's own tests cannot
 // import: sdftest over FileSource.
-func splitSubject(t *testing.T, path string, typ reflect.Type, opts ...ReadOption) (sdftest.Subject[beam.X], error) {
+func splitSubject(t *testing.T, path string, typ reflect.Type, opts ...ReadFilesOption) (sdftest.Subject[beam.X], error) {
 	src, err := FileSource(t.Context(), path, typ, opts...)
 	if err != nil {
 		return sdftest.Subject[beam.X]{}, err
@@ -62,7 +62,7 @@ func TestSplitSubject(t *testing.T) {
 		t.Errorf("reading into a struct with a field the schema lacks: %v", err)
 	}
 	// And the options are: a reader schema that does not parse.
-	if _, err := splitSubject(t, path, RecordType, ReaderSchema(`{"type":`)); err == nil {
+	if _, err := splitSubject(t, path, RecordType, WithReaderSchema(`{"type":`)); err == nil {
 		t.Error("FileSource with a bad reader schema: no error")
 	}
 }

@@ -181,10 +181,10 @@ func writeLocalTimestamps(t *testing.T, dir string) {
 	structs := beam.ParDo(s, &localStructsFn{}, beam.Impulse(s))
 	records := beam.ParDo(s, &localRecordsFn{}, beam.Impulse(s))
 	Write(s.Scope("structs"), filepath.Join(dir, "structs/part"), localSchema, structs)
-	Write(s.Scope("structs2"), filepath.Join(dir, "structs2/part"), localSchema, structs, NumShards(2))
+	Write(s.Scope("structs2"), filepath.Join(dir, "structs2/part"), localSchema, structs, WithNumShards(2))
 	Write(s.Scope("records"), filepath.Join(dir, "records/part"), localSchema, records)
 	// Records cross a shuffle, through their coder, before NumShards(2).
-	Write(s.Scope("records2"), filepath.Join(dir, "records2/part"), localSchema, beam.Reshuffle(s, records), NumShards(2))
+	Write(s.Scope("records2"), filepath.Join(dir, "records2/part"), localSchema, beam.Reshuffle(s, records), WithNumShards(2))
 	run(t, p)
 
 	for _, out := range []string{"structs", "structs2", "records", "records2"} {

@@ -14,7 +14,8 @@ import (
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
 
-// Namespace is the Beam metrics namespace of the reads and writes: records,
+// Namespace is the Beam metrics namespace of the reads and writes, unless
+// WithMetricsNamespace names another: records,
 // bytes_read (the bytes of the blocks read), splits_accepted and
 // splits_refused (dynamic splits of running reads), files_matched,
 // ranges_read (the ranges of files opened: initial bundles and the pieces
@@ -33,12 +34,12 @@ const Namespace = "sdfio/avroio"
 // struct must name a field of the schema; see the package documentation.
 //
 // The pattern is expanded while the pipeline is built (unless
-// MatchesManyFiles is given), and each file is read by a splittable DoFn
-// in initial bundles of DesiredBundleSize bytes that runners split further
+// WithMatchesManyFiles is given), and each file is read by a splittable DoFn
+// in initial bundles of WithDesiredBundleSize bytes that runners split further
 // while they run. A file whose size or modification time changed between
 // matching and reading fails the read, naming the file
 // (filesource.ErrChanged). By default a pattern that matches no file is an
-// error (EmptyMatch(EmptyMatchDisallow)).
+// error (WithEmptyMatch(EmptyMatchDisallow)).
 //
 // Read panics if the options are invalid, or if matching fails or finds no
 // file when that is not allowed.
@@ -56,10 +57,7 @@ func ReadGeneric(s beam.Scope, filepattern string, opts ...ReadOption) beam.PCol
 }
 
 func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption) beam.PCollection {
-	o, err := parseReadOptions(opts, EmptyMatchDisallow)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
+	o := mustParse(name, opts, ReadOption.applyRead, EmptyMatchDisallow)
 	checkType(name, t)
 	if strings.TrimSpace(pattern) == "" {
 		panic(name + ": empty file pattern")
@@ -71,7 +69,7 @@ func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption)
 			panic(fmt.Sprintf("%s: %v", name, p))
 		}
 	}()
-	return filesource.Read[beam.X](s, pattern, o.format(t), o.fileOptions(t)...)
+	return filesource.Read[beam.X](s, pattern, o.format(t), o.readOpts(t)...)
 }
 
 // ReadAll reads the Avro files that each pattern of a PCollection of
@@ -79,15 +77,12 @@ func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption)
 // Patterns are expanded by the pipeline, in parallel, and the list of files
 // is shuffled before reading (Java's AvroIO.readAll). By default a pattern
 // without wildcards that matches no file fails the pipeline, and one with
-// wildcards reads nothing (EmptyMatch(EmptyMatchAllowIfWildcard)).
-func ReadAll(s beam.Scope, patterns beam.PCollection, t reflect.Type, opts ...ReadOption) beam.PCollection {
+// wildcards reads nothing (WithEmptyMatch(EmptyMatchAllowIfWildcard)).
+func ReadAll(s beam.Scope, patterns beam.PCollection, t reflect.Type, opts ...ReadAllOption) beam.PCollection {
 	s = s.Scope("avroio.ReadAll")
-	o, err := parseReadOptions(opts, EmptyMatchAllowIfWildcard)
-	if err != nil {
-		panic(fmt.Sprintf("avroio.ReadAll: %v", err))
-	}
+	o := mustParse("avroio.ReadAll", opts, ReadAllOption.applyReadAll, EmptyMatchAllowIfWildcard)
 	checkType("avroio.ReadAll", t)
-	return filesource.ReadAll[beam.X](s, patterns, o.format(t), o.fileOptions(t)...)
+	return filesource.ReadAll[beam.X](s, patterns, o.format(t), o.readAllOpts(t)...)
 }
 
 // ReadFiles reads the Avro files of a PCollection of fileio.ReadableFile
@@ -95,16 +90,12 @@ func ReadAll(s beam.Scope, patterns beam.PCollection, t reflect.Type, opts ...Re
 // (RecordType for generic records). A file must not be compressed as a
 // whole (gzip around the container): Avro compresses its blocks, which is
 // what lets a file be split. A directory, or a file that is gone, fails
-// the read with an error of kind filesource.ErrOpen. The empty-match and
-// many-files options do not apply.
-func ReadFiles(s beam.Scope, files beam.PCollection, t reflect.Type, opts ...ReadOption) beam.PCollection {
+// the read with an error of kind filesource.ErrOpen.
+func ReadFiles(s beam.Scope, files beam.PCollection, t reflect.Type, opts ...ReadFilesOption) beam.PCollection {
 	s = s.Scope("avroio.ReadFiles")
-	o, err := parseReadOptions(opts, EmptyMatchAllow)
-	if err != nil {
-		panic(fmt.Sprintf("avroio.ReadFiles: %v", err))
-	}
+	o := mustParse("avroio.ReadFiles", opts, ReadFilesOption.applyReadFiles, EmptyMatchAllow)
 	checkType("avroio.ReadFiles", t)
-	return filesource.ReadFiles[beam.X](s, files, o.format(t), o.fileOptions(t)...)
+	return filesource.ReadFiles[beam.X](s, files, o.format(t), o.readFilesOpts(t)...)
 }
 
 // checkType panics unless t can travel to the workers: a named type must
@@ -148,8 +139,8 @@ func checkReadable(t reflect.Type) error {
 //	sdftest.AssertSplitAtFractionExhaustive(t, s)
 //
 // Records are the decoded values (of type t) as beam.X.
-func FileSource(ctx context.Context, path string, t reflect.Type, opts ...ReadOption) (offsetsource.Source[beam.X], error) {
-	o, err := parseReadOptions(opts, EmptyMatchDisallow)
+func FileSource(ctx context.Context, path string, t reflect.Type, opts ...ReadFilesOption) (offsetsource.Source[beam.X], error) {
+	o, err := parseOptions(opts, ReadFilesOption.applyReadFiles, EmptyMatchDisallow)
 	if err != nil {
 		return nil, fmt.Errorf("avroio.FileSource: %w", err)
 	}

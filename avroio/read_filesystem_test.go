@@ -24,6 +24,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	_ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange" // gs://, read in ranges
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -279,7 +280,7 @@ func TestGCS(t *testing.T) {
 
 	t.Run("pipeline", func(t *testing.T) {
 		p, s := beam.NewPipelineWithRoot()
-		typed := Read(s, "gs://avroio-test/data/*.avro", reflect.TypeFor[event](), DesiredBundleSize(size/10), MinBundleSize(1000))
+		typed := Read(s, "gs://avroio-test/data/*.avro", reflect.TypeFor[event](), WithDesiredBundleSize(size/10), WithMinBundleSize(1000))
 		passert.Equals(s, beam.ParDo(s, eventID, typed), ids(0, 20100)...)
 		generic := ReadAll(s, beam.Create(s, "gs://avroio-test/data/small.avro"), RecordType)
 		passert.Equals(s, beam.ParDo(s, recordID, generic), ids(20000, 20100)...)

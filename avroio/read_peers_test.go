@@ -108,7 +108,7 @@ func TestPipelinePeers(t *testing.T) {
 		br.Close()
 
 		s := s.Scope(key)
-		recs := ReadGeneric(s, path, DesiredBundleSize(8<<10), MinBundleSize(2<<10))
+		recs := ReadGeneric(s, path, WithDesiredBundleSize(8<<10), WithMinBundleSize(2<<10))
 		// Through a shuffle, so that the records go through Record's coder.
 		diffs := beam.ParDo(s, &avrocatFn{Schema: schema, Lines: lines}, beam.Reshuffle(s, recs))
 		passert.Empty(s, diffs)

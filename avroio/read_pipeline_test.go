@@ -110,11 +110,11 @@ func TestPipelineManyBundles(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			var got, n beam.PCollection
 			if codec == "typed" {
-				got = Read(s, path, reflect.TypeFor[event](), DesiredBundleSize(bundle), MinBundleSize(1000))
+				got = Read(s, path, reflect.TypeFor[event](), WithDesiredBundleSize(bundle), WithMinBundleSize(1000))
 				passert.Equals(s, got, anySlice(recs)...)
 				n = beam.Combine(s, &countEventsFn{}, got)
 			} else {
-				got = ReadGeneric(s, path, DesiredBundleSize(bundle), MinBundleSize(1000))
+				got = ReadGeneric(s, path, WithDesiredBundleSize(bundle), WithMinBundleSize(1000))
 				want := make([]any, len(recs))
 				for i := range recs {
 					want[i] = genericEvent(i)
@@ -152,8 +152,8 @@ func TestPipelineBundleSizes(t *testing.T) {
 		ranges int64
 	}{
 		{"defaults", nil, 1},
-		{"min bundle size wins", []ReadOption{DesiredBundleSize(1000)}, 2}, // 128,000 + the rest
-		{"both small", []ReadOption{DesiredBundleSize(size / 10), MinBundleSize(1000)}, 10},
+		{"min bundle size wins", []ReadOption{WithDesiredBundleSize(1000)}, 2}, // 128,000 + the rest
+		{"both small", []ReadOption{WithDesiredBundleSize(size / 10), WithMinBundleSize(1000)}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
@@ -181,7 +181,7 @@ func TestPipelinePattern(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "sub.avro"), 0o755)
 
 	p, s := beam.NewPipelineWithRoot()
-	typed := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), DesiredBundleSize(2000), MinBundleSize(500))
+	typed := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), WithDesiredBundleSize(2000), WithMinBundleSize(500))
 	passert.Equals(s, beam.ParDo(s, eventID, typed), want...)
 	generic := ReadGeneric(s, filepath.Join(dir, "part-[12].avro"))
 	passert.Equals(s, beam.ParDo(s, recordID, generic), want[100:300]...)
@@ -243,16 +243,16 @@ func TestPipelineReaderSchema(t *testing.T) {
 	}
 
 	p, s := beam.NewPipelineWithRoot()
-	got := Read(s, path, reflect.TypeFor[projected](), ReaderSchema(projectedSchema), DesiredBundleSize(300), MinBundleSize(100))
+	got := Read(s, path, reflect.TypeFor[projected](), WithReaderSchema(projectedSchema), WithDesiredBundleSize(300), WithMinBundleSize(100))
 	passert.Equals(s, beam.ParDo(s, projectedString, got), want...)
-	g := ReadGeneric(s, path, ReaderSchema(projectedSchema))
+	g := ReadGeneric(s, path, WithReaderSchema(projectedSchema))
 	passert.Equals(s, beam.ParDo(s, recordID, g), ids(0, 50)...)
 	run(t, p)
 
 	t.Run("unresolvable", func(t *testing.T) {
 		bad := strings.Replace(projectedSchema, `"name": "id", "type": "long"`, `"name": "id", "type": "boolean"`, 1)
 		p, s := beam.NewPipelineWithRoot()
-		ReadGeneric(s, path, ReaderSchema(bad))
+		ReadGeneric(s, path, WithReaderSchema(bad))
 		err := ptest.Run(p)
 		if err == nil {
 			t.Fatal("reading with a reader schema that cannot be resolved succeeded")
@@ -265,7 +265,7 @@ func TestPipelineReaderSchema(t *testing.T) {
 	})
 	t.Run("invalid json", func(t *testing.T) {
 		_, s := beam.NewPipelineWithRoot()
-		msg := mustPanic(t, "Read with an invalid reader schema", func() { ReadGeneric(s, path, ReaderSchema(`{"type":"record"`)) })
+		msg := mustPanic(t, "Read with an invalid reader schema", func() { ReadGeneric(s, path, WithReaderSchema(`{"type":"record"`)) })
 		if !strings.Contains(msg, "reader schema") {
 			t.Errorf("panic does not mention the reader schema: %s", msg)
 		}
@@ -312,11 +312,11 @@ func TestEmptyMatch(t *testing.T) {
 		}{
 			{missing, nil, false}, // Disallow by default
 			{glob, nil, false},
-			{missing, []ReadOption{EmptyMatch(EmptyMatchAllow)}, true},
-			{glob, []ReadOption{EmptyMatch(EmptyMatchAllow)}, true},
-			{missing, []ReadOption{EmptyMatch(EmptyMatchAllowIfWildcard)}, false},
-			{glob, []ReadOption{EmptyMatch(EmptyMatchAllowIfWildcard)}, true},
-			{glob, []ReadOption{EmptyMatch(EmptyMatchDisallow)}, false},
+			{missing, []ReadOption{WithEmptyMatch(EmptyMatchAllow)}, true},
+			{glob, []ReadOption{WithEmptyMatch(EmptyMatchAllow)}, true},
+			{missing, []ReadOption{WithEmptyMatch(EmptyMatchAllowIfWildcard)}, false},
+			{glob, []ReadOption{WithEmptyMatch(EmptyMatchAllowIfWildcard)}, true},
+			{glob, []ReadOption{WithEmptyMatch(EmptyMatchDisallow)}, false},
 		} {
 			name := fmt.Sprintf("%s %v", filepath.Base(tc.pattern), tc.opts != nil)
 			if !tc.ok {
@@ -346,7 +346,7 @@ func TestEmptyMatch(t *testing.T) {
 		}
 		// Allow reads nothing from both.
 		p, s = beam.NewPipelineWithRoot()
-		passert.Empty(s, ReadAll(s, beam.Create(s, glob, missing), typ, EmptyMatch(EmptyMatchAllow)))
+		passert.Empty(s, ReadAll(s, beam.Create(s, glob, missing), typ, WithEmptyMatch(EmptyMatchAllow)))
 		run(t, p)
 	})
 }
@@ -360,14 +360,14 @@ func TestPipelineReadAllAndFiles(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	all := ReadAll(s, beam.Create(s, filepath.Join(dir, "f0.avro"), filepath.Join(dir, "f[12].avro")), reflect.TypeFor[event](),
-		DesiredBundleSize(500), MinBundleSize(200))
+		WithDesiredBundleSize(500), WithMinBundleSize(200))
 	passert.Equals(s, beam.ParDo(s, eventID, all), ids(0, 120)...)
 
 	files := fileio.ReadMatches(s, fileio.MatchFiles(s, filepath.Join(dir, "f[01].avro")))
-	fromFiles := ReadFiles(s, files, RecordType, DesiredBundleSize(500), MinBundleSize(200))
+	fromFiles := ReadFiles(s, files, RecordType, WithDesiredBundleSize(500), WithMinBundleSize(200))
 	passert.Equals(s, beam.ParDo(s, recordID, fromFiles), ids(0, 80)...)
 
-	many := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), MatchesManyFiles())
+	many := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), WithMatchesManyFiles())
 	passert.Equals(s, beam.ParDo(s, eventID, many), ids(0, 120)...)
 	res := run(t, p)
 	if n := counterSum(t, res, "files_matched"); n != 3+2+3 {
@@ -395,9 +395,9 @@ func TestPipelineManyBraces(t *testing.T) {
 	pattern := filepath.Join(dir, "part-"+strings.Repeat("{0,1}", 11)+".avro")
 
 	p, s := beam.NewPipelineWithRoot()
-	typed := Read(s, pattern, reflect.TypeFor[event](), DesiredBundleSize(1000), MinBundleSize(200))
+	typed := Read(s, pattern, reflect.TypeFor[event](), WithDesiredBundleSize(1000), WithMinBundleSize(200))
 	passert.Equals(s, beam.ParDo(s, eventID, typed), ids(0, files*per)...)
-	generic := ReadGeneric(s, pattern, MatchesManyFiles())
+	generic := ReadGeneric(s, pattern, WithMatchesManyFiles())
 	passert.Equals(s, beam.ParDo(s, recordID, generic), ids(0, files*per)...)
 	all := ReadAll(s, beam.Create(s, pattern), reflect.TypeFor[event]())
 	passert.Equals(s, beam.ParDo(s, eventID, all), ids(0, files*per)...)
@@ -418,7 +418,7 @@ func TestPipelineMemfs(t *testing.T) {
 		want = append(want, ids(i*300, i*300+300)...)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	got := Read(s, fmt.Sprintf("memfs://avroio-test/%s/*.avro", t.Name()), reflect.TypeFor[event](), DesiredBundleSize(1000), MinBundleSize(500))
+	got := Read(s, fmt.Sprintf("memfs://avroio-test/%s/*.avro", t.Name()), reflect.TypeFor[event](), WithDesiredBundleSize(1000), WithMinBundleSize(500))
 	passert.Equals(s, beam.ParDo(s, eventID, got), want...)
 	run(t, p)
 }
@@ -436,7 +436,7 @@ func TestPipelineCorruptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	Read(s, path, reflect.TypeFor[event](), DesiredBundleSize(200), MinBundleSize(100))
+	Read(s, path, reflect.TypeFor[event](), WithDesiredBundleSize(200), WithMinBundleSize(100))
 	err := ptest.Run(p)
 	if err == nil {
 		t.Fatal("reading a file with a damaged sync marker succeeded")
@@ -492,9 +492,9 @@ func TestPipelineSeparateWorker(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := writeLayoutFile(t, dir, "w.avro", "zstandard", eventRecords(0, 500), []int{8, 3})
 	p, s := beam.NewPipelineWithRoot()
-	typed := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), DesiredBundleSize(2000), MinBundleSize(1000))
+	typed := Read(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[event](), WithDesiredBundleSize(2000), WithMinBundleSize(1000))
 	passert.Equals(s, beam.ParDo(s, eventID, typed), ids(0, 500)...)
-	generic := ReadGeneric(s, testdataPath(t, "events-xz.avro"), ReaderSchema(projectedSchema))
+	generic := ReadGeneric(s, testdataPath(t, "events-xz.avro"), WithReaderSchema(projectedSchema))
 	want := make([]any, 30)
 	for i := range want {
 		want[i] = Record{"id": int64(i), "kind": eventRecord(i).Kind, "score": float64(i) * 0.5, "source": "unknown"}

@@ -23,13 +23,13 @@ func TestReadOptions(t *testing.T) {
 		t.Errorf("ReadAll's default empty-match treatment is %v", o.emptyMatch)
 	}
 	for _, bad := range [][]ReadOption{
-		{DesiredBundleSize(0)}, {MinBundleSize(-1)}, {MaxAlloc(0)}, {EmptyMatch(7)}, {ReaderSchema(`{"type": "nope"}`)},
+		{WithDesiredBundleSize(0)}, {WithMinBundleSize(-1)}, {WithMaxAlloc(0)}, {WithEmptyMatch(7)}, {WithReaderSchema(`{"type": "nope"}`)},
 	} {
 		if _, err := parseReadOptions(bad, EmptyMatchDisallow); err == nil {
 			t.Errorf("options %v accepted", bad)
 		}
 	}
-	o, _ = parseReadOptions([]ReadOption{MinBundleSize(4096), MaxAlloc(1 << 20), ReaderSchema(eventsSchema)}, EmptyMatchDisallow)
+	o, _ = parseReadOptions([]ReadOption{WithMinBundleSize(4096), WithMaxAlloc(1 << 20), WithReaderSchema(eventsSchema)}, EmptyMatchDisallow)
 	src := fileSource{Format: o.format(reflect.TypeFor[event]())}
 	if src.MinBundleSize() != 4096 || src.Format.Settings.MaxAlloc != 1<<20 || src.Format.Settings.ReaderSchema != eventsSchema {
 		t.Errorf("settings %+v", src.Format.Settings)

@@ -286,7 +286,7 @@ func TestGenericReaderSchema(t *testing.T) {
 	 {"name":"extra","type":"string","default":"dflt"},
 	 {"name":"more","type":["null","long"],"default":null}
 	]}`
-	recs := readAllRecords(t, path, ReaderSchema(reader))
+	recs := readAllRecords(t, path, WithReaderSchema(reader))
 	for i, r := range recs {
 		want := Record{"ident": float64(i), "when": unionRecord(i)["when"], "extra": "dflt", "more": nil}
 		if i%2 == 0 {

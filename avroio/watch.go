@@ -24,23 +24,23 @@ import (
 // same size and modification time, and it is not empty. It is read as the
 // poll saw it. A file identified by its path is read once: a change after
 // that (records appended, the file rewritten) is ignored and counted in
-// watch_changed_files_ignored, unless MatchUpdatedFiles is given, which
+// watch_changed_files_ignored, unless WithMatchUpdatedFiles is given, which
 // reads the changed file again, whole, once it is stable (records read
 // before are then read again). Files should therefore appear whole, as
 // avroio.Write's do (written under a temporary name and renamed). See
 // filesource.WatchForNewFiles for the details.
 //
-// The watch counts, in Namespace: watch_polls, watch_new_files (files
+// The watch counts, in Namespace (or WithMetricsNamespace's): watch_polls, watch_new_files (files
 // emitted), watch_updated_files (of those, files read again after a
 // change), watch_files_waiting (per poll, files not read yet because they
 // were changing or empty), watch_changed_files_ignored, and
 // watch_empty_files_skipped (files still empty when the watch ended).
 //
 // A pattern that matches no file is never an error here: the watch waits
-// (EmptyMatch and MatchesManyFiles do not apply). The other options are
-// those of ReadFiles, and MatchUpdatedFiles. WatchForNewFiles panics if
+// (WithEmptyMatch and WithMatchesManyFiles are not WatchOptions). The
+// other options are those of ReadFiles, and WithMatchUpdatedFiles. WatchForNewFiles panics if
 // pollInterval is not positive or the options are invalid.
-func WatchForNewFiles(s beam.Scope, filepattern string, t reflect.Type, pollInterval time.Duration, until Termination, opts ...ReadOption) beam.PCollection {
+func WatchForNewFiles(s beam.Scope, filepattern string, t reflect.Type, pollInterval time.Duration, until Termination, opts ...WatchOption) beam.PCollection {
 	s = s.Scope("avroio.WatchForNewFiles")
 	if strings.TrimSpace(filepattern) == "" {
 		panic("avroio.WatchForNewFiles: empty file pattern")
@@ -53,37 +53,31 @@ func WatchForNewFiles(s beam.Scope, filepattern string, t reflect.Type, pollInte
 // PCollection of strings (Java's AvroIO.readAll().watchForNewFiles). Each
 // pattern is watched on its own, with its own termination: a file that two
 // patterns match is read twice.
-func WatchAllForNewFiles(s beam.Scope, patterns beam.PCollection, t reflect.Type, pollInterval time.Duration, until Termination, opts ...ReadOption) beam.PCollection {
+func WatchAllForNewFiles(s beam.Scope, patterns beam.PCollection, t reflect.Type, pollInterval time.Duration, until Termination, opts ...WatchOption) beam.PCollection {
 	s = s.Scope("avroio.WatchAllForNewFiles")
 	return watchAndRead(s, "avroio.WatchAllForNewFiles", patterns, t, pollInterval, until, opts)
 }
 
-func watchAndRead(s beam.Scope, name string, patterns beam.PCollection, t reflect.Type, pollInterval time.Duration, until Termination, opts []ReadOption) beam.PCollection {
-	o, err := parseReadOptions(opts, EmptyMatchAllow)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
+func watchAndRead(s beam.Scope, name string, patterns beam.PCollection, t reflect.Type, pollInterval time.Duration, until Termination, opts []WatchOption) beam.PCollection {
+	o := mustParse(name, opts, WatchOption.applyWatch, EmptyMatchAllow)
 	checkType(name, t)
 	if pollInterval <= 0 {
 		panic(fmt.Sprintf("%s: poll interval %v: must be positive", name, pollInterval))
 	}
-	return filesource.WatchAllForNewFiles[beam.X](s, patterns, o.format(t), pollInterval, until, o.fileOptions(t)...)
+	return filesource.WatchAllForNewFiles[beam.X](s, patterns, o.format(t), pollInterval, until, o.watchOpts(t)...)
 }
 
 // MatchNewFiles watches every file pattern of a PCollection of strings and
 // emits the fileio.FileMetadata of each file once it is stable (see
-// filesource.MatchNewFiles; the option that applies is MatchUpdatedFiles).
-// Its metrics are in Namespace. MatchNewFiles panics if pollInterval is not
+// filesource.MatchNewFiles; the option that applies is WithMatchUpdatedFiles).
+// Its metrics are in Namespace (or WithMetricsNamespace's). MatchNewFiles panics if pollInterval is not
 // positive.
-func MatchNewFiles(s beam.Scope, patterns beam.PCollection, pollInterval time.Duration, until Termination, opts ...ReadOption) beam.PCollection {
+func MatchNewFiles(s beam.Scope, patterns beam.PCollection, pollInterval time.Duration, until Termination, opts ...MatchOption) beam.PCollection {
 	s = s.Scope("avroio.MatchNewFiles")
-	o, err := parseReadOptions(opts, EmptyMatchAllow)
-	if err != nil {
-		panic(fmt.Sprintf("avroio.MatchNewFiles: %v", err))
-	}
-	fopts := []filesource.Option{filesource.MetricsNamespace(Namespace)}
+	o := mustParse("avroio.MatchNewFiles", opts, MatchOption.applyMatch, EmptyMatchAllow)
+	fopts := []filesource.MatchOption{filesource.WithMetricsNamespace(o.namespace)}
 	if o.matchUpdated {
-		fopts = append(fopts, filesource.MatchUpdatedFiles())
+		fopts = append(fopts, filesource.WithMatchUpdatedFiles())
 	}
 	return filesource.MatchNewFiles(s, patterns, pollInterval, until, fopts...)
 }

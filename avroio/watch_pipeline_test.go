@@ -348,7 +348,7 @@ func TestWatchConstruction(t *testing.T) {
 	typ := reflect.TypeFor[watchEvent]()
 	mustPanic(t, "zero poll interval", func() { WatchForNewFiles(s, "/tmp/*.avro", typ, 0, Never()) })
 	mustPanic(t, "empty pattern", func() { WatchForNewFiles(s, " ", typ, time.Second, Never()) })
-	mustPanic(t, "bad option", func() { WatchForNewFiles(s, "/tmp/*.avro", typ, time.Second, Never(), DesiredBundleSize(-1)) })
+	mustPanic(t, "bad option", func() { WatchForNewFiles(s, "/tmp/*.avro", typ, time.Second, Never(), WithDesiredBundleSize(-1)) })
 	mustPanic(t, "nil type", func() { WatchForNewFiles(s, "/tmp/*.avro", nil, time.Second, Never()) })
 	mustPanic(t, "MatchNewFiles negative interval", func() { MatchNewFiles(s, beam.Create(s, "x"), -time.Second, Never()) })
 }

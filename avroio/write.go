@@ -26,7 +26,7 @@ import (
 const (
 	// DefaultShardNameTemplate is Beam Java's default shard name template.
 	DefaultShardNameTemplate = "-SSSSS-of-NNNNN"
-	// DefaultWriteCodec is the codec Write uses unless Codec says otherwise:
+	// DefaultWriteCodec is the codec Write uses unless WithCodec says otherwise:
 	// snappy, as in Beam Java's AvroIO.
 	DefaultWriteCodec = "snappy"
 	// DefaultSyncInterval is the default number of bytes of serialized
@@ -34,15 +34,16 @@ const (
 	DefaultSyncInterval = container.DefaultSyncInterval
 )
 
-var (
-	recordsWritten   = beam.NewCounter(Namespace, "records_written")
-	bytesWritten     = beam.NewCounter(Namespace, "bytes_written")
-	filesWritten     = beam.NewCounter(Namespace, "files_written")
-	tempFilesRemoved = beam.NewCounter(Namespace, "temp_files_removed")
-)
+// WriteOption configures Write. The options of Write alone return a
+// WriteOption; WithMetricsNamespace, an option of every transform, is one
+// too. A read's option is not a WriteOption: given to Write, it does not
+// compile.
+type WriteOption interface{ applyWrite(*writeOptions) }
 
-// WriteOption configures Write.
-type WriteOption func(*writeOptions)
+// writeOnlyOption is an option of Write alone.
+type writeOnlyOption func(*writeOptions)
+
+func (f writeOnlyOption) applyWrite(o *writeOptions) { f(o) }
 
 type writeOptions struct {
 	numShards    int
@@ -54,83 +55,117 @@ type writeOptions struct {
 	maxBlock     int64
 	meta         map[string][]byte
 	tempDir      string
+	namespace    string
+	// fileCalls are the calls of the options that shape the files (codec,
+	// level, sync interval, block size, metadata), which the container
+	// writer checks: its errors name them.
+	fileCalls []string
+	err       error // the first option that cannot work
 }
 
-// NumShards sets the number of files: exactly n (empty files included), or
-// for 0, the default, as many as the runner makes bundles (one file each).
-// Fixed sharding groups the records by shard, a shuffle of every record;
-// prefer 0 unless the number of files matters.
-func NumShards(n int) WriteOption { return func(o *writeOptions) { o.numShards = n } }
-
-// Suffix is appended to every file name, after the shard name (e.g. ".avro").
-func Suffix(s string) WriteOption { return func(o *writeOptions) { o.suffix = s } }
-
-// ShardNameTemplate sets the part of a file name between the prefix and
-// the suffix (DefaultShardNameTemplate when not set): each run of 'S' is
-// replaced by the shard index and each run of 'N' by the number of shards,
-// zero-padded to the run's length (wider numbers are not cut); all other
-// characters are kept. A template without 'S' suits one file only.
-func ShardNameTemplate(t string) WriteOption {
-	return func(o *writeOptions) { o.template = t }
+func (o *writeOptions) fail(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf(format, args...)
+	}
 }
 
-// Codec sets the block codec by its Avro name: "null", "deflate",
+func (o *writeOptions) setNamespace(ns string) {
+	o.namespace = ns
+	if ns == "" {
+		o.fail(`WithMetricsNamespace(""): an empty metrics namespace`)
+	}
+}
+
+// fileOption is an option that shapes the files, noted as call.
+func fileOption(call string, f func(*writeOptions)) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.fileCalls = append(o.fileCalls, call); f(o) })
+}
+
+// WithNumShards sets the number of files: exactly n (empty files
+// included), or for 0, the default, as many as the runner makes bundles
+// (one file each). Fixed sharding groups the records by shard, a shuffle
+// of every record; prefer 0 unless the number of files matters.
+func WithNumShards(n int) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) {
+		o.numShards = n
+		if n < 0 {
+			o.fail("WithNumShards(%d): a negative number of shards", n)
+		}
+	})
+}
+
+// WithSuffix is appended to every file name, after the shard name (e.g.
+// ".avro").
+func WithSuffix(s string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.suffix = s })
+}
+
+// WithShardNameTemplate sets the part of a file name between the prefix
+// and the suffix (DefaultShardNameTemplate when not set): each run of 'S'
+// is replaced by the shard index and each run of 'N' by the number of
+// shards, zero-padded to the run's length (wider numbers are not cut); all
+// other characters are kept. A template without 'S' suits one file only.
+func WithShardNameTemplate(t string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.template = t })
+}
+
+// WithCodec sets the block codec by its Avro name: "null", "deflate",
 // "snappy" (the default), "zstandard" or "xz" (container.WritableCodecs),
 // at the codec's default level.
-func Codec(name string) WriteOption {
-	return func(o *writeOptions) { o.codec, o.level = name, 0 }
+func WithCodec(name string) WriteOption {
+	return fileOption(fmt.Sprintf("WithCodec(%q)", name), func(o *writeOptions) { o.codec, o.level = name, 0 })
 }
 
-// DeflateLevel selects the deflate codec at level 1 (fastest) to 9
+// WithDeflateLevel selects the deflate codec at level 1 (fastest) to 9
 // (smallest); its default is 6.
-func DeflateLevel(level int) WriteOption {
-	return func(o *writeOptions) { o.codec, o.level = "deflate", level }
+func WithDeflateLevel(level int) WriteOption {
+	return fileOption(fmt.Sprintf("WithDeflateLevel(%d)", level), func(o *writeOptions) { o.codec, o.level = "deflate", level })
 }
 
-// ZstandardLevel selects the zstandard codec at a level of up to 22 (see
-// container.WriterOptions.Level); its default is 3.
-func ZstandardLevel(level int) WriteOption {
-	return func(o *writeOptions) { o.codec, o.level = "zstandard", level }
+// WithZstandardLevel selects the zstandard codec at a level of up to 22
+// (see container.WriterOptions.Level); its default is 3.
+func WithZstandardLevel(level int) WriteOption {
+	return fileOption(fmt.Sprintf("WithZstandardLevel(%d)", level), func(o *writeOptions) { o.codec, o.level = "zstandard", level })
 }
 
-// SyncInterval sets the number of bytes of serialized records after which
-// a block ends (DefaultSyncInterval when not set), from
+// WithSyncInterval sets the number of bytes of serialized records after
+// which a block ends (DefaultSyncInterval when not set), from
 // container.MinSyncInterval to container.MaxSyncInterval.
-func SyncInterval(bytes int) WriteOption {
-	return func(o *writeOptions) { o.syncInterval = bytes }
+func WithSyncInterval(bytes int) WriteOption {
+	return fileOption(fmt.Sprintf("WithSyncInterval(%d)", bytes), func(o *writeOptions) { o.syncInterval = bytes })
 }
 
-// MaxBlockSize bounds the blocks of the files (their serialized records,
-// and those compressed), by default container.DefaultMaxAlloc: the largest
-// block Read, with its default MaxAlloc, reads. So what Write writes with
-// its defaults, Read reads with its defaults: a record that would take a
-// block past the bound ends the block first, and a record that alone
-// serializes to more fails the write naming it and its size (as a record
-// the schema cannot hold does: see "When a write fails"). Raise it together
-// with the readers' MaxAlloc.
-func MaxBlockSize(bytes int64) WriteOption {
-	return func(o *writeOptions) { o.maxBlock = bytes }
+// WithMaxBlockSize bounds the blocks of the files (their serialized
+// records, and those compressed), by default container.DefaultMaxAlloc:
+// the largest block Read, with its default WithMaxAlloc, reads. So what
+// Write writes with its defaults, Read reads with its defaults: a record
+// that would take a block past the bound ends the block first, and a
+// record that alone serializes to more fails the write naming it and its
+// size (as a record the schema cannot hold does: see "When a write
+// fails"). Raise it together with the readers' WithMaxAlloc.
+func WithMaxBlockSize(bytes int64) WriteOption {
+	return fileOption(fmt.Sprintf("WithMaxBlockSize(%d)", bytes), func(o *writeOptions) { o.maxBlock = bytes })
 }
 
-// Metadata adds user metadata to every file's header. Keys starting with
-// "avro." are reserved. Several Metadata options add up; a later value for
-// a key replaces an earlier one.
-func Metadata[V ~string | ~[]byte](m map[string]V) WriteOption {
-	return func(o *writeOptions) {
+// WithMetadata adds user metadata to every file's header. Keys starting
+// with "avro." are reserved. Several WithMetadata options add up; a later
+// value for a key replaces an earlier one.
+func WithMetadata[V ~string | ~[]byte](m map[string]V) WriteOption {
+	return fileOption("WithMetadata(...)", func(o *writeOptions) {
 		if o.meta == nil {
 			o.meta = map[string][]byte{}
 		}
 		for k, v := range m {
 			o.meta[k] = []byte(v)
 		}
-	}
+	})
 }
 
-// TempDirectory sets the directory under which the write makes its
+// WithTempDirectory sets the directory under which the write makes its
 // temporary directory (by default the directory of the prefix). It must
 // be on the same filesystem as the prefix, so that files can be renamed.
-func TempDirectory(dir string) WriteOption {
-	return func(o *writeOptions) { o.tempDir = dir }
+func WithTempDirectory(dir string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.tempDir = dir })
 }
 
 // writeConfig is what every step of a write needs; it travels to the
@@ -155,6 +190,17 @@ type writeConfig struct {
 	NumShards int
 	// TempDir is the write's temporary directory, ending in "/".
 	TempDir string
+	// Namespace is the Beam metrics namespace (WithMetricsNamespace).
+	Namespace string
+}
+
+// counter is the named counter of the write's metrics namespace.
+func (c writeConfig) counter(name string) beam.Counter {
+	ns := c.Namespace
+	if ns == "" { // a writeConfig not built by the options (tests)
+		ns = Namespace
+	}
+	return beam.NewCounter(ns, name)
 }
 
 func (c writeConfig) writerOptions() container.WriterOptions {
@@ -182,7 +228,7 @@ type fileResult struct {
 // names of the files written (strings), available once all are in place:
 //
 //	avroio.Write(s, "gs://bucket/out/part", schemaJSON, records,
-//		avroio.NumShards(4), avroio.Suffix(".avro"))
+//		avroio.WithNumShards(4), avroio.WithSuffix(".avro"))
 //
 // writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
 // Invalid options or schemas, and elements of a Go type that cannot hold
@@ -210,24 +256,26 @@ type fileResult struct {
 //
 // # Options
 //
-// NumShards(n) writes exactly n files, empty ones included (records are
+// WithNumShards(n) writes exactly n files, empty ones included (records are
 // spread round-robin from a random start, grouped by shard with a
-// GroupByKey of encoded records); NumShards(0), the default, lets the
+// GroupByKey of encoded records); WithNumShards(0), the default, lets the
 // runner decide: one file per bundle, no shuffle of records, and one empty
-// file when the input is empty. ShardNameTemplate (default
+// file when the input is empty. WithShardNameTemplate (default
 // "-SSSSS-of-NNNNN": each run of S becomes the shard index, each run of N
-// the number of shards, zero-padded to the run's length) and Suffix
-// complete the names. Codec (default "snappy", as in Java), DeflateLevel,
-// ZstandardLevel, SyncInterval (bytes of serialized records per block,
-// default 64000), MaxBlockSize (the largest block, by default the largest
-// Read reads with its defaults) and Metadata shape the files. TempDirectory moves the
-// temporary files.
+// the number of shards, zero-padded to the run's length) and WithSuffix
+// complete the names. WithCodec (default "snappy", as in Java),
+// WithDeflateLevel, WithZstandardLevel, WithSyncInterval (bytes of
+// serialized records per block, default 64000), WithMaxBlockSize (the
+// largest block, by default the largest Read reads with its defaults) and
+// WithMetadata shape the files. WithTempDirectory moves the temporary
+// files; WithMetricsNamespace, the metrics. Values that cannot work panic
+// when the pipeline is built, naming the option.
 //
 // # Committing files
 //
 // Files appear whole or not at all. Each bundle writes its file under a
 // name of its own in a temporary directory (".temp-sdfio-<random>" beside
-// the prefix unless TempDirectory says otherwise); a new name for every
+// the prefix unless WithTempDirectory says otherwise); a new name for every
 // attempt, so a retried bundle never writes over, or adds to, another
 // attempt's file. Only bundles the runner commits pass their file names on,
 // through a Reshuffle, to a single finalize step, which renames them to
@@ -256,7 +304,7 @@ type fileResult struct {
 //   - A fault of the filesystem (creating, writing or committing a
 //     temporary file) fails the bundle, which removes its file, so that a
 //     runner can retry it. The finalize step commits only with evidence
-//     that no bundle is missing: under NumShards(n), a file for each of the
+//     that no bundle is missing: under WithNumShards(n), a file for each of the
 //     n shards (every shard gets one, empty or not, from its own bundle);
 //     with runner-determined sharding, when no bundle committed a file
 //     (an empty input, or the input's bundles failed), a marker file that
@@ -275,7 +323,7 @@ type fileResult struct {
 //
 // # Metrics
 //
-// In namespace Namespace: records_written and bytes_written (by the
+// In namespace Namespace (or WithMetricsNamespace's): records_written and bytes_written (by the
 // writing bundles; bytes are whole files, headers included),
 // files_written and temp_files_removed (by the finalize step).
 //
@@ -311,12 +359,15 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 }
 
 func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption) (writeConfig, error) {
-	o := writeOptions{template: DefaultShardNameTemplate, codec: DefaultWriteCodec}
+	o := writeOptions{template: DefaultShardNameTemplate, codec: DefaultWriteCodec, namespace: Namespace}
 	for _, opt := range opts {
-		opt(&o)
+		opt.applyWrite(&o)
 	}
 	fail := func(format string, args ...any) (writeConfig, error) {
 		return writeConfig{}, fmt.Errorf("avroio.Write to %q: %s", prefix, fmt.Sprintf(format, args...))
+	}
+	if o.err != nil {
+		return fail("%v", o.err)
 	}
 	if strings.TrimSpace(prefix) == "" {
 		return fail("empty prefix")
@@ -324,21 +375,21 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 	if err := validateScheme(prefix); err != nil {
 		return fail("%v", err)
 	}
-	if o.numShards < 0 {
-		return fail("NumShards(%d) is negative", o.numShards)
-	}
 	if o.numShards > 1 && !strings.Contains(o.template, "S") {
-		return fail("shard name template %q has no S, so the %d shards would share one name", o.template, o.numShards)
+		return fail("WithShardNameTemplate(%q) has no S, so the %d shards of WithNumShards(%d) would share one name", o.template, o.numShards, o.numShards)
 	}
 	cfg := writeConfig{
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
 		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
-		MaxBlockSize: o.maxBlock, NumShards: o.numShards,
+		MaxBlockSize: o.maxBlock, NumShards: o.numShards, Namespace: o.namespace,
 	}
 	// Everything the container writer checks (schema, codec, level, sync
 	// interval, metadata keys) fails here rather than on a worker.
 	w, err := container.NewWriter(io.Discard, schema, cfg.writerOptions())
 	if err != nil {
+		if len(o.fileCalls) > 0 {
+			return fail("%s: %v", strings.Join(o.fileCalls, ", "), err)
+		}
 		return fail("%v", err)
 	}
 	w.Close()
@@ -436,7 +487,7 @@ func parsedSchema(json string) avro.Schema {
 }
 
 // recordEncoder encodes Records by the writer schema with the package's
-// own encoder (see generic.go), so that unions keep the branch a Record
+// own encoder (see generic_encode.go), so that unions keep the branch a Record
 // names; other elements are encoded by hamba/avro.
 type recordEncoder struct {
 	root *node
@@ -479,7 +530,7 @@ func (e *recordEncoder) encode(r Record) ([]byte, error) {
 // timestamp and a local timestamp of one unit, naming the field); the
 // files' headers keep the schema as the user gave it; container.Writer's
 // Append, which the runner-sharded path uses, encodes by the same copy.
-// Records are encoded by this package's own encoder (generic.go), which
+// Records are encoded by this package's own encoder (generic_encode.go), which
 // keeps the rule itself.
 
 // elementEncoder encodes the elements of a write: Records by the
@@ -719,15 +770,15 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 // bundle's first report on: Prism v2.77 keeps only one of two concurrent
 // first reports of a counter it does not know yet, which lost a bundle's
 // records_written under load.
-func touchWriteCounters(ctx context.Context) {
-	recordsWritten.Inc(ctx, 0)
-	bytesWritten.Inc(ctx, 0)
+func touchWriteCounters(ctx context.Context, cfg writeConfig) {
+	cfg.counter("records_written").Inc(ctx, 0)
+	cfg.counter("bytes_written").Inc(ctx, 0)
 }
 
 // StartBundle drops the file of a bundle that failed on this instance
 // (in another DoFn of its stage, since this one did not see it fail).
 func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(*string) bool, _ func(fileResult)) {
-	touchWriteCounters(ctx)
+	touchWriteCounters(ctx, fn.Config)
 	fn.failed = ""
 	if fn.cur != nil {
 		fn.giveUp(ctx)
@@ -778,8 +829,8 @@ func (fn *writeBundleFn) FinishBundle(ctx context.Context, _ func(*string) bool,
 		return err
 	}
 	fn.cur = nil
-	recordsWritten.Inc(ctx, res.Records)
-	bytesWritten.Inc(ctx, res.Bytes)
+	fn.Config.counter("records_written").Inc(ctx, res.Records)
+	fn.Config.counter("bytes_written").Inc(ctx, res.Bytes)
 	emit(res)
 	return nil
 }
@@ -943,7 +994,7 @@ func (fn *writeShardFn) Setup(ctx context.Context) error {
 }
 
 func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
-	touchWriteCounters(ctx)
+	touchWriteCounters(ctx, fn.Config)
 	var d []byte
 	if shard == errorShard {
 		var first string
@@ -990,8 +1041,8 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 		return err
 	}
 	res.Shard = shard
-	recordsWritten.Inc(ctx, res.Records)
-	bytesWritten.Inc(ctx, res.Bytes)
+	fn.Config.counter("records_written").Inc(ctx, res.Records)
+	fn.Config.counter("bytes_written").Inc(ctx, res.Bytes)
 	emit(res)
 	return nil
 }
@@ -1025,14 +1076,14 @@ func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func
 	defer fs.Close()
 	st, err := finalize(ctx, fs, fn.Config, all)
 	if st.removed > 0 {
-		tempFilesRemoved.Inc(ctx, int64(st.removed))
+		fn.Config.counter("temp_files_removed").Inc(ctx, int64(st.removed))
 	}
 	if err != nil {
 		return err
 	}
-	filesWritten.Inc(ctx, int64(len(st.files)))
+	fn.Config.counter("files_written").Inc(ctx, int64(len(st.files)))
 	if st.emptyBytes > 0 {
-		bytesWritten.Inc(ctx, st.emptyBytes)
+		fn.Config.counter("bytes_written").Inc(ctx, st.emptyBytes)
 	}
 	for _, f := range st.files {
 		emit(f)
@@ -1242,7 +1293,7 @@ func removeAll(ctx context.Context, fs filesystem.Interface, cfg writeConfig, pa
 }
 
 // makeLocalDir makes the directory of a local file where it is missing
-// (a TempDirectory elsewhere leaves the prefix's directory unmade); object
+// (a WithTempDirectory elsewhere leaves the prefix's directory unmade); object
 // stores need none.
 func makeLocalDir(path string) error {
 	if strings.Contains(path, "://") {

@@ -66,7 +66,7 @@ func TestWriteMaxBlockSize(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.ParDo(s, &longNameFn{N: 3000, Long: -1}, beam.Impulse(s))
 	out := filepath.Join(dir, "ok/part")
-	avroio.Write(s, out, eventSchema, in, avroio.NumShards(1), avroio.SyncInterval(4000), avroio.MaxBlockSize(limit), avroio.Codec("null"))
+	avroio.Write(s, out, eventSchema, in, avroio.WithNumShards(1), avroio.WithSyncInterval(4000), avroio.WithMaxBlockSize(limit), avroio.WithCodec("null"))
 	runWritePipeline(t, p)
 	checkEvents(t, []string{out + "-00000-of-00001"}, 3000)
 	if most := maxBlockBytes(t, out+"-00000-of-00001", limit); most > limit {
@@ -77,7 +77,7 @@ func TestWriteMaxBlockSize(t *testing.T) {
 		dir := t.TempDir()
 		p, s := beam.NewPipelineWithRoot()
 		in := beam.ParDo(s, &longNameFn{N: 100, Long: 50}, beam.Impulse(s))
-		avroio.Write(s, filepath.Join(dir, "out/part"), eventSchema, in, avroio.NumShards(shards), avroio.SyncInterval(1000), avroio.MaxBlockSize(limit))
+		avroio.Write(s, filepath.Join(dir, "out/part"), eventSchema, in, avroio.WithNumShards(shards), avroio.WithSyncInterval(1000), avroio.WithMaxBlockSize(limit))
 		err := runFailing(p)
 		if err == nil || !strings.Contains(err.Error(), "serializes to") || !strings.Contains(err.Error(), "MaxBlockSize 4096") {
 			t.Fatalf("NumShards(%d): pipeline error %v, want one naming the record's size and MaxBlockSize", shards, err)

@@ -92,8 +92,8 @@ func TestWriteTempDirectoryMakesOutputDir(t *testing.T) {
 	const n = 150
 	bundles := filepath.Join(dir, "new/b/part")
 	fixed := filepath.Join(dir, "new/f/part")
-	avroio.Write(s, bundles, eventSchema, events(s, 0, n), avroio.TempDirectory(scratch))
-	avroio.Write(s, fixed, eventSchema, events(s, 0, n), avroio.TempDirectory(scratch+"/"), avroio.NumShards(2))
+	avroio.Write(s, bundles, eventSchema, events(s, 0, n), avroio.WithTempDirectory(scratch))
+	avroio.Write(s, fixed, eventSchema, events(s, 0, n), avroio.WithTempDirectory(scratch+"/"), avroio.WithNumShards(2))
 	runWritePipeline(t, p)
 
 	checkEvents(t, []string{bundles + "-00000-of-00001"}, n)
@@ -118,7 +118,7 @@ func TestWriteFailedBundleLeavesNothing(t *testing.T) {
 	}{
 		{"beside the prefix", func(string) []avroio.WriteOption { return nil }},
 		{"TempDirectory", func(dir string) []avroio.WriteOption {
-			return []avroio.WriteOption{avroio.TempDirectory(filepath.Join(dir, "scratch"))}
+			return []avroio.WriteOption{avroio.WithTempDirectory(filepath.Join(dir, "scratch"))}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestWriteFailedCommitLeavesNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("NumShards(%d)", shards), func(t *testing.T) {
 			dir := t.TempDir()
 			p, s := beam.NewPipelineWithRoot()
-			avroio.Write(s, closeFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100), avroio.NumShards(shards))
+			avroio.Write(s, closeFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100), avroio.WithNumShards(shards))
 			err := runFailing(p)
 			if err == nil || !strings.Contains(err.Error(), errCommit.Error()) {
 				t.Fatalf("pipeline error %v, want one saying %q", err, errCommit)
@@ -304,7 +304,7 @@ func TestWriteFailuresOnPrism(t *testing.T) {
 		}},
 		{"record, NumShards(2)", "NOT_A_SYMBOL", func(s beam.Scope, dir string) {
 			in := beam.ParDo(s, &badEventFn{Good: 3000}, beam.Impulse(s))
-			avroio.Write(s, filepath.Join(dir, "out/part"), eventSchema, in, avroio.NumShards(2))
+			avroio.Write(s, filepath.Join(dir, "out/part"), eventSchema, in, avroio.WithNumShards(2))
 		}},
 		{"record in one of several bundles", "NOT_A_SYMBOL", func(s beam.Scope, dir string) {
 			chunks := beam.Reshuffle(s, beam.CreateList(s, []int64{0, 1, 2, 3, 4, 5}))
@@ -315,7 +315,7 @@ func TestWriteFailuresOnPrism(t *testing.T) {
 			avroio.Write(s, tempFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100))
 		}},
 		{"commit, NumShards(2)", errCommit.Error(), func(s beam.Scope, dir string) {
-			avroio.Write(s, tempFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100), avroio.NumShards(2))
+			avroio.Write(s, tempFailScheme+"://"+dir+"/out/part", eventSchema, events(s, 0, 100), avroio.WithNumShards(2))
 		}},
 	}
 	for _, tc := range cases {

@@ -60,8 +60,8 @@ func TestTempDirPlacement(t *testing.T) {
 		{"/data/out/part", nil, "/data/out/.temp-sdfio-"},
 		{"part", nil, ".temp-sdfio-"},
 		{"/data/out/", nil, "/data/out/.temp-sdfio-"},
-		{"/data/out/part", []WriteOption{TempDirectory("/scratch")}, "/scratch/.temp-sdfio-"},
-		{"/data/out/part", []WriteOption{TempDirectory("/scratch/")}, "/scratch/.temp-sdfio-"},
+		{"/data/out/part", []WriteOption{WithTempDirectory("/scratch")}, "/scratch/.temp-sdfio-"},
+		{"/data/out/part", []WriteOption{WithTempDirectory("/scratch/")}, "/scratch/.temp-sdfio-"},
 	} {
 		a, err := newWriteConfig(c.prefix, schema, typ, c.opts)
 		if err != nil {
@@ -136,7 +136,7 @@ func namesIn(t *testing.T, dir string) []string {
 
 func testConfig(t *testing.T, dir string, shards int) writeConfig {
 	t.Helper()
-	cfg, err := newWriteConfig(filepath.Join(dir, "out"), finalizeSchema, reflect.TypeFor[finalizeRec](), []WriteOption{NumShards(shards), Suffix(".avro"), Codec("deflate")})
+	cfg, err := newWriteConfig(filepath.Join(dir, "out"), finalizeSchema, reflect.TypeFor[finalizeRec](), []WriteOption{WithNumShards(shards), WithSuffix(".avro"), WithCodec("deflate")})
 	if err != nil {
 		t.Fatal(err)
 	}

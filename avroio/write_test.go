@@ -257,8 +257,8 @@ func TestWriteFixedShards(t *testing.T) {
 	dir := t.TempDir()
 	p, s := beam.NewPipelineWithRoot()
 	const n = 999
-	a := avroio.Write(s, filepath.Join(dir, "a/part"), eventSchema, events(s, 0, n), avroio.NumShards(3), avroio.Suffix(".avro"))
-	b := avroio.Write(s, filepath.Join(dir, "b/few"), eventSchema, events(s, 0, 2), avroio.NumShards(5))
+	a := avroio.Write(s, filepath.Join(dir, "a/part"), eventSchema, events(s, 0, n), avroio.WithNumShards(3), avroio.WithSuffix(".avro"))
+	b := avroio.Write(s, filepath.Join(dir, "b/few"), eventSchema, events(s, 0, 2), avroio.WithNumShards(5))
 	wantA := []string{
 		filepath.Join(dir, "a/part-00000-of-00003.avro"),
 		filepath.Join(dir, "a/part-00001-of-00003.avro"),
@@ -323,7 +323,7 @@ func TestWriteRunnerSharding(t *testing.T) {
 	chunks := beam.Reshuffle(s, beam.CreateList(s, []int64{0, 1, 2, 3, 4, 5, 6}))
 	in := beam.ParDo(s, &slowChunkFn{Size: 100, DelayMs: 250}, chunks)
 	avroio.Write(s, filepath.Join(dir, "out/data"), eventSchema, in,
-		avroio.ShardNameTemplate("_part-SSS_of_NN"), avroio.Suffix(".avro"))
+		avroio.WithShardNameTemplate("_part-SSS_of_NN"), avroio.WithSuffix(".avro"))
 	none := avroio.Write(s, filepath.Join(dir, "none/x"), eventSchema, events(s, 0, 0))
 	passert.Equals(s, none, filepath.Join(dir, "none/x-00000-of-00001"))
 	res := runWritePipeline(t, p)
@@ -368,17 +368,17 @@ func TestWriteCodecsAndMetadata(t *testing.T) {
 		codec string
 		opts  []avroio.WriteOption
 	}{
-		{"null", "null", []avroio.WriteOption{avroio.Codec("null")}},
-		{"deflate9", "deflate", []avroio.WriteOption{avroio.DeflateLevel(9)}},
-		{"deflate", "deflate", []avroio.WriteOption{avroio.Codec("deflate")}},
-		{"zstd", "zstandard", []avroio.WriteOption{avroio.ZstandardLevel(7)}},
-		{"xz", "xz", []avroio.WriteOption{avroio.Codec("xz")}},
+		{"null", "null", []avroio.WriteOption{avroio.WithCodec("null")}},
+		{"deflate9", "deflate", []avroio.WriteOption{avroio.WithDeflateLevel(9)}},
+		{"deflate", "deflate", []avroio.WriteOption{avroio.WithCodec("deflate")}},
+		{"zstd", "zstandard", []avroio.WriteOption{avroio.WithZstandardLevel(7)}},
+		{"xz", "xz", []avroio.WriteOption{avroio.WithCodec("xz")}},
 		{"snappy", "snappy", nil},
 	}
-	meta := avroio.Metadata(map[string]string{"origin": "sdfio test", "avroio.note": "x"})
-	metaBytes := avroio.Metadata(map[string][]byte{"bin": {0, 1, 255}})
+	meta := avroio.WithMetadata(map[string]string{"origin": "sdfio test", "avroio.note": "x"})
+	metaBytes := avroio.WithMetadata(map[string][]byte{"bin": {0, 1, 255}})
 	for _, c := range cases {
-		opts := append([]avroio.WriteOption{avroio.NumShards(1), avroio.SyncInterval(1000), meta, metaBytes}, c.opts...)
+		opts := append([]avroio.WriteOption{avroio.WithNumShards(1), avroio.WithSyncInterval(1000), meta, metaBytes}, c.opts...)
 		avroio.Write(s.Scope(c.name), filepath.Join(dir, c.name, "f"), eventSchema, events(s.Scope(c.name), 0, n), opts...)
 	}
 	runWritePipeline(t, p)
@@ -435,7 +435,7 @@ func TestWriteGenericRecords(t *testing.T) {
 	const n = 250
 	gen := beam.ParDo(s, &genericEventsFn{From: 0, To: n}, beam.Impulse(s))
 	gen = beam.Reshuffle(s, gen)
-	avroio.Write(s, filepath.Join(dir, "fixed/g"), eventSchema, gen, avroio.NumShards(2), avroio.Codec("deflate"))
+	avroio.Write(s, filepath.Join(dir, "fixed/g"), eventSchema, gen, avroio.WithNumShards(2), avroio.WithCodec("deflate"))
 	avroio.Write(s, filepath.Join(dir, "bundles/g"), eventSchema, gen)
 	runWritePipeline(t, p)
 	checkEvents(t, []string{filepath.Join(dir, "fixed/g-00000-of-00002"), filepath.Join(dir, "fixed/g-00001-of-00002")}, n)
@@ -449,8 +449,8 @@ func TestWriteSeparateWorker(t *testing.T) {
 	dir := t.TempDir()
 	p, s := beam.NewPipelineWithRoot()
 	const n = 500
-	avroio.Write(s, filepath.Join(dir, "w/part"), eventSchema, events(s, 0, n), avroio.NumShards(2), avroio.ZstandardLevel(5), avroio.Suffix(".avro"))
-	avroio.Write(s, filepath.Join(dir, "r/part"), eventSchema, events(s, n, n), avroio.Metadata(map[string]string{"k": "v"}))
+	avroio.Write(s, filepath.Join(dir, "w/part"), eventSchema, events(s, 0, n), avroio.WithNumShards(2), avroio.WithZstandardLevel(5), avroio.WithSuffix(".avro"))
+	avroio.Write(s, filepath.Join(dir, "r/part"), eventSchema, events(s, n, n), avroio.WithMetadata(map[string]string{"k": "v"}))
 	res, err := workertest.Run(t, p)
 	if err != nil {
 		t.Fatalf("pipeline with separate workers failed: %v", err)
@@ -582,7 +582,7 @@ func TestWriteLeavesNoAttemptBehind(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	const n = 300
 	root := attemptScheme + "://" + dir
-	fixed := avroio.Write(s, root+"/fixed/part", eventSchema, events(s, 0, n), avroio.NumShards(4))
+	fixed := avroio.Write(s, root+"/fixed/part", eventSchema, events(s, 0, n), avroio.WithNumShards(4))
 	bundles := avroio.Write(s, root+"/bundles/part", eventSchema, events(s, 0, n))
 	passert.Count(s, fixed, "fixed", 4)
 	passert.Count(s, bundles, "bundles", 1)
@@ -620,15 +620,15 @@ func TestWriteConstructionErrors(t *testing.T) {
 		opts   []avroio.WriteOption
 		want   string
 	}{
-		{"codec", eventSchema, nil, []avroio.WriteOption{avroio.Codec("lz4")}, `cannot write codec "lz4"`},
-		{"level", eventSchema, nil, []avroio.WriteOption{avroio.DeflateLevel(12)}, "deflate level 12"},
+		{"codec", eventSchema, nil, []avroio.WriteOption{avroio.WithCodec("lz4")}, `cannot write codec "lz4"`},
+		{"level", eventSchema, nil, []avroio.WriteOption{avroio.WithDeflateLevel(12)}, "deflate level 12"},
 		{"schema", `{"type":"record","name":"X","fields":[{"name":"a","type":"nope"}]}`, nil, nil, "parsing the writer schema"},
-		{"interval", eventSchema, nil, []avroio.WriteOption{avroio.SyncInterval(10)}, "sync interval 10"},
-		{"max block", eventSchema, nil, []avroio.WriteOption{avroio.MaxBlockSize(-1)}, "negative MaxBlockSize"},
-		{"interval over max block", eventSchema, nil, []avroio.WriteOption{avroio.SyncInterval(8000), avroio.MaxBlockSize(4096)}, "sync interval 8000 is above MaxBlockSize 4096"},
-		{"metadata", eventSchema, nil, []avroio.WriteOption{avroio.Metadata(map[string]string{"avro.schema": "x"})}, "reserved"},
-		{"shards", eventSchema, nil, []avroio.WriteOption{avroio.NumShards(-1)}, "negative"},
-		{"template", eventSchema, nil, []avroio.WriteOption{avroio.NumShards(2), avroio.ShardNameTemplate("-of-NN")}, "has no S"},
+		{"interval", eventSchema, nil, []avroio.WriteOption{avroio.WithSyncInterval(10)}, "sync interval 10"},
+		{"max block", eventSchema, nil, []avroio.WriteOption{avroio.WithMaxBlockSize(-1)}, "negative MaxBlockSize"},
+		{"interval over max block", eventSchema, nil, []avroio.WriteOption{avroio.WithSyncInterval(8000), avroio.WithMaxBlockSize(4096)}, "sync interval 8000 is above MaxBlockSize 4096"},
+		{"metadata", eventSchema, nil, []avroio.WriteOption{avroio.WithMetadata(map[string]string{"avro.schema": "x"})}, "reserved"},
+		{"shards", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(-1)}, "negative"},
+		{"template", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(2), avroio.WithShardNameTemplate("-of-NN")}, "has no S"},
 		{"field", eventSchema, func(s beam.Scope) beam.PCollection { return beam.Create(s, noID{"x"}) }, nil, `no field for field "id" of Avro record sdfio.test.Event`},
 	}
 	for _, c := range cases {
@@ -674,8 +674,8 @@ func TestWriteMemfs(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	const n = 200
 	root := fmt.Sprintf("memfs://%s/", strings.ReplaceAll(t.Name(), "/", "_"))
-	fixed := avroio.Write(s, root+"fixed/part", eventSchema, events(s, 0, n), avroio.NumShards(2), avroio.Suffix(".avro"))
-	bundles := avroio.Write(s, root+"bundles/part", eventSchema, events(s, 0, n), avroio.Codec("deflate"))
+	fixed := avroio.Write(s, root+"fixed/part", eventSchema, events(s, 0, n), avroio.WithNumShards(2), avroio.WithSuffix(".avro"))
+	bundles := avroio.Write(s, root+"bundles/part", eventSchema, events(s, 0, n), avroio.WithCodec("deflate"))
 	passert.Equals(s, fixed, root+"fixed/part-00000-of-00002.avro", root+"fixed/part-00001-of-00002.avro")
 	passert.Equals(s, bundles, root+"bundles/part-00000-of-00001")
 	runWritePipeline(t, p)
@@ -750,8 +750,8 @@ func TestWriteGCS(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	const n = 300
 	root := "gs://" + bucket + "/"
-	fixed := avroio.Write(s, root+"out/fixed", eventSchema, events(s, 0, n), avroio.NumShards(3), avroio.Suffix(".avro"))
-	bundles := avroio.Write(s, root+"out/bundle", eventSchema, events(s, 0, n), avroio.ZstandardLevel(3))
+	fixed := avroio.Write(s, root+"out/fixed", eventSchema, events(s, 0, n), avroio.WithNumShards(3), avroio.WithSuffix(".avro"))
+	bundles := avroio.Write(s, root+"out/bundle", eventSchema, events(s, 0, n), avroio.WithZstandardLevel(3))
 	passert.Count(s, fixed, "fixed", 3)
 	passert.Equals(s, bundles, root+"out/bundle-00000-of-00001")
 	runWritePipeline(t, p)

@@ -109,7 +109,7 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 	b.Run("sdfio", func(b *testing.B) {
 		bench(b, func(s beam.Scope) beam.PCollection {
-			return offsetsource.Read(s, src, offsetsource.DesiredBundleSize(bundle))
+			return offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(bundle))
 		})
 	})
 	b.Run("beam_offsetrange", func(b *testing.B) {

@@ -3,6 +3,26 @@
 // that Beam runners split into initial bundles and rebalance dynamically,
 // under the split contract of package sdf.
 //
+//	func init() { offsetsource.Register[Reading, BlockFile]() }
+//
+//	func main() {
+//		beam.Init()
+//		p, s := beam.NewPipelineWithRoot()
+//		readings := offsetsource.Read(s, BlockFile{Path: "/data/readings.blk"},
+//			offsetsource.WithDesiredBundleSize(16<<20)) // PCollection<Reading>
+//		debug.Print(s, readings)
+//		if err := beamx.Run(context.Background(), p); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Read and ReadAll take ReadOptions (WithDesiredBundleSize,
+// WithBundleCount, WithOutputType, WithMetricsNamespace,
+// WithSourceCounters); WithMetricsNamespace("") panics when the pipeline is
+// built, naming the transform. examples/blockfile holds a complete source.
+// Files on Beam filesystems are package filesource's: it matches patterns,
+// opens files at any offset and checks that they did not change.
+//
 // # What a source provides
 //
 // A Source is a range of offsets (byte offsets in a file, usually) over some
@@ -24,7 +44,7 @@
 //
 //   - CreateInitialRestriction is the source's range, its end clamped to
 //     MaxEndOffset (an End of sdf.Unbounded becomes MaxEndOffset);
-//   - SplitRestriction cuts it into initial bundles of DesiredBundleSize bytes
+//   - SplitRestriction cuts it into initial bundles of WithDesiredBundleSize bytes
 //     (64 MiB by default), at least MinBundleSize offsets each, with
 //     sdf.SplitIntoBundles, and never more than MaxInitialBundles of them
 //     (larger bundles instead);
@@ -46,7 +66,7 @@
 //     offset.
 //
 // The DoFn counts, in the Beam metrics namespace "sdfio/offsetsource"
-// (or the one the MetricsNamespace option names): records, bytes_read (see
+// (or the one WithMetricsNamespace names): records, bytes_read (see
 // ByteCounter), splits_accepted and splits_refused (dynamic splits, from the
 // tracker's SplitStats).
 //
@@ -54,7 +74,7 @@
 //
 // A source whose record type comes from a reflect.Type (a Read(s, pattern,
 // t) transform, say) implements Source[beam.X] and returns values of that
-// type in the beam.X records; the OutputType(t) option binds beam.X to t in
+// type in the beam.X records; the WithOutputType(t) option binds beam.X to t in
 // the read's ParDo, so the output PCollection has element type t.
 //
 // ReadRestriction is the ProcessElement loop on its own, for tests

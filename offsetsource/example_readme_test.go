@@ -103,7 +103,7 @@ func Example_lines() {
 
 	p, s := beam.NewPipelineWithRoot()
 	recs := offsetsource.Read(s, Lines{Path: path, Width: 12, End: sdf.Unbounded},
-		offsetsource.DesiredBundleSize(1200))
+		offsetsource.WithDesiredBundleSize(1200))
 	beam.ParDo0(s, printCount, beam.Combine(s, &countFn{}, recs))
 	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
 		log.Fatal(err)

@@ -39,7 +39,7 @@ func Example() {
 
 	p, s := beam.NewPipelineWithRoot()
 	src := FixedSource{Path: path, Width: 12, End: sdf.Unbounded} // the whole file
-	records := offsetsource.Read(s, src, offsetsource.DesiredBundleSize(1200))
+	records := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(1200))
 	beam.ParDo0(s, printCount, beam.Combine(s, &countFn{}, records))
 	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
 		log.Fatal(err)

@@ -91,7 +91,7 @@ func TestPipelineMaxEndOffsetError(t *testing.T) {
 func TestMaxEndOffsetErrorFromProcessElement(t *testing.T) {
 	ctx := context.Background()
 	src := brokenSource{Name: "y", Start: 5, End: sdf.Unbounded, MaxEndErr: "no such bucket"}
-	fn := offsetsource.NewReadFn[string, brokenSource](offsetsource.BundleCount(3))
+	fn := offsetsource.NewReadFn[string, brokenSource](offsetsource.WithBundleCount(3))
 	rest, err := fn.CreateInitialRestriction(ctx, src)
 	if err != nil || rest != (sdf.OffsetRange{Start: 5, End: sdf.Unbounded}) {
 		t.Fatalf("CreateInitialRestriction = %v, %v; want the unresolved [5, Unbounded), nil", rest, err)
@@ -143,7 +143,7 @@ func TestInitialBundlesCapped(t *testing.T) {
 		{1<<40 + 12345, 3, 7},
 	} {
 		src := brokenSource{Name: "huge", End: sdf.Unbounded, MaxEnd: c.maxEnd, BPO: c.bpo, MinBundle: c.minBundle}
-		fn := offsetsource.NewReadFn[string, brokenSource](offsetsource.DesiredBundleSize(1 << 20))
+		fn := offsetsource.NewReadFn[string, brokenSource](offsetsource.WithDesiredBundleSize(1 << 20))
 		rest, _ := fn.CreateInitialRestriction(ctx, src)
 		got, err := fn.SplitRestriction(ctx, src, rest)
 		if err != nil {
@@ -163,7 +163,7 @@ func TestInitialBundlesCapped(t *testing.T) {
 	}
 	// Below the cap, bundles keep the desired size.
 	src := brokenSource{Name: "small", End: sdf.Unbounded, MaxEnd: 100 << 20, BPO: 1, MinBundle: 1}
-	got, _ := offsetsource.NewReadFn[string, brokenSource](offsetsource.DesiredBundleSize(1<<20)).SplitRestriction(ctx, src, sdf.OffsetRange{End: 100 << 20})
+	got, _ := offsetsource.NewReadFn[string, brokenSource](offsetsource.WithDesiredBundleSize(1<<20)).SplitRestriction(ctx, src, sdf.OffsetRange{End: 100 << 20})
 	if len(got) != 100 {
 		t.Fatalf("%d bundles of a 100 MiB source, want 100", len(got))
 	}

@@ -66,9 +66,9 @@ func TestPipelineOutputType(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	const ns = "sdfio/test-dyn"
 	got := offsetsource.Read(s, dynSource{src},
-		offsetsource.OutputType(reflect.TypeFor[fixedRec]()),
-		offsetsource.MetricsNamespace(ns),
-		offsetsource.DesiredBundleSize(40*fixedWidth))
+		offsetsource.WithOutputType(reflect.TypeFor[fixedRec]()),
+		offsetsource.WithMetricsNamespace(ns),
+		offsetsource.WithDesiredBundleSize(40*fixedWidth))
 	if et := got.Type().Type(); et != reflect.TypeFor[fixedRec]() {
 		t.Fatalf("output element type %v, want fixedRec", et)
 	}
@@ -103,5 +103,5 @@ func TestOutputTypeNeedsUniversalT(t *testing.T) {
 			t.Fatal("OutputType on a read of concrete records did not fail at construction")
 		}
 	}()
-	offsetsource.Read(s, src, offsetsource.OutputType(reflect.TypeFor[fixedRec]()))
+	offsetsource.Read(s, src, offsetsource.WithOutputType(reflect.TypeFor[fixedRec]()))
 }

@@ -88,7 +88,7 @@ func run(t *testing.T, p *beam.Pipeline) beam.PipelineResult {
 func TestPipelineFixedManyBundles(t *testing.T) {
 	src, want := writeFixedFile(t, t.TempDir(), 2000)
 	p, s := beam.NewPipelineWithRoot()
-	got := offsetsource.Read(s, src, offsetsource.DesiredBundleSize(50*fixedWidth))
+	got := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(50*fixedWidth))
 	passert.Equals(s, got, anySlice(want)...)
 	passert.Equals(s, countRecords(s, got), int64(len(want)))
 	res := run(t, p)
@@ -105,7 +105,7 @@ func TestPipelineFixedManyBundles(t *testing.T) {
 func TestPipelineBlocksManyBundles(t *testing.T) {
 	src, want, _ := writeBlockFile(t, t.TempDir(), 300, []int{3, 1, 0, 7, 2, 5})
 	p, s := beam.NewPipelineWithRoot()
-	got := offsetsource.Read(s, src, offsetsource.DesiredBundleSize(500))
+	got := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(500))
 	passert.Equals(s, got, anySlice(want)...)
 	passert.Equals(s, countRecords(s, got), int64(len(want)))
 	res := run(t, p)
@@ -142,8 +142,8 @@ func TestPipelineReadAll(t *testing.T) {
 	}
 
 	p, s := beam.NewPipelineWithRoot()
-	a := offsetsource.ReadAll[string, FixedSource](s, beam.Create(s, sub, fixed), offsetsource.BundleCount(5))
-	b := offsetsource.ReadAll[string, BlockSource](s, beam.Create(s, bsub), offsetsource.DesiredBundleSize(100))
+	a := offsetsource.ReadAll[string, FixedSource](s, beam.Create(s, sub, fixed), offsetsource.WithBundleCount(5))
+	b := offsetsource.ReadAll[string, BlockSource](s, beam.Create(s, bsub), offsetsource.WithDesiredBundleSize(100))
 	passert.Equals(s, beam.Flatten(s, a, b), want...)
 	run(t, p)
 }
@@ -223,8 +223,8 @@ func TestPipelineSeparateWorker(t *testing.T) {
 	fixed, frecs := writeFixedFile(t, dir, 500)
 	blocks, brecs, _ := writeBlockFile(t, dir, 60, []int{3, 1, 0, 4})
 	p, s := beam.NewPipelineWithRoot()
-	a := offsetsource.Read(s, fixed, offsetsource.DesiredBundleSize(40*fixedWidth))
-	b := offsetsource.Read(s, blocks, offsetsource.DesiredBundleSize(300))
+	a := offsetsource.Read(s, fixed, offsetsource.WithDesiredBundleSize(40*fixedWidth))
+	b := offsetsource.Read(s, blocks, offsetsource.WithDesiredBundleSize(300))
 	all := beam.Flatten(s, a, b)
 	passert.Equals(s, all, append(anySlice(frecs), anySlice(brecs)...)...)
 	passert.Equals(s, countRecords(s, all), int64(len(frecs)+len(brecs)))

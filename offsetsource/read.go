@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultDesiredBundleSize is the size of initial bundles, in bytes, unless
-// an Option says otherwise: Beam Java's default for file-based sources.
+// WithDesiredBundleSize says otherwise: Beam Java's default for file-based sources.
 const DefaultDesiredBundleSize int64 = 64 << 20
 
 // MaxInitialBundles caps the number of initial bundles SplitRestriction cuts
@@ -33,82 +33,24 @@ var (
 	splitsRefusedCounter  = beam.NewCounter(Namespace, "splits_refused")
 )
 
-// Option configures Read and ReadAll.
-type Option func(*options)
-
-type options struct {
-	desiredBundleSize int64
-	bundleCount       int64
-	outputType        reflect.Type
-	namespace         string
-	sourceCounters    []string
-}
-
-// DesiredBundleSize sets the size, in bytes, of the initial bundles each
-// source is cut into (DefaultDesiredBundleSize when not set). Sizes below one
-// offset or below the source's MinBundleSize are raised to them.
-func DesiredBundleSize(bytes int64) Option {
-	return func(o *options) { o.desiredBundleSize = bytes }
-}
-
-// BundleCount cuts each source into about n initial bundles: the desired
-// bundle size becomes the source's EstimatedSizeBytes divided by n. It
-// overrides DesiredBundleSize. n <= 0 leaves the desired size alone.
-func BundleCount(n int) Option {
-	return func(o *options) { o.bundleCount = int64(n) }
-}
-
-// OutputType says what type the records have when T is a universal type
-// (beam.X, beam.Y, ...), for sources whose record type is known only at run
-// time: the read binds T to t in its ParDo (a beam.TypeDefinition), so the
-// output PCollection has element type t and Beam picks its coder from t. The
-// records a source returns must then be values of type t. It is an error at
-// pipeline construction when T is not a universal type.
-func OutputType(t reflect.Type) Option {
-	return func(o *options) { o.outputType = t }
-}
-
-// MetricsNamespace sets the namespace of the read's metrics (Namespace when
-// not set), so that a transform built on this package reports its records,
-// bytes and splits under its own name.
-func MetricsNamespace(ns string) Option {
-	return func(o *options) { o.namespace = ns }
-}
-
-// SourceCounters names counters of the read's metrics namespace that its
-// sources increment themselves (package filesource's ranges_read, say), so
-// that the read reports them from the start of every bundle, as it does its
-// own (see readFn.StartBundle). Several SourceCounters options add up.
-func SourceCounters(names ...string) Option {
-	return func(o *options) { o.sourceCounters = append(o.sourceCounters, names...) }
-}
-
 // Read reads src with a splittable DoFn and returns a PCollection of its
 // records. The source type S must have been registered with Register[T, S]
 // in an init function.
-func Read[T any, S Source[T]](s beam.Scope, src S, opts ...Option) beam.PCollection {
+func Read[T any, S Source[T]](s beam.Scope, src S, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("offsetsource.Read")
 	return ReadAll[T, S](s, beam.Create(s, src), opts...)
 }
 
 // ReadAll reads every source of a PCollection of S (the type registered with
 // Register[T, S]) and returns a PCollection of their records.
-func ReadAll[T any, S Source[T]](s beam.Scope, sources beam.PCollection, opts ...Option) beam.PCollection {
+func ReadAll[T any, S Source[T]](s beam.Scope, sources beam.PCollection, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("offsetsource.ReadAll")
-	o := parseOptions(opts)
+	o := mustParse("offsetsource.ReadAll", opts)
 	var popts []beam.Option
 	if o.outputType != nil {
 		popts = append(popts, beam.TypeDefinition{Var: reflect.TypeFor[T](), T: o.outputType})
 	}
 	return beam.ParDo(s, newReadFn[T, S](o), sources, popts...)
-}
-
-func parseOptions(opts []Option) options {
-	o := options{desiredBundleSize: DefaultDesiredBundleSize}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
 }
 
 func newReadFn[T any, S Source[T]](o options) *readFn[T, S] {
@@ -231,7 +173,11 @@ func (fn *readFn[T, S]) SplitRestriction(ctx context.Context, src S, rest sdf.Of
 	if desired <= 0 {
 		desired = DefaultDesiredBundleSize
 	}
-	return splitCapped(rest, desired, src.MinBundleSize(), src.BytesPerOffset()), nil
+	bundles := splitCapped(rest, desired, src.MinBundleSize(), src.BytesPerOffset())
+	// The read's plan, for a user to see how it was cut.
+	log.Infof(ctx, "offsetsource: planned %s: %d bytes in %d initial bundles of about %d bytes", describe[T](src.Subrange(rest.Start, rest.End)),
+		rest.Size()*bytesPerOffset[T](src), len(bundles), desired)
+	return bundles, nil
 }
 
 // splitCapped is sdf.SplitIntoBundles with at most MaxInitialBundles pieces:
@@ -294,5 +240,10 @@ func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src
 	nAccepted, nRefused := rt.SplitStats()
 	accepted.Inc(ctx, nAccepted)
 	refused.Inc(ctx, nRefused)
+	if nAccepted > 0 {
+		// A runner's rebalancing, made visible in the worker's log.
+		log.Infof(ctx, "offsetsource: %d runner splits accepted while reading %s; this bundle read %v (%d records), the rest went to residuals",
+			nAccepted, describe[T](src), rt.Range(), st.records)
+	}
 	return err
 }

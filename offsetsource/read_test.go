@@ -460,11 +460,11 @@ func TestSplitRestriction(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("default", got, 1, 12000)
-	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.DesiredBundleSize(1200)).SplitRestriction(ctx, src, whole)
+	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.WithDesiredBundleSize(1200)).SplitRestriction(ctx, src, whole)
 	check("1200 bytes", got, 10, 1200)
-	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.DesiredBundleSize(1)).SplitRestriction(ctx, src, whole)
+	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.WithDesiredBundleSize(1)).SplitRestriction(ctx, src, whole)
 	check("1 byte, raised to MinBundleSize", got, 1000, fixedWidth)
-	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.BundleCount(4)).SplitRestriction(ctx, src, whole)
+	got, _ = offsetsource.NewReadFn[string, FixedSource](offsetsource.WithBundleCount(4)).SplitRestriction(ctx, src, whole)
 	check("4 bundles", got, 4, 3000)
 	if s := fn.RestrictionSize(src, sdf.OffsetRange{Start: 100, End: 400}); s != 300 {
 		t.Errorf("RestrictionSize = %v, want 300", s)
@@ -475,7 +475,7 @@ func TestSplitRestriction(t *testing.T) {
 
 	// Offsets of 4 bytes: sizes convert.
 	mem := memSource{Items: memRecords(100), MaxEnd: 1000, BPO: 4, End: sdf.Unbounded}
-	mfn := offsetsource.NewReadFn[string, memSource](offsetsource.DesiredBundleSize(400))
+	mfn := offsetsource.NewReadFn[string, memSource](offsetsource.WithDesiredBundleSize(400))
 	mrest, err := mfn.CreateInitialRestriction(ctx, mem)
 	if err != nil || mrest != (sdf.OffsetRange{Start: 0, End: 1000}) {
 		t.Fatalf("CreateInitialRestriction of an unbounded source = %v, %v; want [0, 1000)", mrest, err)
@@ -491,7 +491,7 @@ func TestSplitRestriction(t *testing.T) {
 // TestReadFnIsSerialisable checks that the DoFn keeps its options in exported
 // fields, which Beam encodes.
 func TestReadFnIsSerialisable(t *testing.T) {
-	fn := offsetsource.NewReadFn[string, FixedSource](offsetsource.DesiredBundleSize(123), offsetsource.BundleCount(7))
+	fn := offsetsource.NewReadFn[string, FixedSource](offsetsource.WithDesiredBundleSize(123), offsetsource.WithBundleCount(7))
 	v := reflect.ValueOf(fn).Elem()
 	for i := range v.NumField() {
 		if !v.Type().Field(i).IsExported() {

@@ -25,7 +25,7 @@ import (
 // Subject returns an sdftest.Subject over the Avro file at path read as
 // records of type t with the options, exactly as avroio.Read reads it (see
 // avroio.FileSource). Records are the decoded values (of type t) as beam.X.
-func Subject(ctx context.Context, path string, t reflect.Type, opts ...avroio.ReadOption) (sdftest.Subject[beam.X], error) {
+func Subject(ctx context.Context, path string, t reflect.Type, opts ...avroio.ReadFilesOption) (sdftest.Subject[beam.X], error) {
 	src, err := avroio.FileSource(ctx, path, t, opts...)
 	if err != nil {
 		return sdftest.Subject[beam.X]{}, err

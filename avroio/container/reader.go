@@ -227,7 +227,7 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed 
 		}
 	}
 	if !info.recursive && info.depth > lim.MaxDepth {
-		return nil, headerErr(name, h.Size, ErrLimit, nil, "writer schema nests records, arrays and maps %d levels deep, over the limit of %d (Limits.MaxDepth; avroio.MaxDepth)", info.depth, lim.MaxDepth)
+		return nil, headerErr(name, h.Size, ErrLimit, nil, "writer schema nests records, arrays and maps %d levels deep, over the limit of %d (Limits.MaxDepth; avroio.WithMaxDepth)", info.depth, lim.MaxDepth)
 	}
 	if least := satAdd(r.rootSlot, info.bound[r.prof].lo); least > lim.MaxAlloc {
 		return nil, headerErr(name, h.Size, ErrLimit, nil, "every record of the writer schema decodes into at least %d bytes (its fixed values and fields), over the %d-byte limit (Limits.MaxAlloc)", least, lim.MaxAlloc)
@@ -526,7 +526,7 @@ func (r *Reader[T]) nextBlock() error {
 				return r.recErr(kind, err, "record starting at data byte %d of %d", p, size)
 			}
 			if v.cost > r.lim.MaxAlloc {
-				return r.recErr(ErrLimit, nil, "the record at data bytes %d-%d decodes into about %d bytes (estimated from its strings, bytes, arrays, maps and fixed values), over the %d-byte limit (Limits.MaxAlloc; avroio.MaxAlloc)", p, q, v.cost, r.lim.MaxAlloc)
+				return r.recErr(ErrLimit, nil, "the record at data bytes %d-%d decodes into about %d bytes (estimated from its strings, bytes, arrays, maps and fixed values), over the %d-byte limit (Limits.MaxAlloc; avroio.WithMaxAlloc)", p, q, v.cost, r.lim.MaxAlloc)
 			}
 			p = q
 		}

@@ -198,7 +198,7 @@ const MaxCompileCost = 16
 // cost more than MaxCompileCost times limit.
 func checkCompileCost(s avro.Schema, what string, limit int64) error {
 	if c := CompileCost(s); c > satMul(MaxCompileCost, limit) {
-		return fmt.Errorf("compiling the %s through hamba/avro would allocate about %d bytes (its records' fields and unions' branches cost the square of their number), over %d times the %d-byte limit (Limits.MaxAlloc; avroio.MaxAlloc); read the file as avroio Records, which are not compiled through hamba/avro, or raise the limit", what, c, MaxCompileCost, limit)
+		return fmt.Errorf("compiling the %s through hamba/avro would allocate about %d bytes (its records' fields and unions' branches cost the square of their number), over %d times the %d-byte limit (Limits.MaxAlloc; avroio.WithMaxAlloc); read the file as avroio Records, which are not compiled through hamba/avro, or raise the limit", what, c, MaxCompileCost, limit)
 	}
 	return nil
 }

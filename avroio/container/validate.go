@@ -315,7 +315,7 @@ func (v *validator) long(p int) (int64, int, error) {
 
 // errDepth is the error of a datum nested deeper than the limit.
 func errDepth(limit, p int) error {
-	return LimitError("the datum at data byte %d nests records, arrays and maps deeper than the limit of %d levels (Limits.MaxDepth; avroio.MaxDepth)", p, limit)
+	return LimitError("the datum at data byte %d nests records, arrays and maps deeper than the limit of %d levels (Limits.MaxDepth; avroio.WithMaxDepth)", p, limit)
 }
 
 // datum checks the datum of node n at data position p and returns the

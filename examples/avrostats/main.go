@@ -29,8 +29,9 @@ import (
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/internal/demo"
 
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // --input=gs://...
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	_ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange" // gs:// read in ranges
 )
 
 var (
@@ -216,7 +217,7 @@ func main() {
 	ctx := context.Background()
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := avroio.ReadGeneric(s, *input, avroio.DesiredBundleSize(*bundleSize), avroio.MinBundleSize(*minBundle))
+	recs := avroio.ReadGeneric(s, *input, avroio.WithDesiredBundleSize(*bundleSize), avroio.WithMinBundleSize(*minBundle))
 	perField := beam.CombinePerKey(s, merge, beam.ParDo(s, &fieldStatsFn{}, recs))
 	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, format, perField))
 	beam.ParDo0(s, printLines, lines)

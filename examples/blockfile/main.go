@@ -32,7 +32,7 @@ import (
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/sdf"
 
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // --input=gs://...
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 )
 
@@ -99,7 +99,7 @@ func main() {
 
 	p, s := beam.NewPipelineWithRoot()
 	src := BlockFile{Path: *input, End: sdf.Unbounded, BlockDelay: *blockDelay}
-	recs := offsetsource.Read(s, src, offsetsource.DesiredBundleSize(*bundleSize))
+	recs := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(*bundleSize))
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, recs))
 	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatStation, stats))
 	beam.ParDo0(s, printLines, lines)

@@ -75,7 +75,7 @@ func TestBracesPastTheLimitPipelines(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	for _, col := range []beam.PCollection{
 		filesource.Read[string](s, pattern, Lines{}),
-		filesource.Read[string](s, pattern, Lines{}, filesource.MatchesManyFiles()),
+		filesource.Read[string](s, pattern, Lines{}, filesource.WithMatchesManyFiles()),
 		filesource.ReadAll[string](s, beam.Create(s, pattern), Lines{}),
 	} {
 		passert.Equals(s, col, want...)

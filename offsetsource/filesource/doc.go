@@ -37,11 +37,33 @@
 // over a real file, so that anyone can check a format's splitting (in a
 // package of its own, so that this one links no test harness).
 //
+// # Options
+//
+// Options are typed by transform: Read takes ReadOptions, ReadAll
+// ReadAllOptions, ReadFiles ReadFilesOptions, the watch WatchOptions and
+// MatchNewFiles MatchOptions, and each option implements the interfaces of
+// the transforms it applies to (WithMetricsNamespace all of them;
+// WithDesiredBundleSize and WithOutputType the reads of records;
+// WithEmptyMatch Read and ReadAll; WithMatchesManyFiles Read;
+// WithMatchUpdatedFiles the watch), so that an option given to a transform
+// it does not apply to does not compile. A value that cannot work panics
+// when the pipeline is built, naming the transform and the option
+// (filesource.Read: WithDesiredBundleSize(0): the desired bundle size must
+// be positive).
+//
 // # Patterns
 //
-// A pattern is a path or glob on any Beam filesystem: local paths, gs://
-// (both without further imports), and any other registered filesystem
-// (memfs://, s3://: import its package). *, ? and [...] are matched by the
+// A pattern is a path or glob on any Beam filesystem whose package the
+// program imports, as with Beam's textio: local paths need no import; for
+// gs:// add
+//
+//	import _ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+//
+// or _ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange", which
+// imports it and reads objects in ranged requests; memfs://, s3:// and the
+// others, their package. This package links no filesystem but the local
+// one, so a program that reads no gs:// links no Cloud Storage client.
+// *, ? and [...] are matched by the
 // filesystem. Brace groups ({a,b}, nested, several) are matched by this
 // package on every filesystem, because none of Beam Go's understands them
 // (its local filesystem takes { literally). A pattern that stands for at
@@ -66,17 +88,19 @@
 // glob matches are skipped; a directory given as the pattern itself is an
 // error of kind ErrIsDirectory.
 //
-// EmptyMatch sets what a pattern that matches nothing means, with Java's
-// meanings: EmptyMatchDisallow (Read's default) is an error (Read panics
-// at construction; ReadAll and MatchesManyFiles fail the pipeline),
+// WithEmptyMatch sets what a pattern that matches nothing means, with
+// Java's meanings: EmptyMatchDisallow (Read's default) is an error (Read
+// panics at construction; ReadAll and WithMatchesManyFiles fail the
+// pipeline),
 // EmptyMatchAllow reads nothing, EmptyMatchAllowIfWildcard (ReadAll's
 // default) reads nothing if the pattern has a wildcard.
 //
 // # Opening files
 //
 // A reader of the range [A, B) of a file opens it once and reads from about
-// A on, never the bytes before: local files are read with ReadAt; gs:// and
-// schemes registered with RegisterRangeReader are read with ranged
+// A on, never the bytes before: local files are read with ReadAt; gs://
+// (with package gcsrange imported) and schemes registered with
+// RegisterRangeReader are read with ranged
 // requests of growing size (64 KiB, doubling to 8 MiB); other filesystems
 // through Beam's registry, seeking where their stream can, else reading and
 // discarding. A file never reads past the size it was matched with.
@@ -105,10 +129,10 @@
 //
 // # Metrics
 //
-// In the namespace MetricsNamespace names (Namespace by default), besides
+// In the namespace WithMetricsNamespace names (Namespace by default), besides
 // offsetsource's records, bytes_read, splits_accepted and splits_refused:
 // files_matched (files matched in the pipeline by ReadAll,
-// MatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
+// WithMatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
 // bundles and the pieces dynamic splits made), and the watch's
 // watch_polls, watch_new_files, watch_updated_files, watch_files_waiting,
 // watch_changed_files_ignored and watch_empty_files_skipped (see

@@ -5,8 +5,9 @@ package filesource
 //
 //   - local files are opened once per range and read with ReadAt (pread),
 //     from any offset;
-//   - a scheme with a registered RangeReadFunc (gs:// out of the box) is
-//     read in ranged requests of growing size, from the offset on;
+//   - a scheme with a registered RangeReadFunc (gs:// once package
+//     filesource/gcsrange is imported) is read in ranged requests of
+//     growing size, from the offset on;
 //   - otherwise the file is opened through Beam's filesystem registry, and
 //     if the stream it returns can seek, it seeks;
 //   - otherwise (memfs://, and filesystems whose streams cannot seek) the
@@ -17,22 +18,19 @@ package filesource
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	// Local paths and gs:// work without further imports; other schemes
-	// (memfs://, s3://) need their Beam filesystem package imported.
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	// Local paths work without further imports; other schemes (gs://,
+	// memfs://, s3://) need their Beam filesystem package imported, as
+	// Beam's textio leaves them to the user: a program that reads no
+	// gs:// links no Cloud Storage client.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
 )
 
 // RangeReadFunc reads up to length bytes of the file at path (the full
@@ -42,13 +40,13 @@ type RangeReadFunc func(ctx context.Context, path string, offset, length int64) 
 
 var (
 	rangeReadersMu sync.RWMutex
-	rangeReaders   = map[string]RangeReadFunc{"gs": gcsRangeRead}
+	rangeReaders   = map[string]RangeReadFunc{}
 )
 
 // RegisterRangeReader makes reads of files whose path starts with
 // scheme:// use fn for ranged reads, so that a read starting deep in a file
-// does not fetch the bytes before it. gs:// is registered by this package.
-// Other schemes are read through Beam's filesystem registry, seeking where
+// does not fetch the bytes before it. Package filesource/gcsrange registers
+// gs:// (import it for its side effect). Other schemes are read through Beam's filesystem registry, seeking where
 // its stream can seek and skipping bytes where it cannot. Call it from an
 // init function, so that workers have it too.
 func RegisterRangeReader(scheme string, fn RangeReadFunc) {
@@ -304,8 +302,7 @@ func filesystemFor(ctx context.Context, path string) (filesystem.Interface, erro
 }
 
 // Stat returns the metadata of the file at path: its size, and its
-// modification time where its filesystem has one. On gs:// it is one
-// request. A missing file, a directory or any other failure is an *Error
+// modification time where its filesystem has one. A missing file, a directory or any other failure is an *Error
 // of kind ErrOpen naming the file.
 func Stat(ctx context.Context, path string) (Metadata, error) {
 	m := Metadata{Path: path}
@@ -319,13 +316,6 @@ func Stat(ctx context.Context, path string) (Metadata, error) {
 			return m, dirErr(path)
 		}
 		m.Size, m.LastModified = fi.Size(), fi.ModTime().UnixNano()
-		return m, nil
-	case "gs":
-		attrs, err := gcsAttrs(ctx, path)
-		if err != nil {
-			return m, openErr(path, err)
-		}
-		m.Size, m.LastModified = attrs.Size, attrs.Updated.UnixNano()
 		return m, nil
 	}
 	fsys, err := filesystemFor(ctx, path)
@@ -341,76 +331,6 @@ func Stat(ctx context.Context, path string) (Metadata, error) {
 		}
 	}
 	return m, nil
-}
-
-func emulatorHost() string { return os.Getenv("STORAGE_EMULATOR_HOST") }
-
-// The GCS client for ranged reads, one per process and emulator address
-// (STORAGE_EMULATOR_HOST, which the client honours, may change between
-// tests).
-var (
-	gcsMu      sync.Mutex
-	gcsClients = map[string]*storage.Client{}
-)
-
-func gcsClient(ctx context.Context) (*storage.Client, error) {
-	key := emulatorHost()
-	gcsMu.Lock()
-	defer gcsMu.Unlock()
-	if c, ok := gcsClients[key]; ok {
-		return c, nil
-	}
-	ctx = context.WithoutCancel(ctx)
-	// As Beam's gcs filesystem: default credentials, else unauthenticated.
-	c, err := gcsx.NewClient(ctx, storage.ScopeReadOnly)
-	if err != nil {
-		c, err = gcsx.NewUnauthenticatedClient(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("making a GCS client: %w", err)
-		}
-	}
-	gcsClients[key] = c
-	return c, nil
-}
-
-func gcsObject(ctx context.Context, path string) (*storage.ObjectHandle, error) {
-	bucket, object, err := gcsx.ParseObject(path)
-	if err != nil {
-		return nil, err
-	}
-	c, err := gcsClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.Bucket(bucket).Object(object), nil
-}
-
-func gcsAttrs(ctx context.Context, path string) (*storage.ObjectAttrs, error) {
-	o, err := gcsObject(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	attrs, err := o.Attrs(ctx)
-	if errors.Is(err, storage.ErrObjectNotExist) {
-		return nil, fmt.Errorf("%w (%w)", err, fs.ErrNotExist)
-	}
-	return attrs, err
-}
-
-// gcsRangeRead reads a range of a GCS object with
-// ObjectHandle.NewRangeReader. It reads the object's stored bytes
-// (ReadCompressed), whose length is the size matching reported, even when
-// the object has a gzip content encoding.
-func gcsRangeRead(ctx context.Context, path string, off, n int64) (io.ReadCloser, error) {
-	o, err := gcsObject(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := o.ReadCompressed(true).NewRangeReader(ctx, off, n)
-	if errors.Is(err, storage.ErrObjectNotExist) {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, err
 }
 
 // millis truncates Unix nanoseconds to milliseconds: modification times

@@ -3,10 +3,31 @@ package filesource
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"cloud.google.com/go/storage"
 )
+
+// TestNotExistGCS: the watch knows Beam's gcs filesystem's "not there" (the
+// storage client's ErrObjectNotExist, returned as it is) by its text, so
+// that this package links no Cloud Storage client; the text is the
+// client's.
+func TestNotExistGCS(t *testing.T) {
+	if got := storage.ErrObjectNotExist.Error(); got != gcsNotExist {
+		t.Fatalf("storage.ErrObjectNotExist says %q, gcsNotExist %q", got, gcsNotExist)
+	}
+	for _, err := range []error{storage.ErrObjectNotExist, fmt.Errorf("size of gs://b/x: %w", storage.ErrObjectNotExist)} {
+		if !notExist(err) {
+			t.Errorf("notExist(%v) = false", err)
+		}
+	}
+	if notExist(errors.New("permission denied")) || notExist(nil) {
+		t.Error("notExist is true for another error or nil")
+	}
+}
 
 // TestChunkedReader reads a "file" through ranged reads of growing size,
 // with the size known and unknown, and checks the requests it made.

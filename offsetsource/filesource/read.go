@@ -4,19 +4,19 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/offsetsource"
 )
 
 // Namespace is the Beam metrics namespace of the reads unless
-// MetricsNamespace names another.
+// WithMetricsNamespace names another.
 const Namespace = "sdfio/filesource"
 
 // counter returns the counter name in namespace ns (Namespace when empty).
@@ -27,109 +27,24 @@ func counter(ns, name string) beam.Counter {
 	return beam.NewCounter(ns, name)
 }
 
-// Option configures the reads and the watch.
-type Option func(*options)
-
-type options struct {
-	emptyMatch        EmptyMatchTreatment
-	manyFiles         bool
-	desiredBundleSize int64
-	namespace         string
-	outputType        reflect.Type
-	matchUpdated      bool
-}
-
-// EmptyMatch sets what a file pattern that matches no file means (Java's
-// withEmptyMatchTreatment). Read's default is EmptyMatchDisallow, ReadAll's
-// EmptyMatchAllowIfWildcard. ReadFiles and the watch match nothing and
-// ignore it.
-func EmptyMatch(t EmptyMatchTreatment) Option {
-	return func(o *options) { o.emptyMatch = t }
-}
-
-// MatchesManyFiles hints that the pattern given to Read matches very many
-// files (tens of thousands or more; Java's withHintMatchesManyFiles). Read
-// then expands the pattern in a step of the pipeline, as ReadAll does,
-// instead of listing the files while the pipeline is built and putting
-// every file in the pipeline graph. For a pattern of few files it costs an
-// extra shuffle of the file list.
-func MatchesManyFiles() Option {
-	return func(o *options) { o.manyFiles = true }
-}
-
-// DesiredBundleSize sets the size in bytes of the initial bundles each file
-// is cut into (offsetsource.DefaultDesiredBundleSize, 64 MiB, when not
-// set). Runners split bundles further while they run.
-func DesiredBundleSize(bytes int64) Option {
-	return func(o *options) { o.desiredBundleSize = bytes }
-}
-
-// MetricsNamespace sets the namespace of the read's metrics (Namespace when
-// not set), so that a format reports under its own name.
-func MetricsNamespace(ns string) Option {
-	return func(o *options) { o.namespace = ns }
-}
-
-// OutputType says what type the records have when T is a universal type
-// (beam.X), for formats whose record type is known only at run time (see
-// offsetsource.OutputType).
-func OutputType(t reflect.Type) Option {
-	return func(o *options) { o.outputType = t }
-}
-
-// MatchUpdatedFiles makes the watch treat a file whose size or
-// modification time changed since it was read as a new file, and read it
-// again, whole (Java's FileIO.MatchConfiguration.continuously with
-// matchUpdatedFiles): see WatchForNewFiles. Other reads ignore it.
-func MatchUpdatedFiles() Option {
-	return func(o *options) { o.matchUpdated = true }
-}
-
-func parseOptions(opts []Option, emptyDefault EmptyMatchTreatment) (options, error) {
-	o := options{desiredBundleSize: offsetsource.DefaultDesiredBundleSize, namespace: Namespace}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.emptyMatch == emptyMatchDefault {
-		o.emptyMatch = emptyDefault
-	}
-	switch {
-	case !o.emptyMatch.valid():
-		return o, fmt.Errorf("unknown empty-match treatment %v", o.emptyMatch)
-	case o.desiredBundleSize <= 0:
-		return o, fmt.Errorf("desired bundle size %d: must be positive", o.desiredBundleSize)
-	case o.namespace == "":
-		return o, fmt.Errorf("empty metrics namespace")
-	}
-	return o, nil
-}
-
-func mustParse(name string, opts []Option, emptyDefault EmptyMatchTreatment) options {
-	o, err := parseOptions(opts, emptyDefault)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
-	return o
-}
-
 // Read reads the files that filepattern matches (a path or glob on any
 // Beam filesystem, see Match) with format, and returns a PCollection of
 // their records. T and F must be registered with Register.
 //
 // The pattern is expanded while the pipeline is built (unless
-// MatchesManyFiles is given), and each file is read by a splittable DoFn
-// in initial bundles of DesiredBundleSize bytes that runners split further
+// WithMatchesManyFiles is given), and each file is read by a splittable DoFn
+// in initial bundles of WithDesiredBundleSize bytes that runners split further
 // while they run. Each range checks, when it opens its file, that the file
 // has the size and modification time it was matched with, and fails with
 // an error of kind ErrChanged naming the file if not: a read never mixes
 // two versions of a file. By default a pattern that matches no file is an
-// error (EmptyMatch(EmptyMatchDisallow)).
+// error (WithEmptyMatch(EmptyMatchDisallow)).
 //
 // Read panics if the options are invalid, or if matching fails or finds no
 // file when that is not allowed.
-func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts ...Option) beam.PCollection {
+func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("filesource.Read")
-	o := mustParse("filesource.Read", opts, EmptyMatchDisallow)
+	o := mustParse("filesource.Read", opts, ReadOption.applyRead, EmptyMatchDisallow)
 	if strings.TrimSpace(filepattern) == "" {
 		panic("filesource.Read: empty file pattern")
 	}
@@ -137,10 +52,12 @@ func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts .
 	if o.manyFiles {
 		return readAll[T, F](s, beam.Create(s, filepattern), format, o)
 	}
-	files, err := Match(context.Background(), filepattern, o.emptyMatch)
+	ctx := context.Background()
+	files, err := Match(ctx, filepattern, o.emptyMatch)
 	if err != nil {
 		panic(fmt.Sprintf("filesource.Read: %v", err))
 	}
+	logMatched(ctx, filepattern, files)
 	srcs := make([]Source[T, F], len(files))
 	for i, m := range files {
 		srcs[i] = newSource[T, F](m, format, ChangeFail, o)
@@ -153,10 +70,10 @@ func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts .
 // parallel, and the list of files is shuffled before reading (Java's
 // readAll); only file names are shuffled, never records. By default a
 // pattern without wildcards that matches no file fails the pipeline, and
-// one with wildcards reads nothing (EmptyMatch(EmptyMatchAllowIfWildcard)).
-func ReadAll[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format F, opts ...Option) beam.PCollection {
+// one with wildcards reads nothing (WithEmptyMatch(EmptyMatchAllowIfWildcard)).
+func ReadAll[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format F, opts ...ReadAllOption) beam.PCollection {
 	s = s.Scope("filesource.ReadAll")
-	o := mustParse("filesource.ReadAll", opts, EmptyMatchAllowIfWildcard)
+	o := mustParse("filesource.ReadAll", opts, ReadAllOption.applyReadAll, EmptyMatchAllowIfWildcard)
 	return readAll[T, F](s, patterns, format, o)
 }
 
@@ -165,9 +82,9 @@ func ReadAll[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format
 // compressed as a whole (gzip) cannot be split and is an error; so is a
 // directory or a file that is gone (kind ErrOpen). The empty-match and
 // many-files options do not apply.
-func ReadFiles[T any, F Format[T]](s beam.Scope, files beam.PCollection, format F, opts ...Option) beam.PCollection {
+func ReadFiles[T any, F Format[T]](s beam.Scope, files beam.PCollection, format F, opts ...ReadFilesOption) beam.PCollection {
 	s = s.Scope("filesource.ReadFiles")
-	o := mustParse("filesource.ReadFiles", opts, EmptyMatchAllow)
+	o := mustParse("filesource.ReadFiles", opts, ReadFilesOption.applyReadFiles, EmptyMatchAllow)
 	srcs := beam.ParDo(s, &readableFileFn[T, F]{Format: format, Namespace: o.namespace}, files)
 	return readSources[T, F](s, srcs, o)
 }
@@ -188,15 +105,25 @@ func readAll[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format
 }
 
 func readSources[T any, F Format[T]](s beam.Scope, srcs beam.PCollection, o options) beam.PCollection {
-	opts := []offsetsource.Option{
-		offsetsource.MetricsNamespace(o.namespace),
-		offsetsource.DesiredBundleSize(o.desiredBundleSize),
-		offsetsource.SourceCounters("ranges_read"), // Source.Open counts it
+	opts := []offsetsource.ReadOption{
+		offsetsource.WithMetricsNamespace(o.namespace),
+		offsetsource.WithDesiredBundleSize(o.desiredBundleSize),
+		offsetsource.WithSourceCounters("ranges_read"), // Source.Open counts it
 	}
 	if o.outputType != nil {
-		opts = append(opts, offsetsource.OutputType(o.outputType))
+		opts = append(opts, offsetsource.WithOutputType(o.outputType))
 	}
 	return offsetsource.ReadAll[T, Source[T, F]](s, srcs, opts...)
+}
+
+// logMatched logs at INFO what a pattern matched: the read's plan, for a
+// user to see.
+func logMatched(ctx context.Context, pattern string, files []Metadata) {
+	var bytes int64
+	for _, m := range files {
+		bytes += m.Size
+	}
+	log.Infof(ctx, "filesource: pattern %q matched %d files, %d bytes", pattern, len(files), bytes)
 }
 
 func registerReadFns[T any, F Format[T]]() {
@@ -225,6 +152,7 @@ func (fn *matchFn[T, F]) ProcessElement(ctx context.Context, pattern string, emi
 		return err
 	}
 	counter(fn.Namespace, "files_matched").Inc(ctx, int64(len(files)))
+	logMatched(ctx, pattern, files)
 	for _, m := range files {
 		emit(newSource[T, F](m, fn.Format, ChangeFail, options{namespace: fn.Namespace}))
 	}

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
@@ -141,7 +143,7 @@ func TestLinesPipeline(t *testing.T) {
 	all := append(slices.Clone(a), b...)
 
 	p, s := beam.NewPipelineWithRoot()
-	read := filesource.Read[string](s, filepath.Join(dir, "x-[ab].txt"), Lines{}, filesource.DesiredBundleSize(1000), filesource.MetricsNamespace("lines"))
+	read := filesource.Read[string](s, filepath.Join(dir, "x-[ab].txt"), Lines{}, filesource.WithDesiredBundleSize(1000), filesource.WithMetricsNamespace("lines"))
 	passert.Equals(s, read, anys(all)...)
 	braces := filesource.ReadAll[string](s, beam.Create(s, filepath.Join(dir, "x-{a,b}.txt")), Lines{})
 	passert.Equals(s, braces, anys(all)...)
@@ -339,5 +341,47 @@ func TestOpenErrors(t *testing.T) {
 	filesource.ReadFiles[string](s, beam.Create(s, fileio.ReadableFile{Metadata: fileio.FileMetadata{Path: dir}}), Lines{})
 	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("ReadFiles of a directory: %v", err)
+	}
+}
+
+// infoLog keeps the INFO messages logged through Beam's log package.
+type infoLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
+	if sev == log.SevInfo {
+		l.mu.Lock()
+		l.msgs = append(l.msgs, msg)
+		l.mu.Unlock()
+	}
+}
+
+// TestInfoLogMatched: Read logs, when the pipeline is built, the files
+// and bytes its pattern matched: the read's plan.
+func TestInfoLogMatched(t *testing.T) {
+	l := &infoLog{}
+	log.SetLogger(l)
+	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	dir := t.TempDir()
+	a := writeLines(t, dir, "a.txt", linesOf("a", 10), false)
+	b := writeLines(t, dir, "b.txt", linesOf("b", 20), false)
+	var size int64
+	for _, p := range []string{a, b} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	_, s := beam.NewPipelineWithRoot()
+	pattern := filepath.Join(dir, "*.txt")
+	filesource.Read[string](s, pattern, Lines{})
+	want := fmt.Sprintf("filesource: pattern %q matched 2 files, %d bytes", pattern, size)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.ContainsFunc(l.msgs, func(m string) bool { return strings.Contains(m, want) }) {
+		t.Errorf("no INFO log saying %q in %q", want, l.msgs)
 	}
 }

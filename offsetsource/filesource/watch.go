@@ -113,11 +113,11 @@ func (t Termination) condition() termination {
 //
 // # Files that change after they were read
 //
-// A file is identified by its path. Without MatchUpdatedFiles, a file is
+// A file is identified by its path. Without WithMatchUpdatedFiles, a file is
 // read once: if its size or modification time changes after it was read
 // (records appended, the file rewritten under the same name, or deleted
 // and written anew), the change is ignored, logged, and counted in
-// watch_changed_files_ignored. With MatchUpdatedFiles (Java's
+// watch_changed_files_ignored. With WithMatchUpdatedFiles (Java's
 // matchUpdatedFiles) such a file is new again: once it is stable it is
 // read again, whole, from its first byte, as Java does. Records it held
 // before the change are then read twice (an appended file's first records
@@ -127,9 +127,9 @@ func (t Termination) condition() termination {
 // by key.
 //
 // A pattern that matches no file is never an error here: the watch waits
-// (EmptyMatch and MatchesManyFiles do not apply). WatchForNewFiles panics
+// (WithEmptyMatch and WithMatchesManyFiles are not watch options). WatchForNewFiles panics
 // if pollInterval is not positive or the options are invalid.
-func WatchForNewFiles[T any, F Format[T]](s beam.Scope, filepattern string, format F, pollInterval time.Duration, until Termination, opts ...Option) beam.PCollection {
+func WatchForNewFiles[T any, F Format[T]](s beam.Scope, filepattern string, format F, pollInterval time.Duration, until Termination, opts ...WatchOption) beam.PCollection {
 	s = s.Scope("filesource.WatchForNewFiles")
 	if strings.TrimSpace(filepattern) == "" {
 		panic("filesource.WatchForNewFiles: empty file pattern")
@@ -141,13 +141,13 @@ func WatchForNewFiles[T any, F Format[T]](s beam.Scope, filepattern string, form
 // WatchAllForNewFiles is WatchForNewFiles for every pattern of a
 // PCollection of strings. Each pattern is watched on its own, with its own
 // termination: a file that two patterns match is read twice.
-func WatchAllForNewFiles[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format F, pollInterval time.Duration, until Termination, opts ...Option) beam.PCollection {
+func WatchAllForNewFiles[T any, F Format[T]](s beam.Scope, patterns beam.PCollection, format F, pollInterval time.Duration, until Termination, opts ...WatchOption) beam.PCollection {
 	s = s.Scope("filesource.WatchAllForNewFiles")
 	return watchAndRead[T, F](s, "filesource.WatchAllForNewFiles", patterns, format, pollInterval, until, opts)
 }
 
-func watchAndRead[T any, F Format[T]](s beam.Scope, name string, patterns beam.PCollection, format F, pollInterval time.Duration, until Termination, opts []Option) beam.PCollection {
-	o := mustParse(name, opts, EmptyMatchAllow)
+func watchAndRead[T any, F Format[T]](s beam.Scope, name string, patterns beam.PCollection, format F, pollInterval time.Duration, until Termination, opts []WatchOption) beam.PCollection {
+	o := mustParse(name, opts, WatchOption.applyWatch, EmptyMatchAllow)
 	files := matchNewFiles(s, name, patterns, pollInterval, until, o)
 	// The watch finds files in one place; spread them over workers before
 	// reading. Only file names are shuffled, never records.
@@ -161,15 +161,15 @@ func watchAndRead[T any, F Format[T]](s beam.Scope, name string, patterns beam.P
 // termination condition holds, and emits the fileio.FileMetadata (path,
 // size, modification time) of each file once it is stable (see
 // WatchForNewFiles: never again, or again after each change with
-// MatchUpdatedFiles; Java's FileIO.match().continuously()). The result is
+// WithMatchUpdatedFiles; Java's FileIO.match().continuously()). The result is
 // an unbounded PCollection; each file has the event time of the poll that
 // found it stable. Compose it with fileio.ReadMatches and ReadFiles, or
 // use WatchForNewFiles, which reads each file as the watch saw it.
 // MatchNewFiles panics if pollInterval is not positive. Its options are
-// MatchUpdatedFiles and MetricsNamespace.
-func MatchNewFiles(s beam.Scope, patterns beam.PCollection, pollInterval time.Duration, until Termination, opts ...Option) beam.PCollection {
+// WithMatchUpdatedFiles and WithMetricsNamespace.
+func MatchNewFiles(s beam.Scope, patterns beam.PCollection, pollInterval time.Duration, until Termination, opts ...MatchOption) beam.PCollection {
 	s = s.Scope("filesource.MatchNewFiles")
-	o := mustParse("filesource.MatchNewFiles", opts, EmptyMatchAllow)
+	o := mustParse("filesource.MatchNewFiles", opts, MatchOption.applyMatch, EmptyMatchAllow)
 	return matchNewFiles(s, "filesource.MatchNewFiles", patterns, pollInterval, until, o)
 }
 
@@ -265,7 +265,7 @@ func (fn *watchFn) ProcessElement(ctx context.Context, we *watchWatermark, rt *w
 		counter(fn.Namespace, "watch_files_waiting").Inc(ctx, int64(st.waiting))
 		if len(st.ignored) > 0 {
 			counter(fn.Namespace, "watch_changed_files_ignored").Inc(ctx, int64(len(st.ignored)))
-			log.Warnf(ctx, "filesource: watching %q: %d files changed after they were read, and are not read again (MatchUpdatedFiles would): %s",
+			log.Warnf(ctx, "filesource: watching %q: %d files changed after they were read, and are not read again (WithMatchUpdatedFiles would): %s",
 				pattern, len(st.ignored), strings.Join(st.ignored[:min(len(st.ignored), 5)], ", "))
 		}
 		// Files found later get later event times.

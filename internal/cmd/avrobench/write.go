@@ -178,12 +178,12 @@ func runWrite(ctx context.Context, mode, out string, n int64) (childResult, erro
 		recs := beam.ParDo(s, &makeRecordsFn{N: n}, seeds)
 		var opts []avroio.WriteOption
 		if mode == modeWriteSdfioOne {
-			opts = append(opts, avroio.NumShards(1))
+			opts = append(opts, avroio.WithNumShards(1))
 		}
-		avroio.Write(s, prefix, benchdata.Schema, recs, append(opts, avroio.Suffix(".avro"))...)
+		avroio.Write(s, prefix, benchdata.Schema, recs, append(opts, avroio.WithSuffix(".avro"))...)
 	case modeWriteSdfioGeneric:
 		recs := beam.ParDo(s, &makeGenericFn{N: n}, seeds)
-		avroio.Write(s, prefix, benchdata.Schema, recs, avroio.Suffix(".avro"))
+		avroio.Write(s, prefix, benchdata.Schema, recs, avroio.WithSuffix(".avro"))
 	case modeWriteBeam:
 		recs := beam.ParDo(s, &makeJSONFn{N: n}, seeds)
 		beamavroio.Write(s, prefix, benchdata.Schema, recs)

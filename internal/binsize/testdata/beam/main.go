@@ -1,0 +1,38 @@
+// Command beam reads Avro files with Beam Go's avroio: the program
+// internal/binsize measures testdata/sdfio, the same program on sdfio's
+// avroio, against.
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/avroio"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/debug"
+)
+
+var input = flag.String("input", "/tmp/events/*.avro", "Avro files to read")
+
+// Event is one record.
+type Event struct {
+	ID   int64  `avro:"id" json:"id"`
+	Name string `avro:"name" json:"name"`
+}
+
+func init() { beam.RegisterType(reflect.TypeFor[Event]()) }
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	events := avroio.Read(s, *input, reflect.TypeFor[Event]())
+	debug.Print(s, events)
+	if err := beamx.Run(context.Background(), p); err != nil {
+		log.Fatal(err)
+	}
+}
