@@ -120,6 +120,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) test -run='^$$' -bench='$(AVROIO_BENCH)' -benchmem -count=$(BENCH_COUNT) -cpu 1 -timeout 30m ./avroio | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
+	set -o pipefail; $(GO) run ./internal/cmd/binsize | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
 	@set -o pipefail; \
 	$(GO) run ./internal/cmd/avrobench -bench_count=$(AVROBENCH_COUNT) $(AVROBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt; st=$$?; \
@@ -129,8 +130,8 @@ bench:
 	if [ $$st -ne 0 ]; then echo "avrobench failed (status $$st); the report has what it measured"; fi; \
 	exit $$st
 
-# The example pipelines on embedded defaults (Prism in-process, files in testdata).
-# The example pipelines, built once in one command and run from the binaries.
+# The example pipelines on embedded defaults (Prism in-process, files in testdata),
+# built once in one command and run from the binaries.
 # Each program's log (Prism's and Beam's INFO lines, the IOs' plan and split
 # logs) goes to $(DEMO_DIR)/<name>.log and is printed only when the program
 # fails, or with `make demo V=1`.

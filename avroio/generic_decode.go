@@ -13,6 +13,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/box"
 )
 
 // The decoding of Avro datums into Records (see generic_schema.go).
@@ -85,34 +86,18 @@ func (c *chunk[T]) take(n int) []T {
 	return s
 }
 
-// eface is the layout of an interface{}: its type word and a pointer to
-// its value (for all types boxed here, which are not pointer-shaped).
-type eface struct {
-	typ  unsafe.Pointer
-	data unsafe.Pointer
-}
-
-func typeWord(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
-
-// pack is the interface of type typ (a typeWord) whose value is at p,
-// without copying it; the value at p must never change.
-func pack(typ, p unsafe.Pointer) any {
-	var v any
-	e := (*eface)(unsafe.Pointer(&v))
-	e.typ, e.data = typ, p
-	return v
-}
-
+// Values are boxed by internal/box: an interface of a fixed type (a
+// TypeWord) pointing at a value in a chunk, which is never written again.
 var (
-	typInt      = typeWord(int(0))
-	typInt64    = typeWord(int64(0))
-	typFloat32  = typeWord(float32(0))
-	typFloat64  = typeWord(float64(0))
-	typDuration = typeWord(time.Duration(0))
-	typString   = typeWord("")
-	typBytes    = typeWord([]byte(nil))
-	typList     = typeWord([]any(nil))
-	typTime     = typeWord(time.Time{})
+	typInt      = box.TypeWord(int(0))
+	typInt64    = box.TypeWord(int64(0))
+	typFloat32  = box.TypeWord(float32(0))
+	typFloat64  = box.TypeWord(float64(0))
+	typDuration = box.TypeWord(time.Duration(0))
+	typString   = box.TypeWord("")
+	typBytes    = box.TypeWord([]byte(nil))
+	typList     = box.TypeWord([]any(nil))
+	typTime     = box.TypeWord(time.Time{})
 )
 
 // word boxes the 8 bytes v as a value of typ (int, int64, float64 or
@@ -121,7 +106,7 @@ var (
 func (d *datumDecoder) word(typ unsafe.Pointer, v uint64) any {
 	p := d.words.next()
 	*p = v
-	return pack(typ, unsafe.Pointer(p))
+	return box.Pack(typ, unsafe.Pointer(p))
 }
 
 func (d *datumDecoder) int64v(v int64) any {
@@ -143,7 +128,7 @@ func (d *datumDecoder) float64v(f float64) any { return d.word(typFloat64, math.
 func (d *datumDecoder) float32v(f float32) any {
 	p := d.words.next()
 	*(*float32)(unsafe.Pointer(p)) = f
-	return pack(typFloat32, unsafe.Pointer(p))
+	return box.Pack(typFloat32, unsafe.Pointer(p))
 }
 
 func (d *datumDecoder) durationv(v time.Duration) any {
@@ -156,7 +141,7 @@ func (d *datumDecoder) stringv(s string) any {
 	}
 	p := d.strs.next()
 	*p = s
-	return pack(typString, unsafe.Pointer(p))
+	return box.Pack(typString, unsafe.Pointer(p))
 }
 
 func (d *datumDecoder) bytesv(b []byte) any {
@@ -164,19 +149,19 @@ func (d *datumDecoder) bytesv(b []byte) any {
 	// hamba/avro hands out byte slices of a shared slab: cap them, so
 	// that appending to one never writes into another value.
 	*p = b[:len(b):len(b)]
-	return pack(typBytes, unsafe.Pointer(p))
+	return box.Pack(typBytes, unsafe.Pointer(p))
 }
 
 func (d *datumDecoder) listv(l []any) any {
 	p := d.lists.next()
 	*p = l
-	return pack(typList, unsafe.Pointer(p))
+	return box.Pack(typList, unsafe.Pointer(p))
 }
 
 func (d *datumDecoder) timev(t time.Time) any {
 	p := d.times.next()
 	*p = t
-	return pack(typTime, unsafe.Pointer(p))
+	return box.Pack(typTime, unsafe.Pointer(p))
 }
 
 // decode decodes one datum of n from r. On bad data it sets r.Error and
@@ -249,7 +234,7 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 	case kFixed:
 		a := reflect.New(n.arrType)
 		r.Read(unsafe.Slice((*byte)(a.UnsafePointer()), n.size))
-		return pack(n.arrTypeWord, a.UnsafePointer())
+		return box.Pack(n.arrTypeWord, a.UnsafePointer())
 	case kArray:
 		if depth > maxDatumDepth {
 			fail(r, errDepth)

@@ -10,6 +10,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/box"
 )
 
 // This file decodes Avro datums into Records and encodes Records into Avro
@@ -172,7 +173,7 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		default:
 			n.kind, n.goType = kFixed, "["+strconv.Itoa(n.size)+"]byte"
 			n.arrType = reflect.ArrayOf(n.size, reflect.TypeFor[byte]())
-			n.arrTypeWord = typeWord(reflect.Zero(n.arrType).Interface())
+			n.arrTypeWord = box.TypeWord(reflect.Zero(n.arrType).Interface())
 		}
 	case avro.Enum:
 		es := s.(*avro.EnumSchema)

@@ -101,41 +101,47 @@ func quoted(want, have []string) (missing string, ok bool) {
 
 var goRun = regexp.MustCompile(`go run (\./[^\s]+)`)
 
-func TestREADME(t *testing.T) {
+func TestREADME(t *testing.T) { checkDoc(t, "README.md") }
+
+// TestMIGRATING checks docs/MIGRATING.md as README.md is checked: its Go
+// blocks are quoted from internal/migrating's compiled examples.
+func TestMIGRATING(t *testing.T) { checkDoc(t, "docs/MIGRATING.md") }
+
+func checkDoc(t *testing.T, name string) {
 	root := filepath.Join("..", "..")
-	blocks := readBlocks(t, filepath.Join(root, "README.md"))
+	blocks := readBlocks(t, filepath.Join(root, name))
 	goBlocks := 0
 	for _, b := range blocks {
 		switch b.lang {
 		case "go":
 			goBlocks++
 			if b.from == "" {
-				t.Errorf("README.md:%d: Go block has no <!-- quoted from FILE --> line before it", b.line)
+				t.Errorf("%s:%d: Go block has no <!-- quoted from FILE --> line before it", name, b.line)
 				continue
 			}
 			data, err := os.ReadFile(filepath.Join(root, b.from))
 			if err != nil {
-				t.Errorf("README.md:%d: %v", b.line, err)
+				t.Errorf("%s:%d: %v", name, b.line, err)
 				continue
 			}
 			if !strings.HasSuffix(b.from, ".go") {
-				t.Errorf("README.md:%d: quoted from %s, not a Go file", b.line, b.from)
+				t.Errorf("%s:%d: quoted from %s, not a Go file", name, b.line, b.from)
 			}
 			if missing, ok := quoted(b.lines, strings.Split(string(data), "\n")); !ok {
-				t.Errorf("README.md:%d: block quoted from %s differs from it at %q", b.line, b.from, missing)
+				t.Errorf("%s:%d: block quoted from %s differs from it at %q", name, b.line, b.from, missing)
 			}
 		case "sh", "bash", "shell":
 			for _, l := range b.lines {
 				for _, m := range goRun.FindAllStringSubmatch(l, -1) {
 					if fi, err := os.Stat(filepath.Join(root, m[1])); err != nil || !fi.IsDir() {
-						t.Errorf("README.md:%d: %q runs %s, which is not a directory of the module", b.line, strings.TrimSpace(l), m[1])
+						t.Errorf("%s:%d: %q runs %s, which is not a directory of the module", name, b.line, strings.TrimSpace(l), m[1])
 					}
 				}
 			}
 		}
 	}
 	if goBlocks == 0 {
-		t.Error("README.md has no Go code block: the check would check nothing")
+		t.Errorf("%s has no Go code block: the check would check nothing", name)
 	}
 }
 

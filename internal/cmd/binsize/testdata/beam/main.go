@@ -1,5 +1,5 @@
 // Command beam reads Avro files with Beam Go's avroio: the program
-// internal/binsize measures testdata/sdfio, the same program on sdfio's
+// internal/cmd/binsize measures testdata/sdfio, the same program on sdfio's
 // avroio, against.
 package main
 

@@ -1,5 +1,5 @@
 // Command sdfio reads Avro files with sdfio's avroio: the program
-// internal/binsize measures against testdata/beam, the same program on
+// internal/cmd/binsize measures against testdata/beam, the same program on
 // Beam Go's avroio.
 package main
 
