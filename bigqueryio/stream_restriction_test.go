@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +11,10 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/googleapis/gax-go/v2"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/logtest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
 )
 
@@ -267,39 +265,11 @@ func progress(tr *StreamTracker) [2]float64 {
 	return [2]float64{d, r}
 }
 
-// infoLog keeps the INFO messages of Beam's log.
-type infoLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo {
-		l.mu.Lock()
-		l.msgs = append(l.msgs, msg)
-		l.mu.Unlock()
-	}
-}
-
-func (l *infoLog) has(t *testing.T, want string) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if strings.Contains(m, want) {
-			return
-		}
-	}
-	t.Errorf("no INFO log saying %q in %q", want, l.msgs)
-}
-
 // TestInfoLogs: planning a read logs its session, streams and estimates,
 // and an accepted split logs its halves, at INFO, so that a Dataflow user
 // sees the plan and the rebalancing. (Before: neither was logged.)
 func TestInfoLogs(t *testing.T) {
-	l := &infoLog{}
-	log.SetLogger(l)
-	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	l := logtest.Capture(t)
 	srv := newTestServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(3))
 	numbersTable(t, srv, 12)
 	ctx := context.Background()
@@ -311,8 +281,8 @@ func TestInfoLogs(t *testing.T) {
 	if err := emitSession(ctx, cfg, nil, func(StreamElement) { n++ }); err != nil {
 		t.Fatal(err)
 	}
-	l.has(t, fmt.Sprintf("of projects/p/datasets/d/tables/nums: %d streams, about 12 rows", n))
+	l.Has(t, fmt.Sprintf("of projects/p/datasets/d/tables/nums: %d streams, about 12 rows", n))
 	s := subject(t, srv)
 	sdftest.AssertSplitAtFraction(t, s, 4, 0.5, sdftest.MustSucceedAndBeConsistent)
-	l.has(t, "bigqueryio: split accepted at fraction 0.5 of the rest: primary ")
+	l.Has(t, "bigqueryio: split accepted at fraction 0.5 of the rest: primary ")
 }

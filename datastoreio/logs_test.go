@@ -4,58 +4,24 @@ import (
 	"context"
 	"reflect"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/logtest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
 )
-
-// infoLog keeps the INFO messages logged through Beam's log package.
-type infoLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo {
-		l.mu.Lock()
-		l.msgs = append(l.msgs, msg)
-		l.mu.Unlock()
-	}
-}
-
-func (l *infoLog) has(t *testing.T, want ...string) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-next:
-	for _, m := range l.msgs {
-		for _, w := range want {
-			if !strings.Contains(m, w) {
-				continue next
-			}
-		}
-		return
-	}
-	t.Errorf("no INFO log saying all of %q in %q", want, l.msgs)
-}
 
 // TestInfoLogs: planning a read logs its kind, namespace, the query splits
 // asked and made and the scatter keys asked and returned, and an accepted
 // split logs its halves, at INFO, so that a Dataflow user sees the plan
 // and the rebalancing. (Before: neither was logged.)
 func TestInfoLogs(t *testing.T) {
-	l := &infoLog{}
-	log.SetLogger(l)
-	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	l := logtest.Capture(t)
 	e, c := client(t)
 	ns := dstest.Namespace(t)
 	put(t, c, mixedItems(ns, "Logged", 16, 9))
@@ -70,7 +36,7 @@ func TestInfoLogs(t *testing.T) {
 		subRanges += r.SubRanges()
 	}
 	// (2-1)*8 scatter keys are asked for two splits of 8 keys each.
-	l.has(t, "datastoreio: planned the read of kind Logged in project "+e.Project(), `namespace "`+ns+`"`,
+	l.Has(t, "datastoreio: planned the read of kind Logged in project "+e.Project(), `namespace "`+ns+`"`,
 		"2 query splits asked, 2 after the split rules", "8 scatter keys asked, ",
 		": 2 initial splits of "+strconv.FormatInt(subRanges, 10)+" sub-ranges")
 	s := dstest.Subject(t, ranges[0], reflect.TypeFor[item]())
@@ -79,7 +45,7 @@ func TestInfoLogs(t *testing.T) {
 		t.Fatalf("range 0 has %d sub-ranges, want at least 2 to split", ranges[0].SubRanges())
 	}
 	sdftest.AssertSplitAtFraction(t, s, 1, 0.5, sdftest.MustSucceedAndBeConsistent)
-	l.has(t, "datastoreio: split accepted at fraction 0.5 of the rest: primary sub-ranges ")
+	l.Has(t, "datastoreio: split accepted at fraction 0.5 of the rest: primary sub-ranges ")
 }
 
 // TestMetricsNamespace: a read and a write given WithMetricsNamespace count

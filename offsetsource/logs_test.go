@@ -2,50 +2,20 @@ package offsetsource_test
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
+	"github.com/sdfio/sdfio/internal/logtest"
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/sdf"
 )
-
-// infoLog keeps the INFO messages logged through Beam's log package.
-type infoLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo {
-		l.mu.Lock()
-		l.msgs = append(l.msgs, msg)
-		l.mu.Unlock()
-	}
-}
-
-func (l *infoLog) has(t *testing.T, want string) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if strings.Contains(m, want) {
-			return
-		}
-	}
-	t.Errorf("no INFO log saying %q in %q", want, l.msgs)
-}
 
 // TestInfoLogs: planning a read logs its initial bundles, and a runner
 // split accepted while a range is read is logged, so that a user sees
 // the read was rebalanced.
 func TestInfoLogs(t *testing.T) {
-	l := &infoLog{}
-	log.SetLogger(l)
-	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	l := logtest.Capture(t)
 	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), "read")
 
 	src := memSource{Items: memRecords(10), MaxEnd: 100, BPO: 1, End: 100}
@@ -54,7 +24,7 @@ func TestInfoLogs(t *testing.T) {
 	if err != nil || len(bundles) != 4 {
 		t.Fatalf("SplitRestriction: %v, %v; want 4 bundles", bundles, err)
 	}
-	l.has(t, ": 100 bytes in 4 initial bundles of about 25 bytes")
+	l.Has(t, ": 100 bytes in 4 initial bundles of about 25 bytes")
 
 	rt := fn.CreateTracker(sdf.OffsetRange{Start: 0, End: 100})
 	n := 0
@@ -71,5 +41,5 @@ func TestInfoLogs(t *testing.T) {
 	if acc, _ := rt.SplitStats(); acc != 1 {
 		t.Fatalf("%d splits accepted, want 1", acc)
 	}
-	l.has(t, "offsetsource: 1 runner splits accepted while reading ")
+	l.Has(t, "offsetsource: 1 runner splits accepted while reading ")
 }

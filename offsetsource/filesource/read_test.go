@@ -9,17 +9,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/sdfio/sdfio/internal/logtest"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 	"github.com/sdfio/sdfio/offsetsource/sourcetest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
@@ -344,26 +343,10 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// infoLog keeps the INFO messages logged through Beam's log package.
-type infoLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *infoLog) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo {
-		l.mu.Lock()
-		l.msgs = append(l.msgs, msg)
-		l.mu.Unlock()
-	}
-}
-
 // TestInfoLogMatched: Read logs, when the pipeline is built, the files
 // and bytes its pattern matched: the read's plan.
 func TestInfoLogMatched(t *testing.T) {
-	l := &infoLog{}
-	log.SetLogger(l)
-	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
+	l := logtest.Capture(t)
 	dir := t.TempDir()
 	a := writeLines(t, dir, "a.txt", linesOf("a", 10), false)
 	b := writeLines(t, dir, "b.txt", linesOf("b", 20), false)
@@ -379,9 +362,5 @@ func TestInfoLogMatched(t *testing.T) {
 	pattern := filepath.Join(dir, "*.txt")
 	filesource.Read[string](s, pattern, Lines{})
 	want := fmt.Sprintf("filesource: pattern %q matched 2 files, %d bytes", pattern, size)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !slices.ContainsFunc(l.msgs, func(m string) bool { return strings.Contains(m, want) }) {
-		t.Errorf("no INFO log saying %q in %q", want, l.msgs)
-	}
+	l.Has(t, want)
 }
