@@ -98,6 +98,9 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if err := checkWriteType(t, cfg); err != nil {
 		return WriteResult{}, fmt.Errorf("bigqueryio.Write of %v: %w", t, err)
 	}
+	if err := checkRegistered(t); err != nil {
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write: %w", err)
+	}
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: t}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	if cfg.tableFn != nil {
 		ft := reflect.TypeOf(cfg.tableFn)

@@ -470,6 +470,9 @@ func TestWriteConstruction(t *testing.T) {
 	type wrong struct {
 		ID string `bigquery:"id"`
 	}
+	type loose struct { // writable, but not registered with Beam
+		ID int64 `bigquery:"id"`
+	}
 	schema := bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}
 	for _, tc := range []struct {
 		elem any
@@ -481,6 +484,7 @@ func TestWriteConstruction(t *testing.T) {
 		{misfit{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "field Extra matches no column"},
 		{wrong{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "field ID of type string cannot be written to column id of type INTEGER"},
 		{bigqueryio.Row{}, "p.d.t", nil, "give WithSchema, or WithCreateDisposition(CreateNever)"},
+		{loose{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "is not registered with Beam: call beam.RegisterType"},
 		{Simple{}, "nodots", nil, `table "nodots"`},
 		{Simple{}, "", nil, "no table"},
 		{Simple{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithTableFunc(simpleTable)}, "both name the destination"},
