@@ -84,6 +84,8 @@ type writer struct {
 	counts   map[*beam.Counter]int64
 	inflight []*inflight // the commits in flight, oldest first
 	spare    []*batch[pending]
+
+	throttledRest time.Duration // ramp-up wait not yet counted in throttled_msecs (under a millisecond)
 }
 
 // MaxCommitsInFlight is the most commits one writer (one DoFn instance)
@@ -285,7 +287,14 @@ func (w *writer) addOne(ctx context.Context, k *datastore.Key, src any, what str
 	p.size = size
 	if w.ramp != nil {
 		waited, err := w.ramp.acquire(ctx)
-		w.counter(&throttledMsecs).Inc(ctx, waited.Milliseconds())
+		// Count whole milliseconds and carry the rest: waits of a few ms
+		// each, truncated one by one, undercounted a write's wait by up to
+		// a millisecond an element.
+		w.throttledRest += waited
+		if ms := w.throttledRest.Milliseconds(); ms > 0 {
+			w.counter(&throttledMsecs).Inc(ctx, ms)
+			w.throttledRest -= time.Duration(ms) * time.Millisecond
+		}
 		if err != nil {
 			return err
 		}
