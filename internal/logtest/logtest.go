@@ -6,10 +6,17 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
+
+// TB is the part of *testing.T a Log uses; the package does not import
+// testing, so that nothing it is linked into carries the test framework.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
 
 // Log keeps the messages logged at INFO while it is installed.
 type Log struct {
@@ -20,7 +27,7 @@ type Log struct {
 // Capture installs a Log as Beam's logger until t ends (then Beam's
 // structural logger is back). Tests that capture must not run in parallel
 // with each other: the logger is the process's.
-func Capture(t *testing.T) *Log {
+func Capture(t TB) *Log {
 	l := &Log{}
 	log.SetLogger(l)
 	t.Cleanup(func() { log.SetLogger(&log.Structural{}) })
@@ -45,7 +52,7 @@ func (l *Log) Messages() []string {
 
 // Has fails t unless one INFO message so far contains every string of
 // want.
-func (l *Log) Has(t *testing.T, want ...string) {
+func (l *Log) Has(t TB, want ...string) {
 	t.Helper()
 	msgs := l.Messages()
 	for _, m := range msgs {
