@@ -358,7 +358,7 @@ func (f *appendFn) drain(ctx context.Context, d *destination, failed func(Failed
 		}
 		d.next = b.offset
 		for i, r := range rest {
-			if err := f.appendSync(ctx, d, r, resps[i], known[i], failed); err != nil {
+			if err := f.appendSync(ctx, d, r, resps[i], known[i], i == 0, failed); err != nil {
 				return err
 			}
 		}
@@ -374,9 +374,15 @@ func (f *appendFn) written(ctx context.Context, b *appendBatch) {
 }
 
 // appendSync appends b at d.next until it is written, given the outcome of
-// an earlier attempt at b.offset (if that is still d.next).
-func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatch, resp *storagepb.AppendRowsResponse, err error, failed func(FailedRow)) error {
+// an earlier attempt at b.offset (if that is still d.next). With own, that
+// outcome is b's own answer, every append before it written: an error in
+// it is b's, as if b had just been sent alone, so a permanent one fails at
+// once. Otherwise the error may be an echo of an earlier append's failure
+// (OUT_OF_RANGE behind a failed append, or UNAVAILABLE for the whole
+// connection), and b is sent again before its answer is judged.
+func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatch, resp *storagepb.AppendRowsResponse, err error, own bool, failed func(FailedRow)) error {
 	known := b.offset == d.next || f.Cfg.AtLeastOnce
+	own = own && known
 	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
 	retries := 0
 	for {
@@ -388,8 +394,8 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			f.send(ctx, d, b)
 			resp, err = b.outcome(ctx)
 		}
-		fresh := !known
-		known = false
+		fresh := !known || own
+		known, own = false, false
 		code := status.Code(err)
 		switch {
 		case err == nil || code == codes.AlreadyExists && !f.Cfg.AtLeastOnce:

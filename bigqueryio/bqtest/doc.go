@@ -205,9 +205,13 @@
 // inject faults with SetWriteFaults: AppendRows failing with UNAVAILABLE on
 // a share of requests, before or after the rows were written (after: a
 // retry with the offset gets ALREADY_EXISTS, one without writes the rows
-// again), in the response or by ending the RPC; RPCs ended after a number
-// of answers; slow commits, and commits failing before or after they
-// applied.
+// again), in the response or by ending the RPC; a permanent error code
+// (INVALID_ARGUMENT, PERMISSION_DENIED, ...) for every request after a
+// number of them; a hook called with each request (to hold it, or to end
+// the RPC before it is written); RPCs ended after a number of answers;
+// slow commits, and commits failing before or after they applied.
+// AppendAttempts counts the requests naming each stream and offset, so a
+// test can check that a client did not send an append again.
 //
 // The server runs in the test's process and listens on 127.0.0.1, so
 // workers that are other processes on the same machine (Prism with a process

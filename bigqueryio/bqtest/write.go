@@ -38,9 +38,17 @@ type writeState struct {
 	schemas     map[string]*writerSchema // compiled writer schemas, by serialized descriptor
 	faults      WriteFaults
 	appendCalls int // AppendRows requests since SetWriteFaults
+	hookCalls   int // AppendRows requests given to WriteFaults.OnAppend
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults
 	stats       WriteStats
+	attempts    map[AppendAt]int // AppendRows requests by stream and offset
 	seq         int
+}
+
+// AppendAt is a stream and an offset an append named.
+type AppendAt struct {
+	Stream string
+	Offset int64
 }
 
 // wstream is an application-created write stream.
@@ -85,6 +93,21 @@ type WriteFaults struct {
 	// client reads io.EOF) once it has answered this many requests (0:
 	// never). Requests received after the last answer are not processed.
 	CloseAfterRequests int
+	// AppendErrorCode, when not OK, answers every AppendRows request after
+	// the first AppendErrorAfter (since SetWriteFaults) with this code in
+	// the response's error field and AppendErrorMessage (and the stream's
+	// name) as its message, writing none of its rows: a permanent error
+	// such as INVALID_ARGUMENT or PERMISSION_DENIED, which a client must
+	// not send again.
+	AppendErrorCode    codes.Code
+	AppendErrorMessage string
+	AppendErrorAfter   int
+	// OnAppend, when set, is called with each AppendRows request's number
+	// (1 for the first since SetWriteFaults) before the server looks at the
+	// request; it may block. A non-nil error ends the RPC with that error,
+	// the request neither counted nor written (as when a connection drops
+	// before the request reaches the service).
+	OnAppend func(call int) error
 
 	// CommitDelay is slept in each BatchCommitWriteStreams call before it
 	// acts (or until the caller's deadline).
@@ -137,8 +160,20 @@ type WriteStream struct {
 // on.
 func (s *Server) SetWriteFaults(f WriteFaults) {
 	s.mu.Lock()
-	s.w.faults, s.w.appendCalls, s.w.commitCalls = f, 0, 0
+	s.w.faults, s.w.appendCalls, s.w.hookCalls, s.w.commitCalls = f, 0, 0, 0
 	s.mu.Unlock()
+}
+
+// AppendAttempts returns how many AppendRows requests named each stream
+// and offset (requests without an offset are not counted).
+func (s *Server) AppendAttempts() map[AppendAt]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[AppendAt]int, len(s.w.attempts))
+	for k, v := range s.w.attempts {
+		m[k] = v
+	}
+	return m
 }
 
 // WriteStats returns what the Write API server did so far.

@@ -69,10 +69,44 @@ func (w *writeService) AppendRows(srv storagepb.BigQueryWrite_AppendRowsServer) 
 // written: a request the server refuses anyway is refused as usual.
 func (s *Server) appendRequest(conn *appendConn, req *storagepb.AppendRowsRequest) (*storagepb.AppendRowsResponse, error) {
 	s.mu.Lock()
-	s.w.stats.Appends++
 	f := s.w.faults
-	fail := s.injectLocked(&s.w.appendCalls, f.AppendUnavailableCalls, f.AppendUnavailableShare)
+	s.w.hookCalls++
+	hookCall := s.w.hookCalls
 	s.mu.Unlock()
+	if f.OnAppend != nil {
+		if err := f.OnAppend(hookCall); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	s.w.stats.Appends++
+	if off := req.GetOffset(); off != nil {
+		stream := req.GetWriteStream()
+		if stream == "" {
+			stream = conn.stream
+		}
+		if s.w.attempts == nil {
+			s.w.attempts = map[AppendAt]int{}
+		}
+		s.w.attempts[AppendAt{stream, off.GetValue()}]++
+	}
+	fail := s.injectLocked(&s.w.appendCalls, f.AppendUnavailableCalls, f.AppendUnavailableShare)
+	permanent := f.AppendErrorCode != codes.OK && s.w.appendCalls > f.AppendErrorAfter
+	if permanent {
+		s.w.stats.InjectedFailures++
+	}
+	s.mu.Unlock()
+	if permanent {
+		stream := req.GetWriteStream()
+		if stream == "" {
+			stream = conn.stream
+		}
+		if stream == "" {
+			return nil, status.Error(codes.InvalidArgument, "write_stream must be set in the first AppendRowsRequest of a connection")
+		}
+		conn.stream = stream
+		return errorResponse(stream, status.New(f.AppendErrorCode, f.AppendErrorMessage+" Entity: "+stream)), nil
+	}
 	resp, outcome, end := s.append(conn, req, fail && !f.AfterWrite)
 	if end != nil {
 		return nil, end
