@@ -148,7 +148,7 @@ demo:
 	$(call demo_run,blockfile again as one bundle with slow blocks (250 ms each): Prism splits the running read,blockfile,--block_delay=250ms --bundle_size=1000000)
 	$(call demo_run,avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files; three codecs),avrostats,)
 	$(call demo_run,datastore: 3000 entities written to a Cloud Datastore emulator it starts; read back in 8 splits of up to 4 sub-ranges each,datastore,--keys_per_split=4)
-	$(call demo_run,bigquery: a 200000-row table on an in-process bqtest Storage Read server; 4 streams,bigquery,)
+	$(call demo_run,bigquery: a 200000-row table on an in-process bqtest server; 4 streams; the statistics written through the Storage Write API and read back,bigquery,)
 	$(call demo_run,bigquery again as one stream with slow rows (120 ms each): Prism splits it through SplitReadStream,bigquery,--streams=1 --rows=60 --row_delay=120ms)
 	@echo; echo "logs of each program: $(DEMO_DIR)/<name>.log (make demo V=1 prints them)"
 

@@ -1,6 +1,9 @@
 // Command bigquery reads a BigQuery table through the Storage Read API with
 // bigqueryio and prints, per corpus, the number of distinct words and their
-// total count, then the read's metrics (rows, streams, splits).
+// total count, then the read's metrics (rows, streams, splits). It then
+// writes those statistics to a second table with bigqueryio.Write (the
+// Storage Write API, exactly once: nothing is visible before the commit)
+// and reads that table back.
 //
 // The table has the schema of bigquery-public-data.samples.shakespeare
 // (word STRING, word_count INTEGER, corpus STRING, corpus_date INTEGER). By
@@ -13,8 +16,11 @@
 //	go run ./examples/bigquery --table=bigquery-public-data:samples.shakespeare --project=my-project
 //	go run ./examples/bigquery --query='SELECT * FROM samples.shakespeare'     # bqtest answers with the generated table
 //	go run ./examples/bigquery --project=my-project --query='SELECT * FROM `bigquery-public-data.samples.shakespeare`'
+//	go run ./examples/bigquery --table=bigquery-public-data:samples.shakespeare --project=my-project --write_to=my-project.demo.corpus_stats
 //
-// Reading a real table needs Application Default Credentials with
+// On bqtest the statistics go to demo-project.samples.corpus_stats; on a
+// real table only with --write_to (created if missing, from CorpusStats),
+// which needs roles/bigquery.dataEditor on its dataset. Reading a real table needs Application Default Credentials with
 // roles/bigquery.readSessionUser on --project and roles/bigquery.dataViewer on
 // the table; a query also needs roles/bigquery.jobUser and
 // roles/bigquery.dataEditor on --project, where its temporary table lives.
@@ -50,7 +56,16 @@ var (
 	rows        = flag.Int("rows", 200000, "rows of the generated table")
 	rowDelay    = flag.Duration("row_delay", 0, "sleep after each row, so that the runner splits the running stream read")
 	query       = flag.String("query", "", "a standard SQL query to read instead of a table (with --project); on bqtest its result is the generated table")
+	writeTo     = flag.String("write_to", "", "table to write the per-corpus statistics to, then read back; on bqtest by default demo-project.samples.corpus_stats")
 )
+
+// CorpusStats is a row of the table the statistics are written to: its
+// schema is inferred from the struct (CreateIfNeeded).
+type CorpusStats struct {
+	Corpus string `bigquery:"corpus"`
+	Words  int64  `bigquery:"words"`
+	Count  int64  `bigquery:"total_count"`
+}
 
 // Word is a row of the shakespeare table.
 type Word struct {
@@ -100,6 +115,28 @@ func init() {
 	register.Combiner3[[]string, string, []string](&sortFn{})
 	beam.RegisterType(reflect.TypeFor[Word]())
 	beam.RegisterType(reflect.TypeFor[Agg]())
+	beam.RegisterType(reflect.TypeFor[CorpusStats]())
+	register.Function2x1(toStats)
+	register.Function1x1(formatStats)
+	register.Function1x0(printResult)
+	register.Function1x0(printFailed)
+}
+
+func toStats(corpus string, a Agg) CorpusStats {
+	return CorpusStats{Corpus: corpus, Words: a.Words, Count: a.Count}
+}
+
+func formatStats(c CorpusStats) string {
+	return fmt.Sprintf("%-14s %6d words %8d in all", c.Corpus, c.Words, c.Count)
+}
+
+// printResult runs once the table's rows are committed.
+func printResult(r bigqueryio.TableResult) {
+	fmt.Printf("committed %d rows to %s in %d stream(s) at %s\n", r.Rows, r.Table, len(r.Streams), r.CommitTime.Format(time.RFC3339))
+}
+
+func printFailed(f bigqueryio.FailedRow) {
+	fmt.Printf("refused by %s: %s: %s\n", f.Table, f.Row, f.Error)
 }
 
 var corpora = []string{"hamlet", "kinglear", "macbeth", "othello", "tempest", "twelfthnight", "sonnets", "juliuscaesar"}
@@ -139,6 +176,8 @@ func main() {
 	name := *table
 	var opts []bigqueryio.SessionOption // Read's and Query's
 	var queryOpts []bigqueryio.QueryOption
+	var writeOpts []bigqueryio.WriteOption
+	out := *writeTo
 	if name == "" {
 		srv, n, err := serveGenerated(*rows)
 		if err != nil {
@@ -147,6 +186,10 @@ func main() {
 		defer srv.Close()
 		name = n
 		opts = append(opts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
+		writeOpts = append(writeOpts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
+		if out == "" {
+			out = "demo-project.samples.corpus_stats"
+		}
 		if *query != "" {
 			queryOpts = append(queryOpts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
 			if *gcpopts.Project == "" {
@@ -191,12 +234,36 @@ func main() {
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, words))
 	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatCorpus, stats))
 	beam.ParDo0(s, printLines, lines)
+	if out != "" {
+		res := bigqueryio.Write(s, out, beam.ParDo(s, toStats, stats), writeOpts...)
+		beam.ParDo0(s, printResult, res.Results)
+		beam.ParDo0(s, printFailed, res.FailedRows)
+	}
 
 	start := time.Now()
 	res, err := beamx.RunWithMetrics(ctx, p)
 	if err != nil {
 		log.Exitf(ctx, "pipeline failed: %v", err)
 	}
+	if out != "" {
+		name += " and wrote " + out
+	}
 	fmt.Printf("\nread %s in %v\n", name, time.Since(start).Round(time.Millisecond))
 	demo.PrintMetrics(os.Stdout, res, bigqueryio.Namespace)
+	if out == "" {
+		return
+	}
+
+	// A second pipeline reads back what the first committed.
+	var backOpts []bigqueryio.ReadOption
+	for _, o := range opts {
+		backOpts = append(backOpts, o)
+	}
+	p, s = beam.NewPipelineWithRoot()
+	back := bigqueryio.Read(s, out, reflect.TypeFor[CorpusStats](), backOpts...)
+	beam.ParDo0(s, printLines, beam.Combine(s, &sortFn{}, beam.ParDo(s, formatStats, back)))
+	fmt.Printf("\nreading back %s:\n", out)
+	if _, err := beamx.RunWithMetrics(ctx, p); err != nil {
+		log.Exitf(ctx, "reading back %s failed: %v", out, err)
+	}
 }
