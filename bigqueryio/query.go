@@ -17,6 +17,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 // TempExpiration is how long the temporary table of a Query lives if the
@@ -109,11 +111,11 @@ func (c readConfig) restOptions() []option.ClientOption {
 }
 
 func init() {
-	register.DoFn4x1[context.Context, []byte, func(StreamElement), func(queryTemp), error](&queryFn{})
+	beamreg.DoFn4x1[context.Context, []byte, func(StreamElement), func(queryTemp), error](&queryFn{})
 	register.Emitter1[queryTemp]()
-	register.DoFn2x0[beam.X, func(int)](&readDoneFn{})
+	beamreg.DoFn2x0[beam.X, func(int)](&readDoneFn{})
 	register.Emitter1[int]()
-	register.DoFn3x1[context.Context, queryTemp, func(*int) bool, error](&cleanupFn{})
+	beamreg.DoFn3x1[context.Context, queryTemp, func(*int) bool, error](&cleanupFn{})
 	register.Iter1[int]()
 	beam.RegisterType(reflect.TypeOf((*queryTemp)(nil)).Elem())
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 // Namespace is the default Beam metrics namespace of Read and Query
@@ -18,9 +20,9 @@ import (
 const Namespace = "sdfio/bigqueryio"
 
 func init() {
-	register.DoFn3x1[context.Context, []byte, func(StreamElement), error](&sessionFn{})
+	beamreg.DoFn3x1[context.Context, []byte, func(StreamElement), error](&sessionFn{})
 	register.Emitter1[StreamElement]()
-	register.DoFn4x1[context.Context, *StreamTracker, StreamElement, func(beam.X), error](&readStreamFn{})
+	beamreg.DoFn4x1[context.Context, *StreamTracker, StreamElement, func(beam.X), error](&readStreamFn{})
 	register.Emitter1[beam.X]()
 	beam.RegisterType(reflect.TypeOf((*StreamElement)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*StreamRestriction)(nil)).Elem())

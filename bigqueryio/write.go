@@ -10,6 +10,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 // maxAppendBytes is the default and largest size of the encoded rows of
@@ -51,10 +53,10 @@ type streamDone struct {
 }
 
 func init() {
-	register.DoFn4x1[context.Context, beam.X, func(string, streamDone), func(FailedRow), error](&appendFn{})
+	beamreg.DoFn4x1[context.Context, beam.X, func(string, streamDone), func(FailedRow), error](&appendFn{})
 	register.Emitter2[string, streamDone]()
 	register.Emitter1[FailedRow]()
-	register.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
+	beamreg.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 // Namespace is the default namespace of the package's Beam metrics, reads'
@@ -73,9 +75,9 @@ func init() {
 	rt := reflect.TypeFor[Range]()
 	beam.RegisterType(rt)
 	beam.RegisterCoder(rt, encodeRange, decodeRange)
-	register.DoFn3x1[context.Context, []byte, func(Range), error](&planFn{})
+	beamreg.DoFn3x1[context.Context, []byte, func(Range), error](&planFn{})
 	register.Emitter1[Range]()
-	register.DoFn4x1[context.Context, *KeyRangeTracker, Range, func(beam.X), error](&readFn{})
+	beamreg.DoFn4x1[context.Context, *KeyRangeTracker, Range, func(beam.X), error](&readFn{})
 	beam.RegisterType(reflect.TypeFor[*KeyRangeTracker]())
 	register.Emitter1[beam.X]()
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 var (
@@ -37,8 +39,8 @@ var writeCounterNames = map[*beam.Counter]string{
 }
 
 func init() {
-	register.DoFn3x1[context.Context, beam.X, func(int), error](&mutateFn{})
-	register.DoFn4x1[context.Context, *datastore.Key, beam.Y, func(int), error](&mutateKVFn{})
+	beamreg.DoFn3x1[context.Context, beam.X, func(int), error](&mutateFn{})
+	beamreg.DoFn4x1[context.Context, *datastore.Key, beam.Y, func(int), error](&mutateKVFn{})
 	register.Emitter1[int]()
 }
 

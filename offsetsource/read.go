@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/sdfio/sdfio/internal/beamreg"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -70,7 +71,7 @@ func Register[T any, S Source[T]]() {
 	if st := reflect.TypeFor[S](); st.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("offsetsource.Register: source type %v is a %v; it must be a struct with exported fields", st, st.Kind()))
 	}
-	register.DoFn4x1[context.Context, *sdf.Tracker, S, func(T), error](&readFn[T, S]{})
+	beamreg.DoFn4x1[context.Context, *sdf.Tracker, S, func(T), error](&readFn[T, S]{})
 	register.Emitter1[T]()
 	registerNamed(reflect.TypeFor[S]())
 	registerNamed(reflect.TypeFor[T]())

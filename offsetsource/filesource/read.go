@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/sdfio/sdfio/internal/beamreg"
 	"github.com/sdfio/sdfio/offsetsource"
 )
 
@@ -127,9 +128,9 @@ func logMatched(ctx context.Context, pattern string, files []Metadata) {
 }
 
 func registerReadFns[T any, F Format[T]]() {
-	register.DoFn3x1[context.Context, string, func(Source[T, F]), error](&matchFn[T, F]{})
-	register.DoFn3x1[context.Context, fileio.ReadableFile, func(Source[T, F]), error](&readableFileFn[T, F]{})
-	register.DoFn3x1[context.Context, fileio.FileMetadata, func(Source[T, F]), error](&watchedFileFn[T, F]{})
+	beamreg.DoFn3x1[context.Context, string, func(Source[T, F]), error](&matchFn[T, F]{})
+	beamreg.DoFn3x1[context.Context, fileio.ReadableFile, func(Source[T, F]), error](&readableFileFn[T, F]{})
+	beamreg.DoFn3x1[context.Context, fileio.FileMetadata, func(Source[T, F]), error](&watchedFileFn[T, F]{})
 	register.Emitter1[Source[T, F]]()
 }
 
