@@ -2,7 +2,6 @@ package datastoreio
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/schema"
+
+	"github.com/sdfio/sdfio/internal/wire"
 )
 
 // Generic entities in a pipeline: datastore.PropertyList, *datastore.PropertyList
@@ -226,15 +227,10 @@ func DecodeEntity(b []byte) (*datastore.Entity, error) {
 	return e, d.end()
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 func appendProperties(b []byte, props []datastore.Property, depth int) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(props)))
 	for _, p := range props {
-		b = appendString(b, p.Name)
+		b = wire.AppendString(b, p.Name)
 		if p.NoIndex {
 			b = append(b, 1)
 		} else {
@@ -269,7 +265,7 @@ func appendValue(b []byte, name string, v any, depth int) ([]byte, error) {
 		}
 		return append(b, tagBool, 0), nil
 	case string:
-		return appendString(append(b, tagString), x), nil
+		return wire.AppendString(append(b, tagString), x), nil
 	case float64:
 		return binary.LittleEndian.AppendUint64(append(b, tagFloat64), math.Float64bits(x)), nil
 	case float32:
@@ -278,15 +274,13 @@ func appendValue(b []byte, name string, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(b, tagNilBytes), nil
 		}
-		b = binary.AppendUvarint(append(b, tagBytes), uint64(len(x)))
-		return append(b, x...), nil
+		return wire.AppendBytes(append(b, tagBytes), x), nil
 	case time.Time:
 		t, err := x.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("datastoreio: encoding property %q: %w", name, err)
 		}
-		b = binary.AppendUvarint(append(b, tagTime), uint64(len(t)))
-		return append(b, t...), nil
+		return wire.AppendBytes(append(b, tagTime), t), nil
 	case datastore.GeoPoint:
 		b = binary.LittleEndian.AppendUint64(append(b, tagGeo), math.Float64bits(x.Lat))
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(x.Lng)), nil
@@ -330,13 +324,13 @@ func appendKey(b []byte, k *datastore.Key) []byte {
 	path := keyPath(k)
 	b = binary.AppendUvarint(b, uint64(len(path)))
 	for _, e := range path {
-		b = appendString(b, e.Namespace)
-		b = appendString(b, e.Kind)
+		b = wire.AppendString(b, e.Namespace)
+		b = wire.AppendString(b, e.Kind)
 		switch {
 		case e.ID != 0:
 			b = binary.AppendVarint(append(b, 0), e.ID)
 		case e.Name != "":
-			b = appendString(append(b, 1), e.Name)
+			b = wire.AppendString(append(b, 1), e.Name)
 		default:
 			b = append(b, 2)
 		}
@@ -344,16 +338,16 @@ func appendKey(b []byte, k *datastore.Key) []byte {
 	return b
 }
 
-// entityDecoder reads the encoding from a byte slice. Every count is
-// checked against the bytes left before anything is allocated for it, so
-// a hostile count cannot make it allocate more than the input's size.
+// entityDecoder reads the encoding through a wire.Reader, which checks
+// every count against the bytes left before anything is allocated for it,
+// so a hostile count cannot make it allocate more than the input's size.
 type entityDecoder struct {
-	b   []byte
-	off int
+	r *wire.Reader
+	n int
 }
 
 func newEntityDecoder(b []byte) (*entityDecoder, error) {
-	d := &entityDecoder{b: b}
+	d := &entityDecoder{r: wire.NewReader(b), n: len(b)}
 	v, err := d.byte()
 	if err != nil {
 		return nil, err
@@ -364,77 +358,54 @@ func newEntityDecoder(b []byte) (*entityDecoder, error) {
 	return d, nil
 }
 
-var errTruncated = errors.New("truncated")
-
-func (d *entityDecoder) errorf(format string, args ...any) error {
-	return fmt.Errorf("datastoreio: decoding an entity at byte %d of %d: %s", d.off, len(d.b), fmt.Sprintf(format, args...))
-}
-
-func (d *entityDecoder) end() error {
-	if d.off != len(d.b) {
-		return d.errorf("%d bytes left over", len(d.b)-d.off)
+// err is the reader's first failure, naming the entity's size and the
+// byte offset.
+func (d *entityDecoder) err() error {
+	if err := d.r.Err(); err != nil {
+		return fmt.Errorf("datastoreio: decoding an entity of %d bytes: %w", d.n, err)
 	}
 	return nil
 }
 
-func (d *entityDecoder) byte() (byte, error) {
-	if d.off >= len(d.b) {
-		return 0, d.errorf("%v", errTruncated)
-	}
-	d.off++
-	return d.b[d.off-1], nil
+func (d *entityDecoder) errorf(format string, args ...any) error {
+	d.r.Fail(format, args...)
+	return d.err()
 }
 
-func (d *entityDecoder) uvarint() (uint64, error) {
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		return 0, d.errorf("bad uvarint")
-	}
-	d.off += n
-	return v, nil
+func (d *entityDecoder) end() error {
+	d.r.Done("entity")
+	return d.err()
+}
+
+func (d *entityDecoder) byte() (byte, error) {
+	v := d.r.Byte()
+	return v, d.err()
 }
 
 func (d *entityDecoder) varint() (int64, error) {
-	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		return 0, d.errorf("bad varint")
-	}
-	d.off += n
-	return v, nil
+	v := d.r.Varint()
+	return v, d.err()
 }
 
 // count reads a count of items of at least minSize bytes each.
 func (d *entityDecoder) count(minSize int) (int, error) {
-	n, err := d.uvarint()
-	if err != nil {
-		return 0, err
-	}
-	if left := uint64(len(d.b) - d.off); n > left/uint64(minSize) {
-		return 0, d.errorf("count %d exceeds the %d bytes left", n, left)
-	}
-	return int(n), nil
+	n := d.r.Count(minSize)
+	return n, d.err()
 }
 
 func (d *entityDecoder) bytes() ([]byte, error) {
-	n, err := d.count(1)
-	if err != nil {
-		return nil, err
-	}
-	d.off += n
-	return d.b[d.off-n : d.off : d.off], nil
+	b := d.r.Bytes()
+	return b[:len(b):len(b)], d.err()
 }
 
 func (d *entityDecoder) string() (string, error) {
-	b, err := d.bytes()
-	return string(b), err
+	v := d.r.Str()
+	return v, d.err()
 }
 
 func (d *entityDecoder) fixed(n int) ([]byte, error) {
-	if len(d.b)-d.off < n {
-		return nil, d.errorf("%v", errTruncated)
-	}
-	d.off += n
-	return d.b[d.off-n : d.off], nil
+	b := d.r.Fixed(n)
+	return b, d.err()
 }
 
 func (d *entityDecoder) properties(depth int) ([]datastore.Property, error) {

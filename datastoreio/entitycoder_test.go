@@ -239,14 +239,14 @@ func TestEntityCoderRefuses(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		{"empty", nil, "truncated"},
+		{"empty", nil, "at byte 0: a byte: the encoding ends early"},
 		{"version", []byte{9}, "version 9"},
-		{"huge count", binary.AppendUvarint([]byte{entityCoderVersion, tagArray}, 1<<62), "exceeds"},
-		{"huge string", binary.AppendUvarint([]byte{entityCoderVersion, tagArray, 1}, 1<<40), "exceeds"},
-		{"huge array", binary.AppendUvarint([]byte{entityCoderVersion, tagArray, 1, 0, 0, tagArray}, 1<<40), "exceeds"},
+		{"huge count", binary.AppendUvarint([]byte{entityCoderVersion, tagArray}, 1<<62), "a count of 4611686018427387904"},
+		{"huge string", binary.AppendUvarint([]byte{entityCoderVersion, tagArray, 1}, 1<<40), "a count of 1099511627776"},
+		{"huge array", binary.AppendUvarint([]byte{entityCoderVersion, tagArray, 1, 0, 0, tagArray}, 1<<40), "a count of 1099511627776"},
 		{"bad tag", []byte{entityCoderVersion, tagArray, 1, 0, 0, 99}, "unknown value tag 99"},
-		{"trailing", append(append([]byte(nil), good...), 0), "left over"},
-		{"truncated", good[:len(good)-3], "decoding an entity at byte"},
+		{"trailing", append(append([]byte(nil), good...), 0), "1 bytes after the entity"},
+		{"truncated", good[:len(good)-3], "the encoding ends early"},
 	} {
 		if _, err := DecodePropertyList(c.b); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
