@@ -16,6 +16,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/wire"
 )
 
 // Record is a generic Avro record, as ReadGeneric returns them: field name
@@ -127,10 +128,10 @@ func decodeRecord(b []byte) (Record, error) {
 	box := boxers.Get().(*datumDecoder)
 	defer boxers.Put(box)
 	// Keys and strings are substrings of one copy of the encoding.
-	d := valueDecoder{b: b, src: string(b), box: box}
+	d := valueDecoder{r: wire.NewSharingReader(b), box: box}
 	v, err := d.value(0)
-	if err == nil && len(d.b) > 0 {
-		err = fmt.Errorf("%d bytes left after the record", len(d.b))
+	if err == nil {
+		err = d.r.Done("record")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("avroio: decoding a Record: %w", err)
@@ -144,9 +145,7 @@ func decodeRecord(b []byte) (Record, error) {
 
 func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
+func appendString(b []byte, s string) []byte { return wire.AppendString(b, s) }
 
 func appendValue(b []byte, v any) ([]byte, error) {
 	var err error
@@ -243,61 +242,34 @@ func appendValue(b []byte, v any) ([]byte, error) {
 const maxDepth = 2*container.MaxMaxDepth + 8
 
 type valueDecoder struct {
-	b   []byte // what is left to decode
-	src string // all of it, for substrings
+	r   *wire.Reader // strings are substrings of one copy of the encoding
 	box *datumDecoder
 }
 
-var errShortRecord = errors.New("encoding ends early")
-
 func (d *valueDecoder) uvarint() (uint64, error) {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		return 0, errShortRecord
-	}
-	d.b = d.b[n:]
-	return v, nil
+	v := d.r.Uvarint()
+	return v, d.r.Err()
 }
 
 func (d *valueDecoder) varint() (int64, error) {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		return 0, errShortRecord
-	}
-	d.b = d.b[n:]
-	return v, nil
+	v := d.r.Varint()
+	return v, d.r.Err()
 }
 
 func (d *valueDecoder) fixed(n int) ([]byte, error) {
-	if n < 0 || n > len(d.b) {
-		return nil, errShortRecord
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p, nil
+	p := d.r.Fixed(n)
+	return p, d.r.Err()
 }
 
+// length reads a count of items, each at least a byte.
 func (d *valueDecoder) length() (int, error) {
-	n, err := d.uvarint()
-	if err != nil {
-		return 0, err
-	}
-	if n > uint64(len(d.b)) { // every element takes at least a byte
-		return 0, errShortRecord
-	}
-	return int(n), nil
+	n := d.r.Count(1)
+	return n, d.r.Err()
 }
 
 func (d *valueDecoder) str() (string, error) {
-	n, err := d.length()
-	if err != nil {
-		return "", err
-	}
-	off := len(d.src) - len(d.b)
-	if _, err := d.fixed(n); err != nil {
-		return "", err
-	}
-	return d.src[off : off+n], nil
+	v := d.r.Str()
+	return v, d.r.Err()
 }
 
 func (d *valueDecoder) value(depth int) (any, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
+
+	"github.com/sdfio/sdfio/internal/wire"
 )
 
 // Beam Go's schema coder, which encodes the structs of a PCollection
@@ -71,10 +73,10 @@ func timeSchemaDec(reflect.Type) (func(io.Reader) (any, error), error) {
 			return nil, fmt.Errorf("decoding a time.Time: %w", err)
 		}
 		if len(data) > 0 && data[0] == tagTime {
-			d := valueDecoder{b: data, src: string(data), box: new(datumDecoder)}
+			d := valueDecoder{r: wire.NewReader(data), box: new(datumDecoder)}
 			v, err := d.value(0)
-			if err == nil && len(d.b) > 0 {
-				err = fmt.Errorf("%d bytes left", len(d.b))
+			if err == nil {
+				err = d.r.Done("time")
 			}
 			t, ok := v.(time.Time)
 			if err != nil || !ok {
