@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sdfio/sdfio/internal/ioerr"
 )
 
 // Kinds of malformed input. Every error that the package returns for bad
@@ -42,7 +44,9 @@ var (
 )
 
 // Error describes a problem with one container file: which file, at which
-// byte offset, in which block and record, and what was wrong.
+// byte offset, in which block and record, and what was wrong. It has the
+// module's one error shape (File, Kind, Msg, Err, as filesource.Error;
+// see internal/ioerr), with the place in the file added.
 type Error struct {
 	File   string // the name the reader was given
 	Offset int64  // byte offset in the file where the problem was seen; -1 if unknown
@@ -67,32 +71,11 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(")")
 	}
-	b.WriteString(": ")
-	if e.Kind != nil {
-		b.WriteString(e.Kind.Error())
-	}
-	if e.Msg != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Msg)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return ioerr.Text(b.String(), e.Kind, e.Msg, e.Err)
 }
 
 // Unwrap returns the kind and the cause, so errors.Is and errors.As see both.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
-}
+func (e *Error) Unwrap() []error { return ioerr.Unwrap(e.Kind, e.Err) }
 
 func headerErr(file string, off int64, kind error, cause error, format string, args ...any) *Error {
 	return &Error{File: file, Offset: off, Block: -1, Record: -1, Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}

@@ -119,7 +119,7 @@ func Match(ctx context.Context, pattern string, empty EmptyMatchTreatment) ([]Me
 				return nil, dirErr(pattern)
 			}
 		}
-		return nil, &Error{Path: pattern, Kind: ErrNoMatch, Msg: fmt.Sprintf("empty-match treatment %v", empty)}
+		return nil, &Error{File: pattern, Kind: ErrNoMatch, Msg: fmt.Sprintf("empty-match treatment %v", empty)}
 	}
 	return files, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
+
+	"github.com/sdfio/sdfio/internal/ioerr"
 )
 
 // Metadata describes a file as a match saw it. It travels to the workers
@@ -83,41 +85,25 @@ var (
 	ErrNoMatch = errors.New("no file matches")
 )
 
-// Error is a problem with one file or pattern.
+// Error is a problem with one file or pattern. It has the module's one
+// error shape (File, Kind, Msg, Err, as avroio/container's Error; see
+// internal/ioerr): its text is "<file>: <kind>[: <msg>][: <cause>]", and
+// errors.Is finds the kind and the cause.
 type Error struct {
-	Path string // the file or pattern
+	File string // the file or pattern
 	Kind error  // one of the Err* kinds above
 	Msg  string // what was wrong, in words; may be empty
 	Err  error  // the cause, if any
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %v", e.Path, e.Kind)
-	if e.Msg != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Msg)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return ioerr.Text(e.File, e.Kind, e.Msg, e.Err) }
 
 // Unwrap returns the kind (and ErrOpen for ErrIsDirectory) and the cause.
 func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
 	if e.Kind == ErrIsDirectory {
-		errs = append(errs, ErrOpen)
+		return ioerr.Unwrap(e.Kind, e.Err, ErrOpen)
 	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
-	}
-	return errs
+	return ioerr.Unwrap(e.Kind, e.Err)
 }
 
 func openErr(path string, err error) error {
@@ -130,9 +116,9 @@ func openErr(path string, err error) error {
 		// Do not name the path twice.
 		err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	return &Error{Path: path, Kind: ErrOpen, Err: err}
+	return &Error{File: path, Kind: ErrOpen, Err: err}
 }
 
 func dirErr(path string) error {
-	return &Error{Path: path, Kind: ErrIsDirectory, Msg: "give a pattern such as " + strings.TrimSuffix(path, "/") + "/* to read the files in it"}
+	return &Error{File: path, Kind: ErrIsDirectory, Msg: "give a pattern such as " + strings.TrimSuffix(path, "/") + "/* to read the files in it"}
 }

@@ -162,7 +162,7 @@ func Open(ctx context.Context, m Metadata, change ChangeTreatment) (*File, error
 	}
 	if change == ChangeFail && f.Current.differs(f.Metadata) {
 		f.Close()
-		return nil, &Error{Path: m.Path, Kind: ErrChanged, Msg: fmt.Sprintf("matched with %s, now %s; a file must not change while it is read", f.Metadata.state(), f.Current.state())}
+		return nil, &Error{File: m.Path, Kind: ErrChanged, Msg: fmt.Sprintf("matched with %s, now %s; a file must not change while it is read", f.Metadata.state(), f.Current.state())}
 	}
 	if f.Current.Size < f.Size {
 		// Read as matched, but the file is shorter now: read what is left
