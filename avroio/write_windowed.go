@@ -249,6 +249,10 @@ func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo
 	if err != nil {
 		return fmt.Errorf("avroio.Write to %s: %w", cfg.destPrefix(dest), err)
 	}
+	var d []byte
+	if !datums(&d) {
+		return nil // a pane that fired with no records of this shard: no file
+	}
 	dir := strings.TrimSuffix(cfg.TempDir, "/") + "-" + randomID() + "/"
 	path := dir + final[strings.LastIndex(final, "/")+1:]
 	if err := makeLocalDir(path); err != nil {
@@ -259,8 +263,7 @@ func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo
 		removeLocalDir(dir)
 		return fmt.Errorf("%w (for %s)", err, final)
 	}
-	var d []byte
-	for datums(&d) {
+	for more := true; more; more = datums(&d) {
 		if err := f.cw.AppendEncoded(d); err != nil {
 			f.abandon(ctx, fn.fs)
 			fn.removed(ctx, path)
