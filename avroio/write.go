@@ -88,7 +88,10 @@ func fileOption(call string, f func(*writeOptions)) WriteOption {
 // WithNumShards sets the number of files: exactly n (empty files
 // included), or for 0, the default, as many as the runner makes bundles
 // (one file each). Fixed sharding groups the records by shard, a shuffle
-// of every record; prefer 0 unless the number of files matters.
+// of every record; prefer 0 unless the number of files matters. With
+// WithWindowedWrites, it is the number of files per window, pane and
+// destination (1 for 0, the default), and shards without records have
+// no file; with WithDestination, the number of files per destination.
 func WithNumShards(n int) WriteOption {
 	return writeOnlyOption(func(o *writeOptions) {
 		o.numShards = n
@@ -333,14 +336,74 @@ type fileResult struct {
 // temporary files when the finalize step does not run; Beam Java's
 // WriteFiles leaves temporary files after a failed pipeline too.
 //
+// # Windowed writes
+//
+// Without WithWindowedWrites, Write needs a bounded input (its finalize
+// step waits for all of it), and elements of other windows are written as
+// if in the global window (as Beam Java's AvroIO.write without
+// withWindowedWrites). WithWindowedWrites writes each window and pane of
+// the input on its own, as Java's withWindowedWrites, and needs no step
+// to see the whole input, so an unbounded input (WatchForNewFiles, say)
+// is written as it comes: the records, encoded, are keyed by destination
+// and shard and grouped by a GroupByKey, which fires under the input's
+// windowing and trigger; each group, the records of one shard of one
+// destination in one pane of one window, is written to a temporary file
+// and renamed to its final name once the file is whole:
+//
+//	<prefix><destination>-<start>-<end>-pane-<index><shard name><suffix>
+//
+// <start> and <end> are the bounds of an interval window (fixed, sliding
+// or session) in UTC to the millisecond, as 20261203T150400.000Z (no ':',
+// which some filesystems refuse), or "global" instead of both for the
+// global window; <index> is the pane's index in its window (0 for the one
+// pane of the default trigger; early, on-time and late panes of a
+// trigger count up from 0); the shard name is the shard name template
+// expanded, with the number of shards of WithNumShards, or 1, the default:
+// one file per window, pane and destination, in which case the records of
+// a pane go through one worker. Windows of other types fail the write.
+// For example, fixed windows of a minute write
+// part-20261203T150400.000Z-20261203T150500.000Z-pane-0-00000-of-00001.avro.
+//
+// A file is visible only once whole: each group is written under a
+// temporary name of its own, in a directory of its own beside the prefix
+// (".temp-sdfio-<random>-<random>", or under WithTempDirectory), and
+// renamed; a bundle that fails removes its temporary file and directory
+// (and, on a filesystem that renames by copying, what the copy may have
+// made of the final file). The final name depends only on the group,
+// which a runner hands whole to a retried bundle, so a retry writes the
+// same file under the same name again, never a second file. A record
+// that cannot be encoded (or whose destination is refused) fails its
+// bundle before any file of it is written; on a streaming runner that
+// retries bundles for ever, such a record stops the pipeline there. The
+// files of panes that fired before a failure stay: each pane is a commit
+// of its own, as in Java. What is not done: a shard or a window with no
+// records has no file (no empty files, unlike the global window's fixed
+// shards), and a pane that fires with no records writes nothing; there
+// is no finalize step, and so no list of all the files; the returned
+// PCollection holds each file's name in its window and pane, as the file
+// is committed.
+//
+// # Destinations
+//
+// WithDestination(fn) routes each element to the destination fn returns,
+// a string appended to the prefix (a sub-path such as "/eu/part" under a
+// prefix "/out", or a suffix of the name such as "eu" under "/out/part-";
+// it must not have a ".." element or a "://"). Each destination has its
+// own files, its own shards and its own shard numbering: with runner
+// sharding, a file per destination per bundle, numbered 0 to n-1 of the
+// destination's n files; with WithNumShards(n), exactly n files per
+// destination that has records (empty ones included); windowed, as above,
+// per window and pane. An empty input with destinations writes no file.
+// All destinations share the write's temporary directory, commit and
+// failure handling, and its options (schema, codec, template, suffix).
+//
 // # Metrics
 //
 // In namespace Namespace (or WithMetricsNamespace's): records_written and bytes_written (by the
 // writing bundles; bytes are whole files, headers included),
-// files_written and temp_files_removed (by the finalize step).
-//
-// Write needs a bounded input (finalizing waits for all of it). Elements of
-// other windows are written as if in the global window.
+// files_written and temp_files_removed (by the finalize step; in a
+// windowed write, by the writing bundles: files committed, and temporary
+// files of failed attempts removed).
 func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...WriteOption) beam.PCollection {
 	s = s.Scope("avroio.Write")
 	cfg, dest, err := newWriteConfigDest(prefix, schema, col.Type().Type(), opts)

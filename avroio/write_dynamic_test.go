@@ -113,7 +113,7 @@ func TestWriteDestinations(t *testing.T) {
 	passert.Count(s, runner, "runner", 3) // one bundle: a file per destination
 	// 300 events 1.5 s apart: 8 windows (the last holds 20), each with
 	// events of the three kinds.
-	passert.Count(s, windowed, "windowed", 3*8)
+	passert.Count(s, beam.WindowInto(s, window.NewGlobalWindows(), windowed), "windowed", 3*8)
 	res := runWritePipeline(t, p)
 
 	for k, kind := range eventKinds {
@@ -209,7 +209,7 @@ var windowFailStart = windowBase.Add(2 * time.Minute).Format("20060102T150405.00
 
 func newWindowFailFS(context.Context) filesystem.Interface {
 	return localSchemeFS{scheme: windowFailScheme, wrap: func(p string, f *os.File) io.WriteCloser {
-		if strings.Contains(p, "/.temp-sdfio-") && strings.Contains(filepath.Base(p), "-"+windowFailStart+"-") {
+		if strings.Contains(p, "/.temp-sdfio-") && strings.HasPrefix(filepath.Base(p), "part-"+windowFailStart+"-") {
 			return failingCloser{f}
 		}
 		return f
@@ -259,7 +259,7 @@ func TestWindowedWriteFailureLeavesNothing(t *testing.T) {
 				return // nothing was committed
 			}
 			for _, name := range dirNames(t, filepath.Join(dir, "out")) {
-				if strings.Contains(name, "-"+bad+"-") {
+				if strings.HasPrefix(name, "part-"+bad+"-") {
 					t.Errorf("out/%s: a file of the failed window", name)
 					continue
 				}
