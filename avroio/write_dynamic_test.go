@@ -43,7 +43,9 @@ var eventKinds = []string{"A", "B", "C"}
 var windowBase = time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
 
 // eventTime is the event time of event id: 1.5 s apart from windowBase.
-func eventTime(id int64) time.Time { return windowBase.Add(time.Duration(id) * 1500 * time.Millisecond) }
+func eventTime(id int64) time.Time {
+	return windowBase.Add(time.Duration(id) * 1500 * time.Millisecond)
+}
 
 // stampEventFn gives each event its eventTime.
 type stampEventFn struct{}
