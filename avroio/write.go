@@ -363,6 +363,9 @@ type fileResult struct {
 // a pane go through one worker. Windows of other types fail the write.
 // For example, fixed windows of a minute write
 // part-20261203T150400.000Z-20261203T150500.000Z-pane-0-00000-of-00001.avro.
+// The GroupByKey is the input's windowing at work, as for any grouping:
+// an unbounded input in the global window needs a trigger that fires, and
+// records the windowing drops as late are not written.
 //
 // A file is visible only once whole: each group is written under a
 // temporary name of its own, in a directory of its own beside the prefix
