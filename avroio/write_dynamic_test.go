@@ -111,11 +111,14 @@ func TestWriteDestinations(t *testing.T) {
 			wantFixed = append(wantFixed, filepath.Join(dir, "fixed", k, fmt.Sprintf("part-%05d-of-00002.avro", i)))
 		}
 	}
+	// The names returned: of the fixed shards only; the files of the other
+	// modes are checked on disk below. Each passert is a GroupByKey more,
+	// and Prism v2.77 runs a GroupByKey as a runner transform whose
+	// progress ticker, when the stage's goroutine is starved for 100 ms
+	// (a loaded machine under -race), asks a nil worker for progress: a
+	// nil dereference in worker.(*W).NextInst that fails the job.
 	passert.Equals(s, fixed, wantFixed...)
-	passert.Count(s, runner, "runner", 3) // one bundle: a file per destination
-	// 300 events 1.5 s apart: 8 windows (the last holds 20), each with
-	// events of the three kinds.
-	passert.Count(s, beam.WindowInto(s, window.NewGlobalWindows(), windowed), "windowed", 3*8)
+	_, _ = runner, windowed
 	res := runWritePipeline(t, p)
 
 	for k, kind := range eventKinds {
@@ -164,6 +167,8 @@ func TestWriteDestinations(t *testing.T) {
 					}
 				}
 			}
+			// 300 events 1.5 s apart: 8 windows (the last holds 20), each
+			// with events of the three kinds.
 			if len(files) != 8 {
 				t.Errorf("windowed/%s: %d files, want 8", kind, len(files))
 			}
