@@ -299,7 +299,9 @@ func TestWindowedWatchPipeline(t *testing.T) {
 	base := time.Now().UTC().Truncate(time.Minute).Add(time.Hour)
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := WatchForNewFiles(s, glob, reflect.TypeFor[watchEvent](), interval, AfterNoNewFilesFor(2*time.Second))
+	// The watch ends 4 s after the last new file: long enough that a
+	// loaded machine does not end it between two of the writer's files.
+	recs := WatchForNewFiles(s, glob, reflect.TypeFor[watchEvent](), interval, AfterNoNewFilesFor(4*time.Second))
 	stamped := beam.ParDo(s, &watchStampFn{BaseMillis: base.UnixMilli()}, recs)
 	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), stamped)
 	Write(s.Scope("once"), filepath.Join(dir, "once/part"), watchEventSchema, windowed, WithWindowedWrites(), WithSuffix(".avro"))
@@ -331,6 +333,9 @@ func TestWindowedWatchPipeline(t *testing.T) {
 	}
 	if err := <-writerErr; err != nil {
 		t.Fatalf("writer: %v", err)
+	}
+	if got := watchCounter(t, res, "watch_new_files"); got != int64(len(sizes)) {
+		t.Fatalf("watch_new_files = %d, want %d: the watch ended before the last file", got, len(sizes))
 	}
 
 	// The records of each window, by its start.
