@@ -239,7 +239,11 @@ func (fn *writeWindowFn) Setup(ctx context.Context) error {
 }
 
 func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo, w typex.Window, key string, datums func(*[]byte) bool, emit func(string)) error {
+	// Every counter this step may add to, known to the runner from the
+	// first report on (see touchWriteCounters).
 	touchWriteCounters(ctx, fn.Config)
+	fn.Config.counter("files_written").Inc(ctx, 0)
+	fn.Config.counter("temp_files_removed").Inc(ctx, 0)
 	cfg := fn.Config
 	dest, shard, err := parseShardKey(key)
 	if err != nil {
