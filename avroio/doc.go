@@ -260,6 +260,15 @@
 // (millisecond, microsecond, day), as Avro Java writes them. A struct
 // field whose Go type hamba/avro would write changed (an int64 for a
 // time-millis, read and written as nanoseconds) or fail on every record
-// (a float64 for an Avro float) panics at construction. Write's
-// documentation has the options, the file names and the commit protocol.
+// (a float64 for an Avro float) panics at construction.
+//
+// WithWindowedWrites writes a set of files for each window and pane of
+// the input, committed as each pane fires, with names that carry the
+// window and the pane ("part-20261203T150400.000Z-20261203T150500.000Z-
+// pane-0-00000-of-00001"): the way to write an unbounded input, such as
+// a WatchForNewFiles, which the default write, finishing in one step
+// after all its input, cannot. WithDestination routes each element to
+// its own files, under a destination appended to the prefix, in either
+// mode. Write's documentation has the options, the file names and the
+// commit protocol.
 package avroio

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamtypes"
@@ -37,6 +38,12 @@ func init() {
 	register.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})
 	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
 	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
+	register.DoFn3x1[context.Context, beam.X, func(string, []byte), error](&windowShardFn{})
+	register.DoFn6x1[context.Context, typex.PaneInfo, typex.Window, string, func(*[]byte) bool, func(string), error](&writeWindowFn{})
+	register.DoFn4x1[context.Context, beam.X, func(string, []byte), func(string), error](&destShardFn{})
+	register.DoFn4x1[context.Context, string, func(*[]byte) bool, func(fileResult), error](&writeDestShardFn{})
+	register.DoFn5x1[context.Context, []byte, func(*fileResult) bool, func(*string) bool, func(string), error](&finalizeDestsFn{})
+	register.Emitter2[string, []byte]()
 	register.Emitter1[fileResult]()
 	register.Emitter1[string]()
 	register.Emitter2[int, []byte]()
@@ -45,4 +52,5 @@ func init() {
 	register.Iter1[string]()
 	beam.RegisterType(reflect.TypeFor[fileResult]())
 	beam.RegisterType(reflect.TypeFor[writeConfig]())
+	beam.RegisterType(reflect.TypeFor[destFunc]())
 }

@@ -56,6 +56,10 @@ type writeOptions struct {
 	meta         map[string][]byte
 	tempDir      string
 	namespace    string
+	windowed     bool
+	dest         *destFunc    // WithDestination's function, checked by Write
+	destType     reflect.Type // its argument's type
+	destCall     string       // WithDestination's call, for errors
 	// fileCalls are the calls of the options that shape the files (codec,
 	// level, sync interval, block size, metadata), which the container
 	// writer checks: its errors name them.
@@ -84,7 +88,10 @@ func fileOption(call string, f func(*writeOptions)) WriteOption {
 // WithNumShards sets the number of files: exactly n (empty files
 // included), or for 0, the default, as many as the runner makes bundles
 // (one file each). Fixed sharding groups the records by shard, a shuffle
-// of every record; prefer 0 unless the number of files matters.
+// of every record; prefer 0 unless the number of files matters. With
+// WithWindowedWrites, it is the number of files per window, pane and
+// destination (1 for 0, the default), and shards without records have
+// no file; with WithDestination, the number of files per destination.
 func WithNumShards(n int) WriteOption {
 	return writeOnlyOption(func(o *writeOptions) {
 		o.numShards = n
@@ -192,6 +199,12 @@ type writeConfig struct {
 	TempDir string
 	// Namespace is the Beam metrics namespace (WithMetricsNamespace).
 	Namespace string
+	// Windowed is WithWindowedWrites: a set of files per window and pane
+	// (see write_windowed.go).
+	Windowed bool
+	// Dynamic is WithDestination: each file belongs to a destination,
+	// appended to Prefix.
+	Dynamic bool
 }
 
 // counter is the named counter of the write's metrics namespace.
@@ -216,6 +229,8 @@ type fileResult struct {
 	Shard int
 	// Records and Bytes are the records in the file and its size.
 	Records, Bytes int64
+	// Dest is the file's destination (WithDestination), "" without one.
+	Dest string
 	// Err, when set, says why the bundle wrote no file: a record it could
 	// not encode, or another fault of the data rather than of the
 	// filesystem. The finalize step then commits nothing (see failWrite).
@@ -321,25 +336,98 @@ type fileResult struct {
 // temporary files when the finalize step does not run; Beam Java's
 // WriteFiles leaves temporary files after a failed pipeline too.
 //
+// # Windowed writes
+//
+// Without WithWindowedWrites, Write needs a bounded input (its finalize
+// step waits for all of it), and elements of other windows are written as
+// if in the global window (as Beam Java's AvroIO.write without
+// withWindowedWrites). WithWindowedWrites writes each window and pane of
+// the input on its own, as Java's withWindowedWrites, and needs no step
+// to see the whole input, so an unbounded input (WatchForNewFiles, say)
+// is written as it comes: the records, encoded, are keyed by destination
+// and shard and grouped by a GroupByKey, which fires under the input's
+// windowing and trigger; each group, the records of one shard of one
+// destination in one pane of one window, is written to a temporary file
+// and renamed to its final name once the file is whole:
+//
+//	<prefix><destination>-<start>-<end>-pane-<index><shard name><suffix>
+//
+// <start> and <end> are the bounds of an interval window (fixed, sliding
+// or session) in UTC to the millisecond, as 20261203T150400.000Z (no ':',
+// which some filesystems refuse), or "global" instead of both for the
+// global window; <index> is the pane's index in its window (0 for the one
+// pane of the default trigger; early, on-time and late panes of a
+// trigger count up from 0); the shard name is the shard name template
+// expanded, with the number of shards of WithNumShards, or 1, the default:
+// one file per window, pane and destination, in which case the records of
+// a pane go through one worker. Windows of other types fail the write.
+// For example, fixed windows of a minute write
+// part-20261203T150400.000Z-20261203T150500.000Z-pane-0-00000-of-00001.avro.
+// The GroupByKey is the input's windowing at work, as for any grouping:
+// an unbounded input in the global window needs a trigger that fires, and
+// records the windowing drops as late are not written.
+//
+// A file is visible only once whole: each group is written under a
+// temporary name of its own, in a directory of its own beside the prefix
+// (".temp-sdfio-<random>-<random>", or under WithTempDirectory), and
+// renamed; a bundle that fails removes its temporary file and directory
+// (and, on a filesystem that renames by copying, what the copy may have
+// made of the final file). The final name depends only on the group,
+// which a runner hands whole to a retried bundle, so a retry writes the
+// same file under the same name again, never a second file. A record
+// that cannot be encoded (or whose destination is refused) fails its
+// bundle before any file of it is written; on a streaming runner that
+// retries bundles for ever, such a record stops the pipeline there. The
+// files of panes that fired before a failure stay: each pane is a commit
+// of its own, as in Java. What is not done: a shard or a window with no
+// records has no file (no empty files, unlike the global window's fixed
+// shards), and a pane that fires with no records writes nothing; there
+// is no finalize step, and so no list of all the files; the returned
+// PCollection holds each file's name in its window and pane, as the file
+// is committed.
+//
+// # Destinations
+//
+// WithDestination(fn) routes each element to the destination fn returns,
+// a string appended to the prefix (a sub-path such as "/eu/part" under a
+// prefix "/out", or a suffix of the name such as "eu" under "/out/part-";
+// it must not have a ".." element or a "://"). Each destination has its
+// own files, its own shards and its own shard numbering: with runner
+// sharding, a file per destination per bundle, numbered 0 to n-1 of the
+// destination's n files; with WithNumShards(n), exactly n files per
+// destination that has records (empty ones included); windowed, as above,
+// per window and pane. An empty input with destinations writes no file.
+// All destinations share the write's temporary directory, commit and
+// failure handling, and its options (schema, codec, template, suffix).
+//
 // # Metrics
 //
 // In namespace Namespace (or WithMetricsNamespace's): records_written and bytes_written (by the
 // writing bundles; bytes are whole files, headers included),
-// files_written and temp_files_removed (by the finalize step).
-//
-// Write needs a bounded input (finalizing waits for all of it). Elements of
-// other windows are written as if in the global window.
+// files_written and temp_files_removed (by the finalize step; in a
+// windowed write, by the writing bundles: files committed, and temporary
+// files of failed attempts removed).
 func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...WriteOption) beam.PCollection {
 	s = s.Scope("avroio.Write")
-	cfg, err := newWriteConfig(prefix, schema, col.Type().Type(), opts)
+	cfg, dest, err := newWriteConfigDest(prefix, schema, col.Type().Type(), opts)
 	if err != nil {
 		panic(err)
+	}
+	if cfg.Windowed {
+		return writeWindowed(s, cfg, dest, col)
 	}
 	if ws := col.WindowingStrategy(); ws != nil && ws.Fn != nil && ws.Fn.Kind != window.GlobalWindows {
 		col = beam.WindowInto(s, window.NewGlobalWindows(), col)
 	}
 	var results beam.PCollection
-	if cfg.NumShards > 0 {
+	var dests beam.PCollection // the destinations of a write with fixed shards
+	switch {
+	case cfg.NumShards > 0 && dest != nil:
+		keyed, seen := beam.ParDo2(s.Scope("EncodeAndShard"), &destShardFn{Config: cfg, Dest: dest}, col)
+		grouped := beam.GroupByKey(s, keyed)
+		results = beam.ParDo(s.Scope("WriteShards"), &writeDestShardFn{Config: cfg}, grouped)
+		dests = beam.Reshuffle(s, seen)
+	case cfg.NumShards > 0:
 		keyed := beam.ParDo(s.Scope("EncodeAndShard"), &shardFn{Config: cfg}, col)
 		// Every shard gets a group, and so a file from WriteShards, even
 		// without records: the finalize step then knows that a shard
@@ -347,24 +435,37 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 		markers := beam.ParDo(s.Scope("ShardMarkers"), &shardMarkersFn{NumShards: cfg.NumShards}, beam.Impulse(s))
 		grouped := beam.GroupByKey(s, beam.Flatten(s, keyed, markers))
 		results = beam.ParDo(s.Scope("WriteShards"), &writeShardFn{Config: cfg}, grouped)
-	} else {
+	default:
 		// Begin's marker file is the evidence that lets the finalize step
 		// write the one empty file of an empty input; the side input makes
 		// every writing bundle wait for it (see beginFn).
 		begun := beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
-		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col, beam.SideInput{Input: begun})
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg, Dest: dest}, col, beam.SideInput{Input: begun})
 	}
 	results = beam.Reshuffle(s, results)
+	if dest != nil {
+		if !dests.IsValid() {
+			dests = beam.CreateList(s, []string{})
+		}
+		return beam.ParDo(s.Scope("Finalize"), &finalizeDestsFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results}, beam.SideInput{Input: dests})
+	}
 	return beam.ParDo(s.Scope("Finalize"), &finalizeFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
 }
 
 func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption) (writeConfig, error) {
+	cfg, _, err := newWriteConfigDest(prefix, schema, elem, opts)
+	return cfg, err
+}
+
+// newWriteConfigDest is the configuration of a write of elements of type
+// elem, and WithDestination's function (nil without one).
+func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOption) (writeConfig, *destFunc, error) {
 	o := writeOptions{template: DefaultShardNameTemplate, codec: DefaultWriteCodec, namespace: Namespace}
 	for _, opt := range opts {
 		opt.applyWrite(&o)
 	}
-	fail := func(format string, args ...any) (writeConfig, error) {
-		return writeConfig{}, fmt.Errorf("avroio.Write to %q: %s", prefix, fmt.Sprintf(format, args...))
+	fail := func(format string, args ...any) (writeConfig, *destFunc, error) {
+		return writeConfig{}, nil, fmt.Errorf("avroio.Write to %q: %s", prefix, fmt.Sprintf(format, args...))
 	}
 	if o.err != nil {
 		return fail("%v", o.err)
@@ -382,6 +483,12 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
 		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
 		MaxBlockSize: o.maxBlock, NumShards: o.numShards, Namespace: o.namespace,
+		Windowed: o.windowed, Dynamic: o.dest != nil,
+	}
+	if o.dest != nil {
+		if err := o.dest.check(o.destCall, o.destType, elem); err != nil {
+			return fail("%v", err)
+		}
 	}
 	// Everything the container writer checks (schema, codec, level, sync
 	// interval, metadata keys) fails here rather than on a worker.
@@ -437,7 +544,7 @@ func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption
 		base += "/"
 	}
 	cfg.TempDir = base + ".temp-sdfio-" + randomID() + "/"
-	return cfg, nil
+	return cfg, o.dest, nil
 }
 
 // validateScheme checks that prefix's filesystem is registered, without
@@ -747,9 +854,13 @@ func (f *tempFile) abandon(ctx context.Context, fs filesystem.Interface) {
 // A fault of the filesystem fails the bundle, for the runner to retry.
 type writeBundleFn struct {
 	Config writeConfig
+	// Dest is WithDestination's function, nil without one: the bundle
+	// then writes one file per destination.
+	Dest *destFunc
 
 	fs     filesystem.Interface
-	cur    *tempFile
+	files  map[string]*tempFile // by destination
+	order  []string             // the destinations of files, in order
 	enc    *elementEncoder
 	failed string // the record error of this bundle, if any
 }
@@ -763,6 +874,7 @@ func (fn *writeBundleFn) Setup(ctx context.Context) error {
 	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
 		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
 	}
+	fn.files = map[string]*tempFile{}
 	return nil
 }
 
@@ -780,7 +892,7 @@ func touchWriteCounters(ctx context.Context, cfg writeConfig) {
 func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(*string) bool, _ func(fileResult)) {
 	touchWriteCounters(ctx, fn.Config)
 	fn.failed = ""
-	if fn.cur != nil {
+	if len(fn.files) > 0 {
 		fn.giveUp(ctx)
 	}
 }
@@ -789,20 +901,31 @@ func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func
 	if fn.failed != "" {
 		return nil // the write fails; its finalize step says why
 	}
-	if fn.cur == nil {
+	dest := ""
+	if fn.Dest != nil {
+		var err error
+		if dest, err = fn.Dest.of(elem); err != nil {
+			fn.dropFiles(ctx)
+			fn.failed = fmt.Sprintf("avroio.Write to %s: %v", fn.Config.Prefix, err)
+			return nil
+		}
+	}
+	cur := fn.files[dest]
+	if cur == nil {
 		// A new name for every bundle attempt.
 		f, err := openTempFile(ctx, fn.fs, fn.Config, fn.Config.TempDir+randomID())
 		if err != nil {
 			fn.giveUp(ctx)
 			return err
 		}
-		fn.cur = f
+		cur = f
+		fn.files[dest] = f
+		fn.order = append(fn.order, dest)
 	}
-	if err := fn.enc.append(fn.cur.cw, elem); err != nil {
-		err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, fn.cur.path, err)
-		if fn.cur.dataFault(err) {
-			fn.cur.abandon(ctx, fn.fs)
-			fn.cur = nil
+	if err := fn.enc.append(cur.cw, elem); err != nil {
+		err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.destPrefix(dest), cur.path, err)
+		if cur.dataFault(err) {
+			fn.dropFiles(ctx)
 			fn.failed = err.Error()
 			return nil
 		}
@@ -819,20 +942,43 @@ func (fn *writeBundleFn) FinishBundle(ctx context.Context, _ func(*string) bool,
 		fn.failed = ""
 		return nil
 	}
-	f := fn.cur
-	if f == nil {
+	if len(fn.order) == 0 {
 		return nil // no records, no file
 	}
-	res, err := f.finish()
-	if err != nil {
-		fn.giveUp(ctx)
-		return err
+	var done []fileResult
+	for _, dest := range fn.order {
+		res, err := fn.files[dest].finish()
+		if err != nil {
+			// Remove this attempt's files, the finished ones too: none is
+			// committed.
+			for _, r := range done {
+				if rm, ok := fn.fs.(filesystem.Remover); ok {
+					rm.Remove(ctx, r.Temp)
+				}
+			}
+			fn.giveUp(ctx)
+			return err
+		}
+		delete(fn.files, dest)
+		res.Dest = dest
+		done = append(done, res)
 	}
-	fn.cur = nil
-	fn.Config.counter("records_written").Inc(ctx, res.Records)
-	fn.Config.counter("bytes_written").Inc(ctx, res.Bytes)
-	emit(res)
+	fn.order = nil
+	for _, res := range done {
+		fn.Config.counter("records_written").Inc(ctx, res.Records)
+		fn.Config.counter("bytes_written").Inc(ctx, res.Bytes)
+		emit(res)
+	}
 	return nil
+}
+
+// dropFiles abandons the bundle's files.
+func (fn *writeBundleFn) dropFiles(ctx context.Context) {
+	for _, f := range fn.files {
+		f.abandon(ctx, fn.fs)
+	}
+	clear(fn.files)
+	fn.order = nil
 }
 
 // giveUp removes what a failing bundle attempt wrote, and Begin's marker:
@@ -843,10 +989,7 @@ func (fn *writeBundleFn) FinishBundle(ctx context.Context, _ func(*string) bool,
 // empty and no attempt ran at all; so removing it cannot fail a write
 // that a retried attempt completes.
 func (fn *writeBundleFn) giveUp(ctx context.Context) {
-	if fn.cur != nil {
-		fn.cur.abandon(ctx, fn.fs)
-		fn.cur = nil
-	}
+	fn.dropFiles(ctx)
 	if rm, ok := fn.fs.(filesystem.Remover); ok {
 		rm.Remove(ctx, fn.Config.TempDir+begunMarker)
 	}
@@ -854,7 +997,7 @@ func (fn *writeBundleFn) giveUp(ctx context.Context) {
 }
 
 func (fn *writeBundleFn) Teardown(ctx context.Context) error {
-	if fn.cur != nil {
+	if len(fn.files) > 0 {
 		fn.giveUp(ctx)
 	}
 	if fn.fs != nil {
@@ -994,7 +1137,13 @@ func (fn *writeShardFn) Setup(ctx context.Context) error {
 }
 
 func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
-	touchWriteCounters(ctx, fn.Config)
+	return writeShard(ctx, fn.fs, fn.Config, shard, "", datums, emit)
+}
+
+// writeShard writes the encoded records of one shard of destination
+// dest to a temporary file (see writeShardFn).
+func writeShard(ctx context.Context, fs filesystem.Interface, cfg writeConfig, shard int, dest string, datums func(*[]byte) bool, emit func(fileResult)) error {
+	touchWriteCounters(ctx, cfg)
 	var d []byte
 	if shard == errorShard {
 		var first string
@@ -1010,10 +1159,10 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 		emit(fileResult{Shard: errorShard, Err: first})
 		return nil
 	}
-	path := fmt.Sprintf("%sshard-%d-%s", fn.Config.TempDir, shard, randomID())
-	f, err := openTempFile(ctx, fn.fs, fn.Config, path)
+	path := fmt.Sprintf("%sshard-%d-%s", cfg.TempDir, shard, randomID())
+	f, err := openTempFile(ctx, fs, cfg, path)
 	if err != nil {
-		removeLocalDir(fn.Config.TempDir)
+		removeLocalDir(cfg.TempDir)
 		return err
 	}
 	for datums(&d) {
@@ -1021,12 +1170,12 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 			continue // the shard's marker
 		}
 		if err := f.cw.AppendEncoded(d[1:]); err != nil {
-			err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", fn.Config.Prefix, path, err)
+			err = fmt.Errorf("avroio.Write to %s (temporary file %s): %w", cfg.destPrefix(dest), path, err)
 			fault := f.dataFault(err)
-			f.abandon(ctx, fn.fs)
-			removeLocalDir(fn.Config.TempDir)
+			f.abandon(ctx, fs)
+			removeLocalDir(cfg.TempDir)
 			if fault {
-				emit(fileResult{Shard: shard, Err: err.Error()})
+				emit(fileResult{Shard: shard, Dest: dest, Err: err.Error()})
 				return nil
 			}
 			return err
@@ -1034,15 +1183,15 @@ func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums fu
 	}
 	res, err := f.finish()
 	if err != nil {
-		if rm, ok := fn.fs.(filesystem.Remover); ok {
+		if rm, ok := fs.(filesystem.Remover); ok {
 			rm.Remove(ctx, path)
 		}
-		removeLocalDir(fn.Config.TempDir)
+		removeLocalDir(cfg.TempDir)
 		return err
 	}
-	res.Shard = shard
-	fn.Config.counter("records_written").Inc(ctx, res.Records)
-	fn.Config.counter("bytes_written").Inc(ctx, res.Bytes)
+	res.Shard, res.Dest = shard, dest
+	cfg.counter("records_written").Inc(ctx, res.Records)
+	cfg.counter("bytes_written").Inc(ctx, res.Bytes)
 	emit(res)
 	return nil
 }
@@ -1206,6 +1355,15 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		moves = []string{path}
 		st.emptyBytes = res.Bytes
 	}
+	return commitMoves(ctx, fs, cfg, st, moves, finals)
+}
+
+// commitMoves renames each temporary file moves[i] to finals[i], then
+// removes what is left in the temporary directory (the files of failed
+// or retried attempts, and Begin's marker) and the directory. A rename
+// found done (a retried finalize step) is skipped.
+func commitMoves(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st finalizeStats, moves, finals []string) (finalizeStats, error) {
+	marker := cfg.TempDir + begunMarker
 	for i, m := range moves {
 		if err := makeLocalDir(finals[i]); err != nil {
 			return st, fmt.Errorf("avroio.Write: making the directory of %s: %w", finals[i], err)

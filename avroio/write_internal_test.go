@@ -376,3 +376,117 @@ func mustOpen(t *testing.T, path string) io.Reader {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// TestFinalizeDests: with destinations, each destination's files are
+// numbered on their own; under fixed sharding every destination a bundle
+// reported must have all its shards, and a file of a destination no
+// bundle reported, a shard missing, a record error, or (runner sharding)
+// no file and no marker, commit nothing and remove every temporary file.
+func TestFinalizeDests(t *testing.T) {
+	ctx := context.Background()
+	file := func(t *testing.T, fs filesystem.Interface, cfg writeConfig, dest string, shard int, from, to int64) fileResult {
+		r := tempFileWith(t, fs, cfg, fmt.Sprintf("%s%s-%d-%s", cfg.TempDir, dest, shard, randomID()), from, to)
+		r.Dest, r.Shard = dest, shard
+		return r
+	}
+	t.Run("fixed", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := testConfig(t, dir, 2)
+		fs, _ := filesystem.New(ctx, cfg.TempDir)
+		results := []fileResult{file(t, fs, cfg, "/a", 1, 10, 20), file(t, fs, cfg, "/a", 0, 0, 10), file(t, fs, cfg, "-b", 0, 20, 25), file(t, fs, cfg, "-b", 1, 25, 25)}
+		tempFileWith(t, fs, cfg, cfg.TempDir+"failed-attempt", 0, 10)
+		st, err := finalizeDests(ctx, fs, cfg, results, []string{"/a", "-b", "/a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{filepath.Join(dir, "out-b-00000-of-00002.avro"), filepath.Join(dir, "out-b-00001-of-00002.avro"), filepath.Join(dir, "out/a-00000-of-00002.avro"), filepath.Join(dir, "out/a-00001-of-00002.avro")}
+		if !reflect.DeepEqual(st.files, want) || st.removed != 1 {
+			t.Fatalf("files %v, %d removed; want %v, 1", st.files, st.removed, want)
+		}
+		if got := readRecs(t, want[2]); len(got) != 10 || got[0] != 0 {
+			t.Errorf("a's shard 0 holds %v", got)
+		}
+		if got := readRecs(t, want[3]); len(got) != 10 || got[0] != 10 {
+			t.Errorf("a's shard 1 holds %v", got)
+		}
+		if got := readRecs(t, want[1]); len(got) != 0 {
+			t.Errorf("b's empty shard holds %v", got)
+		}
+		if got := namesIn(t, dir); !reflect.DeepEqual(got, []string{"out", "out-b-00000-of-00002.avro", "out-b-00001-of-00002.avro"}) {
+			t.Errorf("directory holds %v", got)
+		}
+	})
+	for _, tc := range []struct {
+		name    string
+		shards  int
+		results func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult
+		dests   []string
+		marker  bool
+		want    string
+	}{
+		{"missing shard", 2, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			return []fileResult{file(t, fs, cfg, "a", 0, 0, 5), file(t, fs, cfg, "a", 1, 5, 9), file(t, fs, cfg, "b", 0, 9, 10)}
+		}, []string{"a", "b"}, false, `shard 1 of 2 of destination "b" has no file`},
+		{"destination not reported", 1, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			return []fileResult{file(t, fs, cfg, "a", 0, 0, 5), file(t, fs, cfg, "c", 0, 5, 9)}
+		}, []string{"a"}, false, `destination "c", which no bundle reported`},
+		{"all shards of a destination missing", 1, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			return []fileResult{file(t, fs, cfg, "a", 0, 0, 5)}
+		}, []string{"a", "b"}, false, `destination "b" has no file`},
+		{"record error", 0, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			return []fileResult{file(t, fs, cfg, "a", -1, 0, 5), {Shard: -1, Err: "record 3: bad enum"}}
+		}, nil, true, "record 3: bad enum"},
+		{"no file, marker gone", 0, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			tempFileWith(t, fs, cfg, cfg.TempDir+"failed-attempt", 0, 10)
+			return nil
+		}, nil, false, "marker is gone"},
+		{"no file, an attempt's file left", 0, func(t *testing.T, fs filesystem.Interface, cfg writeConfig) []fileResult {
+			tempFileWith(t, fs, cfg, cfg.TempDir+"failed-attempt", 0, 10)
+			return nil
+		}, nil, true, "left"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(t, dir, tc.shards)
+			fs, _ := filesystem.New(ctx, cfg.TempDir)
+			if tc.marker {
+				tempFileWith(t, fs, cfg, cfg.TempDir+begunMarker, 0, 0)
+			}
+			_, err := finalizeDests(ctx, fs, cfg, tc.results(t, fs, cfg), tc.dests)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "no file was committed") {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+			if got := namesIn(t, dir); len(got) != 0 {
+				t.Errorf("a failed finalize left %v", got)
+			}
+		})
+	}
+	t.Run("runner sharding", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := testConfig(t, dir, 0)
+		fs, _ := filesystem.New(ctx, cfg.TempDir)
+		results := []fileResult{file(t, fs, cfg, "/x", -1, 0, 3), file(t, fs, cfg, "/y", -1, 3, 4), file(t, fs, cfg, "/x", -1, 4, 9)}
+		st, err := finalizeDests(ctx, fs, cfg, results, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{filepath.Join(dir, "out/x-00000-of-00002.avro"), filepath.Join(dir, "out/x-00001-of-00002.avro"), filepath.Join(dir, "out/y-00000-of-00001.avro")}
+		if !reflect.DeepEqual(st.files, want) {
+			t.Fatalf("files %v, want %v", st.files, want)
+		}
+		if got := namesIn(t, filepath.Join(dir, "out")); !reflect.DeepEqual(got, []string{"x-00000-of-00002.avro", "x-00001-of-00002.avro", "y-00000-of-00001.avro"}) {
+			t.Errorf("out/ holds %v", got)
+		}
+		// An empty input, Begin's marker in place: no file, nothing left.
+		dir = t.TempDir()
+		cfg = testConfig(t, dir, 0)
+		tempFileWith(t, fs, cfg, cfg.TempDir+begunMarker, 0, 0)
+		st, err = finalizeDests(ctx, fs, cfg, nil, nil)
+		if err != nil || len(st.files) != 0 {
+			t.Fatalf("empty input: %v, %v", st.files, err)
+		}
+		if got := namesIn(t, dir); len(got) != 0 {
+			t.Errorf("empty input left %v", got)
+		}
+	})
+}
