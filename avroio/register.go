@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/sdfio/sdfio/internal/beamreg"
 	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
@@ -32,17 +33,17 @@ func init() {
 	registerTimeCoder()
 
 	// Write's DoFns and types.
-	register.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
-	register.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
-	register.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
-	register.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})
-	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
-	register.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
-	register.DoFn3x1[context.Context, beam.X, func(string, []byte), error](&windowShardFn{})
-	register.DoFn6x1[context.Context, typex.PaneInfo, typex.Window, string, func(*[]byte) bool, func(string), error](&writeWindowFn{})
-	register.DoFn4x1[context.Context, beam.X, func(string, []byte), func(string), error](&destShardFn{})
-	register.DoFn4x1[context.Context, string, func(*[]byte) bool, func(fileResult), error](&writeDestShardFn{})
-	register.DoFn5x1[context.Context, []byte, func(*fileResult) bool, func(*string) bool, func(string), error](&finalizeDestsFn{})
+	beamreg.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
+	beamreg.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
+	beamreg.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
+	beamreg.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})
+	beamreg.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
+	beamreg.DoFn4x1[context.Context, []byte, func(*fileResult) bool, func(string), error](&finalizeFn{})
+	beamreg.DoFn3x1[context.Context, beam.X, func(string, []byte), error](&windowShardFn{})
+	beamreg.DoFn6x1[context.Context, typex.PaneInfo, typex.Window, string, func(*[]byte) bool, func(string), error](&writeWindowFn{})
+	beamreg.DoFn4x1[context.Context, beam.X, func(string, []byte), func(string), error](&destShardFn{})
+	beamreg.DoFn4x1[context.Context, string, func(*[]byte) bool, func(fileResult), error](&writeDestShardFn{})
+	beamreg.DoFn5x1[context.Context, []byte, func(*fileResult) bool, func(*string) bool, func(string), error](&finalizeDestsFn{})
 	register.Emitter2[string, []byte]()
 	register.Emitter1[fileResult]()
 	register.Emitter1[string]()
