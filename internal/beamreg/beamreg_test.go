@@ -2,6 +2,7 @@ package beamreg_test
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/testtmp"
 )
 
 // Pair is a struct parameter: DoFn registers it too.
@@ -55,7 +57,9 @@ func init() {
 	register.Emitter1[int]()
 }
 
-func TestMain(m *testing.M) { ptest.MainWithDefault(m, "prism") }
+func TestMain(m *testing.M) {
+	os.Exit(testtmp.Main(func() int { return ptest.MainRetWithDefault(m, "prism") }))
+}
 
 // TestWrapperIsReflectionFree: the struct wrapper's ProcessElement is a
 // caller with its arity's call method (not Beam's reflection shim), and it
