@@ -13,12 +13,18 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beambq "github.com/apache/beam/sdks/v2/go/pkg/beam/io/bigqueryio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 )
 
-func init() { beam.RegisterType(reflect.TypeFor[benchRow]()) }
+func init() {
+	beam.RegisterType(reflect.TypeFor[benchRow]())
+	register.Function1x0(discardBenchRow)
+}
+
+func discardBenchRow(benchRow) {}
 
 var benchWriteSchema = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType},
@@ -35,7 +41,8 @@ func benchWriteRows(n int) []any {
 }
 
 // BenchmarkWrite writes 100,000 rows to bqtest (in this process, sharing
-// the CPU) three ways: this package's Write (exactly once, on the direct
+// the CPU) three ways, beside create_only (the same pipeline without a
+// write): this package's Write (exactly once, on the direct
 // runner), Beam Go's bigqueryio.Write (tabledata.insertAll, reached through
 // RouteGoogleAPIs), and a plain managedwriter loop appending the same
 // encoded rows to one PENDING stream on one goroutine, the anchor of the
@@ -51,6 +58,20 @@ func BenchmarkWrite(b *testing.B) {
 			p, s := beam.NewPipelineWithRoot()
 			table := fmt.Sprintf("p.d.w%d", i)
 			Write(s, table, beam.Create(s, rows...), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()))
+			if _, err := direct.Execute(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportWrite(b, n, cpu0)
+	})
+	// The cost of the pipeline without a write (beam.Create decoding the
+	// rows, the direct runner): the sdfio and beamgo figures less this are
+	// what their writes cost.
+	b.Run("create_only", func(b *testing.B) {
+		cpu0 := processCPU()
+		for i := 0; i < b.N; i++ {
+			p, s := beam.NewPipelineWithRoot()
+			beam.ParDo0(s, discardBenchRow, beam.Create(s, rows...))
 			if _, err := direct.Execute(context.Background(), p); err != nil {
 				b.Fatal(err)
 			}
