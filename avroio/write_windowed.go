@@ -90,9 +90,10 @@ func (d *destFunc) of(elem any) (string, error) {
 	if strings.Contains(dest, "://") {
 		return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"://\": it must be a path under the prefix", dest, elem)
 	}
-	// A ".." path element, found without splitting (this runs per record).
-	if dest == ".." || strings.HasPrefix(dest, "../") || strings.HasSuffix(dest, "/..") || strings.Contains(dest, "/../") {
-		return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"..\" element: it must not leave the prefix", dest, elem)
+	for _, seg := range strings.Split(dest, "/") {
+		if seg == ".." {
+			return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"..\" element: it must not leave the prefix", dest, elem)
+		}
 	}
 	return dest, nil
 }
@@ -228,9 +229,13 @@ type writeWindowFn struct {
 	fs filesystem.Interface
 }
 
-func (fn *writeWindowFn) Setup(ctx context.Context) (err error) {
-	fn.fs, err = openTempFS(ctx, fn.Config)
-	return err
+func (fn *writeWindowFn) Setup(ctx context.Context) error {
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	fn.fs = fs
+	return nil
 }
 
 func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo, w typex.Window, key string, datums func(*[]byte) bool, emit func(string)) error {
@@ -308,7 +313,12 @@ func (fn *writeWindowFn) removed(ctx context.Context, _ string) {
 	fn.Config.counter("temp_files_removed").Inc(ctx, 1)
 }
 
-func (fn *writeWindowFn) Teardown() error { return closeFS(fn.fs) }
+func (fn *writeWindowFn) Teardown() error {
+	if fn.fs != nil {
+		return fn.fs.Close()
+	}
+	return nil
+}
 
 // destShardFn is shardFn for a write with destinations and a fixed
 // number of shards: records are keyed by destination and shard
@@ -384,9 +394,13 @@ type writeDestShardFn struct {
 	fs filesystem.Interface
 }
 
-func (fn *writeDestShardFn) Setup(ctx context.Context) (err error) {
-	fn.fs, err = openTempFS(ctx, fn.Config)
-	return err
+func (fn *writeDestShardFn) Setup(ctx context.Context) error {
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	if err != nil {
+		return fmt.Errorf("avroio.Write: %w", err)
+	}
+	fn.fs = fs
+	return nil
 }
 
 func (fn *writeDestShardFn) ProcessElement(ctx context.Context, key string, datums func(*[]byte) bool, emit func(fileResult)) error {
@@ -397,7 +411,12 @@ func (fn *writeDestShardFn) ProcessElement(ctx context.Context, key string, datu
 	return writeShard(ctx, fn.fs, fn.Config, shard, dest, datums, emit)
 }
 
-func (fn *writeDestShardFn) Teardown() error { return closeFS(fn.fs) }
+func (fn *writeDestShardFn) Teardown() error {
+	if fn.fs != nil {
+		return fn.fs.Close()
+	}
+	return nil
+}
 
 // finalizeDestsFn is finalizeFn for a write with destinations: the
 // second side input holds the destinations destShardFn saw (none under
@@ -417,9 +436,9 @@ func (fn *finalizeDestsFn) ProcessElement(ctx context.Context, _ []byte, results
 	for destIter(&d) {
 		dests = append(dests, d)
 	}
-	fs, err := openTempFS(ctx, fn.Config)
+	fs, err := filesystem.New(ctx, fn.Config.TempDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("avroio.Write: %w", err)
 	}
 	defer fs.Close()
 	st, err := finalizeDests(ctx, fs, fn.Config, all, dests)
