@@ -21,11 +21,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/avroio/internal/avrotest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 func init() {
@@ -367,7 +367,7 @@ func TestTimeMicrosBeyondDuration(t *testing.T) {
 	// On Prism, the pipeline fails, naming the field and the file.
 	p, s := beam.NewPipelineWithRoot()
 	passert.Count(s, ReadGeneric(s, path), "records", 3)
-	err = ptest.Run(p)
+	err = workertest.RunFailing(t, p)
 	if err == nil || !strings.Contains(err.Error(), `field "tus"`) || !strings.Contains(err.Error(), "micros.avro") {
 		t.Fatalf("pipeline: %v, want an error naming field tus and the file", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 	"github.com/sdfio/sdfio/offsetsource/sourcetest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
@@ -86,7 +87,7 @@ func TestOpenFailureIsNotTruncation(t *testing.T) {
 
 	p, sc := beam.NewPipelineWithRoot()
 	ReadFiles(sc, beam.Create(sc, fileio.ReadableFile{Metadata: fileio.FileMetadata{Path: dir}}), reflect.TypeFor[event]())
-	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "is a directory") || strings.Contains(err.Error(), "truncated") {
+	if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), "is a directory") || strings.Contains(err.Error(), "truncated") {
 		t.Errorf("ReadFiles of a directory: %v", err)
 	}
 	msg := mustPanic(t, "Read of a directory", func() { Read(beam.NewPipeline().Root(), dir, reflect.TypeFor[event]()) })
@@ -114,7 +115,7 @@ func TestBracePattern(t *testing.T) {
 	// match.
 	p, s = beam.NewPipelineWithRoot()
 	ReadAll(s, beam.Create(s, filepath.Join(dir, "x-{a.avro")), reflect.TypeFor[event]())
-	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "no file matches") {
+	if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), "no file matches") {
 		t.Errorf("ReadAll of an unclosed brace matching nothing: %v", err)
 	}
 }
@@ -145,7 +146,7 @@ func TestFileChangedAfterConstruction(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		err := ptest.Run(p)
+		err := workertest.RunFailing(t, p)
 		if err == nil || !strings.Contains(err.Error(), "changed since it was matched") || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s after construction: %v; want an error naming the file", change, err)
 		}

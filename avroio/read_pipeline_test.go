@@ -253,7 +253,7 @@ func TestPipelineReaderSchema(t *testing.T) {
 		bad := strings.Replace(projectedSchema, `"name": "id", "type": "long"`, `"name": "id", "type": "boolean"`, 1)
 		p, s := beam.NewPipelineWithRoot()
 		ReadGeneric(s, path, WithReaderSchema(bad))
-		err := ptest.Run(p)
+		err := workertest.RunFailing(t, p)
 		if err == nil {
 			t.Fatal("reading with a reader schema that cannot be resolved succeeded")
 		}
@@ -285,7 +285,7 @@ func TestPipelineFieldsMustMatch(t *testing.T) {
 	path := testdataPath(t, "events-null.avro")
 	p, s := beam.NewPipelineWithRoot()
 	Read(s, path, reflect.TypeFor[jsonTagged]())
-	err := ptest.Run(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil {
 		t.Fatal("reading into a struct whose fields name no schema field succeeded")
 	}
@@ -340,7 +340,7 @@ func TestEmptyMatch(t *testing.T) {
 		// ... the plain path fails the pipeline.
 		p, s = beam.NewPipelineWithRoot()
 		ReadAll(s, beam.Create(s, glob, missing), typ)
-		err := ptest.Run(p)
+		err := workertest.RunFailing(t, p)
 		if err == nil || !strings.Contains(err.Error(), "no file matches") || !strings.Contains(err.Error(), missing) {
 			t.Errorf("ReadAll of a missing file: %v, want an error saying no file matches %s", err, missing)
 		}
@@ -437,7 +437,7 @@ func TestPipelineCorruptFile(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	Read(s, path, reflect.TypeFor[event](), WithDesiredBundleSize(200), WithMinBundleSize(100))
-	err := ptest.Run(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil {
 		t.Fatal("reading a file with a damaged sync marker succeeded")
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
 	"github.com/sdfio/sdfio/avroio"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 func init() {
@@ -255,7 +256,7 @@ func TestWindowedWriteFailureLeavesNothing(t *testing.T) {
 			dir := t.TempDir()
 			p, s := beam.NewPipelineWithRoot()
 			bad := tc.write(s, dir)
-			err := runFailingOnPrism(t, p)
+			err := workertest.RunFailing(t, p)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("pipeline error %v, want one saying %q", err, tc.want)
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/internal/workertest"
@@ -248,20 +247,6 @@ func newTempFailFS(context.Context) filesystem.Interface {
 	}}
 }
 
-// runFailingOnPrism runs a pipeline that is meant to fail on Prism: with
-// the SDK harness in this process (LOOPBACK), or, under the race detector,
-// in worker processes of their own (workertest), where the data race Beam
-// v2.77's harness has when a job fails (see runFailing) is reported in the
-// worker's output and does not fail this test; ours would be too, but this
-// package's DoFns run under -race in the other tests.
-func runFailingOnPrism(t *testing.T, p *beam.Pipeline) error {
-	if raceEnabled {
-		_, err := workertest.Run(t, p)
-		return err
-	}
-	return ptest.Run(p)
-}
-
 // writeFailureRuns is how many times TestWriteFailuresOnPrism runs each
 // case: SDFIO_WRITE_FAILURE_RUNS (50 for the proof of issue 14, item 20),
 // else once.
@@ -290,7 +275,7 @@ func writeFailureRuns(t *testing.T) int {
 // empty file; and under fixed sharding a shard without its file fails the
 // finalize step. SDFIO_WRITE_FAILURE_RUNS=50 repeats each case 50 times.
 //
-// Under -race the workers are processes of their own (runFailingOnPrism).
+// Under -race the workers are processes of their own (workertest.RunFailing).
 func TestWriteFailuresOnPrism(t *testing.T) {
 	runs := writeFailureRuns(t)
 	cases := []struct {
@@ -325,7 +310,7 @@ func TestWriteFailuresOnPrism(t *testing.T) {
 				dir := t.TempDir()
 				p, s := beam.NewPipelineWithRoot()
 				tc.write(s, dir)
-				err := runFailingOnPrism(t, p)
+				err := workertest.RunFailing(t, p)
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("run %d: pipeline error %v, want one saying %q", i, err, tc.want)
 				}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 const valuesSchema = `{"type":"record","name":"V","namespace":"sdfio.values","fields":[
@@ -271,7 +271,7 @@ func TestWriteRefusesOnPrism(t *testing.T) {
 	recs := beam.CreateList(s, []Record{{"i": 1}, {"i": 2, "typo": 3}})
 	// (A shuffle: Create's records travel by Record's coder.)
 	Write(s, dir+"/out", `{"type":"record","name":"S","fields":[{"name":"i","type":"int"}]}`, recs)
-	err := ptest.Run(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil || !strings.Contains(err.Error(), `has no field "typo"`) {
 		t.Fatalf("pipeline: %v, want an error naming field typo", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 // genericProps are the properties of generic entity i: every value type
@@ -249,7 +250,7 @@ func TestWriteRefusedEntityNamed(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &refusedGenFn{NS: ns, Kind: "WBad", N: 40, Bad: 26}, beam.Impulse(s)),
 		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(5, time.Hour))
-	_, err := ptest.RunWithMetrics(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil {
 		t.Fatal("the pipeline succeeded")
 	}

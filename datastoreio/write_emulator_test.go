@@ -25,6 +25,7 @@ import (
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 // Tests of datastoreio.Write, datastoreio.DeleteEntity and datastoreio.DeleteKey against the Cloud Datastore
@@ -554,6 +555,9 @@ func TestWritePermanentErrorNamesKey(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wGenFn{NS: []string{ns}, Kind: "WRefused", From: 0, To: 1}, beam.Impulse(s)),
 		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithClientOptions("wHook"), datastoreio.WithCommitRetries(5, time.Hour))
+	// In this process, not workertest.RunFailing: the fault is injected by
+	// wHook, a package variable a worker process would not share. One
+	// entity, one bundle: no other bundle is in flight when the job fails.
 	_, err := ptest.RunWithMetrics(p)
 	if err == nil {
 		t.Fatal("the pipeline succeeded")
@@ -590,7 +594,7 @@ func TestWriteIncompleteKeys(t *testing.T) {
 	ns := dstest.Namespace(t)
 	p, s := beam.NewPipelineWithRoot()
 	datastoreio.Write(s, project, beam.ParDo(s, &wIncompleteFn{NS: ns, N: 3}, beam.Impulse(s)), datastoreio.WithRampupThrottlingDisabled())
-	_, err := ptest.RunWithMetrics(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil || !strings.Contains(err.Error(), "incomplete key") || !strings.Contains(err.Error(), "namespace "+ns+", kind WAuto") {
 		t.Fatalf("incomplete keys: %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/sdf"
 )
@@ -70,7 +70,7 @@ func (r *countingReader) Close() error { return nil }
 func TestPipelineMaxEndOffsetError(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	offsetsource.Read(s, brokenSource{Name: "x", End: sdf.Unbounded, MaxEndErr: "stat failed: permission denied"})
-	err := ptest.Run(p)
+	err := workertest.RunFailing(t, p)
 	if err == nil {
 		t.Fatal("pipeline succeeded")
 	}

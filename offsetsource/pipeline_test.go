@@ -194,7 +194,7 @@ func TestPipelineReadError(t *testing.T) {
 	f.Close()
 	p, s := beam.NewPipelineWithRoot()
 	offsetsource.Read(s, src)
-	err = ptest.Run(p)
+	err = workertest.RunFailing(t, p)
 	if err == nil {
 		t.Fatal("pipeline reading a truncated file succeeded")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/internal/logtest"
+	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 	"github.com/sdfio/sdfio/offsetsource/sourcetest"
 	"github.com/sdfio/sdfio/sdf/sdftest"
@@ -312,7 +313,7 @@ func TestChangedFile(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("appended after construction\n")
 	f.Close()
-	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "changed since it was matched") || !strings.Contains(err.Error(), path) {
+	if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), "changed since it was matched") || !strings.Contains(err.Error(), path) {
 		t.Errorf("pipeline over a file appended after construction: %v", err)
 	}
 }
@@ -338,7 +339,7 @@ func TestOpenErrors(t *testing.T) {
 
 	p, s := beam.NewPipelineWithRoot()
 	filesource.ReadFiles[string](s, beam.Create(s, fileio.ReadableFile{Metadata: fileio.FileMetadata{Path: dir}}), Lines{})
-	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("ReadFiles of a directory: %v", err)
 	}
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package avroio_test
-
-const raceEnabled = false
