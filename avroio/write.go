@@ -865,12 +865,10 @@ type writeBundleFn struct {
 	failed string // the record error of this bundle, if any
 }
 
-func (fn *writeBundleFn) Setup(ctx context.Context) error {
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
-	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
+func (fn *writeBundleFn) Setup(ctx context.Context) (err error) {
+	if fn.fs, err = openTempFS(ctx, fn.Config); err != nil {
+		return err
 	}
-	fn.fs = fs
 	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
 		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
 	}
@@ -1021,9 +1019,9 @@ type beginFn struct {
 }
 
 func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func(string)) error {
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	fs, err := openTempFS(ctx, fn.Config)
 	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
+		return err
 	}
 	defer fs.Close()
 	path := fn.Config.TempDir + begunMarker
@@ -1116,6 +1114,24 @@ func (fn *shardMarkersFn) ProcessElement(_ []byte, emit func(int, []byte)) {
 	}
 }
 
+// openTempFS opens the filesystem of the write's temporary directory, for
+// the write's DoFns.
+func openTempFS(ctx context.Context, cfg writeConfig) (filesystem.Interface, error) {
+	fs, err := filesystem.New(ctx, cfg.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: %w", err)
+	}
+	return fs, nil
+}
+
+// closeFS closes fs, if Setup opened it.
+func closeFS(fs filesystem.Interface) error {
+	if fs != nil {
+		return fs.Close()
+	}
+	return nil
+}
+
 // writeShardFn writes the encoded records of one shard to a temporary
 // file, an empty one for a shard with no records. The errors shardFn sent
 // (key errorShard), and a record it cannot append (past a limit), become
@@ -1127,13 +1143,9 @@ type writeShardFn struct {
 	fs filesystem.Interface
 }
 
-func (fn *writeShardFn) Setup(ctx context.Context) error {
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
-	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
-	}
-	fn.fs = fs
-	return nil
+func (fn *writeShardFn) Setup(ctx context.Context) (err error) {
+	fn.fs, err = openTempFS(ctx, fn.Config)
+	return err
 }
 
 func (fn *writeShardFn) ProcessElement(ctx context.Context, shard int, datums func(*[]byte) bool, emit func(fileResult)) error {
@@ -1196,12 +1208,7 @@ func writeShard(ctx context.Context, fs filesystem.Interface, cfg writeConfig, s
 	return nil
 }
 
-func (fn *writeShardFn) Teardown() error {
-	if fn.fs != nil {
-		return fn.fs.Close()
-	}
-	return nil
-}
+func (fn *writeShardFn) Teardown() error { return closeFS(fn.fs) }
 
 // finalizeFn runs once, after every writing bundle committed: it gets the
 // committed temporary files as a side input, renames them to their final
@@ -1218,9 +1225,9 @@ func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func
 	for results(&r) {
 		all = append(all, r)
 	}
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	fs, err := openTempFS(ctx, fn.Config)
 	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
+		return err
 	}
 	defer fs.Close()
 	st, err := finalize(ctx, fs, fn.Config, all)

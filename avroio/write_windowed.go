@@ -90,10 +90,9 @@ func (d *destFunc) of(elem any) (string, error) {
 	if strings.Contains(dest, "://") {
 		return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"://\": it must be a path under the prefix", dest, elem)
 	}
-	for _, seg := range strings.Split(dest, "/") {
-		if seg == ".." {
-			return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"..\" element: it must not leave the prefix", dest, elem)
-		}
+	// A ".." path element, found without splitting (this runs per record).
+	if dest == ".." || strings.HasPrefix(dest, "../") || strings.HasSuffix(dest, "/..") || strings.Contains(dest, "/../") {
+		return "", fmt.Errorf("WithDestination: destination %q of a %T has a \"..\" element: it must not leave the prefix", dest, elem)
 	}
 	return dest, nil
 }
@@ -229,13 +228,9 @@ type writeWindowFn struct {
 	fs filesystem.Interface
 }
 
-func (fn *writeWindowFn) Setup(ctx context.Context) error {
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
-	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
-	}
-	fn.fs = fs
-	return nil
+func (fn *writeWindowFn) Setup(ctx context.Context) (err error) {
+	fn.fs, err = openTempFS(ctx, fn.Config)
+	return err
 }
 
 func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo, w typex.Window, key string, datums func(*[]byte) bool, emit func(string)) error {
@@ -313,12 +308,7 @@ func (fn *writeWindowFn) removed(ctx context.Context, _ string) {
 	fn.Config.counter("temp_files_removed").Inc(ctx, 1)
 }
 
-func (fn *writeWindowFn) Teardown() error {
-	if fn.fs != nil {
-		return fn.fs.Close()
-	}
-	return nil
-}
+func (fn *writeWindowFn) Teardown() error { return closeFS(fn.fs) }
 
 // destShardFn is shardFn for a write with destinations and a fixed
 // number of shards: records are keyed by destination and shard
@@ -394,13 +384,9 @@ type writeDestShardFn struct {
 	fs filesystem.Interface
 }
 
-func (fn *writeDestShardFn) Setup(ctx context.Context) error {
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
-	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
-	}
-	fn.fs = fs
-	return nil
+func (fn *writeDestShardFn) Setup(ctx context.Context) (err error) {
+	fn.fs, err = openTempFS(ctx, fn.Config)
+	return err
 }
 
 func (fn *writeDestShardFn) ProcessElement(ctx context.Context, key string, datums func(*[]byte) bool, emit func(fileResult)) error {
@@ -411,12 +397,7 @@ func (fn *writeDestShardFn) ProcessElement(ctx context.Context, key string, datu
 	return writeShard(ctx, fn.fs, fn.Config, shard, dest, datums, emit)
 }
 
-func (fn *writeDestShardFn) Teardown() error {
-	if fn.fs != nil {
-		return fn.fs.Close()
-	}
-	return nil
-}
+func (fn *writeDestShardFn) Teardown() error { return closeFS(fn.fs) }
 
 // finalizeDestsFn is finalizeFn for a write with destinations: the
 // second side input holds the destinations destShardFn saw (none under
@@ -436,9 +417,9 @@ func (fn *finalizeDestsFn) ProcessElement(ctx context.Context, _ []byte, results
 	for destIter(&d) {
 		dests = append(dests, d)
 	}
-	fs, err := filesystem.New(ctx, fn.Config.TempDir)
+	fs, err := openTempFS(ctx, fn.Config)
 	if err != nil {
-		return fmt.Errorf("avroio.Write: %w", err)
+		return err
 	}
 	defer fs.Close()
 	st, err := finalizeDests(ctx, fs, fn.Config, all, dests)
