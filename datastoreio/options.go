@@ -117,16 +117,8 @@ func newReadConfig(transform string, opts []ReadOption) (readConfig, error) {
 		commonConfig: commonConfig{metrics: Namespace},
 		keysPerSplit: DefaultKeysPerSplit, subRanges: DefaultSubRangesPerSplit,
 	}
-	for _, o := range opts {
-		if isNil(o) {
-			return c, fmt.Errorf("%s: a nil ReadOption", transform)
-		}
-		o.applyRead(&c)
-	}
-	if err := c.check(); err != nil {
-		return c, fmt.Errorf("%s: %w", transform, err)
-	}
-	return c, nil
+	err := applyOptions(transform, "ReadOption", &c, opts, ReadOption.applyRead, (*readConfig).check)
+	return c, err
 }
 
 func (c *readConfig) check() error {
@@ -166,16 +158,9 @@ func newWriteConfig(op string, opts []WriteOption) (writeConfig, error) {
 		commonConfig: commonConfig{metrics: Namespace},
 		maxRetries:   DefaultMaxCommitRetries, initialBackoff: DefaultInitialBackoff,
 	}
-	for _, o := range opts {
-		if isNil(o) {
-			return c, fmt.Errorf("%s: a nil WriteOption", transform)
-		}
-		o.applyWrite(&c)
-	}
-	if err := c.check(op); err != nil {
-		return c, fmt.Errorf("%s: %w", transform, err)
-	}
-	return c, nil
+	check := func(c *writeConfig) error { return c.check(op) }
+	err := applyOptions(transform, "WriteOption", &c, opts, WriteOption.applyWrite, check)
+	return c, err
 }
 
 func (c *writeConfig) check(op string) error {
@@ -196,6 +181,22 @@ func (c *writeConfig) check(op string) error {
 }
 
 // isNil reports a nil option, or an option function that is nil.
+// applyOptions applies opts to c in order (a nil option is an error of
+// its own, kind naming its type) and checks the result; transform
+// ("datastoreio.Read") names the transform in errors.
+func applyOptions[C, O any](transform, kind string, c *C, opts []O, apply func(O, *C), check func(*C) error) error {
+	for _, o := range opts {
+		if isNil(o) {
+			return fmt.Errorf("%s: a nil %s", transform, kind)
+		}
+		apply(o, c)
+	}
+	if err := check(c); err != nil {
+		return fmt.Errorf("%s: %w", transform, err)
+	}
+	return nil
+}
+
 func isNil(o any) bool {
 	if o == nil {
 		return true

@@ -245,12 +245,7 @@ func (c *Core[R]) MarkDone() {
 func (c *Core[R]) ErrLocked() error { return c.err }
 
 // GetError is ErrLocked under the lock.
-func (c *Core[R]) GetError() error {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	return err
-}
+func (c *Core[R]) GetError() error { return locked(c, (*Core[R]).ErrLocked) }
 
 // DoneLocked reports whether no split point remains to be claimed: the
 // tracker stopped, the restriction is empty, or a split point would have to
@@ -267,12 +262,7 @@ func (c *Core[R]) DoneLocked() bool {
 func (c *Core[R]) IsDoneLocked() bool { return c.err == nil && c.DoneLocked() }
 
 // IsDone is IsDoneLocked under the lock.
-func (c *Core[R]) IsDone() bool {
-	c.mu.Lock()
-	done := c.IsDoneLocked()
-	c.mu.Unlock()
-	return done
-}
+func (c *Core[R]) IsDone() bool { return locked(c, (*Core[R]).IsDoneLocked) }
 
 // before reports whether a+1 < b, without overflow: a position lies strictly
 // between a and b.
@@ -282,12 +272,7 @@ func before(a, b int64) bool { return a < b && uint64(b)-uint64(a) > 1 }
 func (c *Core[R]) RestrictionLocked() R { return c.rest }
 
 // Restriction is RestrictionLocked under the lock.
-func (c *Core[R]) Restriction() R {
-	c.mu.Lock()
-	r := c.rest
-	c.mu.Unlock()
-	return r
-}
+func (c *Core[R]) Restriction() R { return locked(c, (*Core[R]).RestrictionLocked) }
 
 // BoundsLocked is the current [Start, End) of positions.
 func (c *Core[R]) BoundsLocked() (start, end int64) { return c.start, c.end }
@@ -424,8 +409,13 @@ func (c *Core[R]) StringLocked() string {
 }
 
 // String is StringLocked under the lock.
-func (c *Core[R]) String() string {
+func (c *Core[R]) String() string { return locked(c, (*Core[R]).StringLocked) }
+
+// locked returns get(c) under the lock: the accessors that are their
+// Locked counterpart under the lock (TryClaim, on every record, locks
+// without it).
+func locked[R, T any](c *Core[R], get func(*Core[R]) T) T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.StringLocked()
+	return get(c)
 }

@@ -16,21 +16,20 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/internal/demo"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // --input=gs://...
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+
 	_ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange" // gs:// read in ranges
 )
 
@@ -191,23 +190,11 @@ func format(field string, s Stats) string {
 	return line
 }
 
-// sortFn gathers the lines into one sorted slice.
-type sortFn struct{}
-
-func (sortFn) CreateAccumulator() []string              { return nil }
-func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
-func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
-func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
-
-func printLines(lines []string) { fmt.Println(strings.Join(lines, "\n")) }
-
 func init() {
 	register.DoFn2x0[avroio.Record, func(string, Stats)](&fieldStatsFn{})
 	register.Emitter2[string, Stats]()
 	register.Function2x1(merge)
 	register.Function2x1(format)
-	register.Function1x0(printLines)
-	register.Combiner3[[]string, string, []string](&sortFn{})
 	beam.RegisterType(reflect.TypeFor[Stats]())
 }
 
@@ -219,14 +206,6 @@ func main() {
 	p, s := beam.NewPipelineWithRoot()
 	recs := avroio.ReadGeneric(s, *input, avroio.WithDesiredBundleSize(*bundleSize), avroio.WithMinBundleSize(*minBundle))
 	perField := beam.CombinePerKey(s, merge, beam.ParDo(s, &fieldStatsFn{}, recs))
-	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, format, perField))
-	beam.ParDo0(s, printLines, lines)
-
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	if err != nil {
-		log.Exitf(ctx, "pipeline failed: %v", err)
-	}
-	fmt.Printf("\nread %s in %v\n", *input, time.Since(start).Round(time.Millisecond))
-	demo.PrintMetrics(os.Stdout, res, avroio.Namespace)
+	demo.PrintSorted(s, beam.ParDo(s, format, perField))
+	demo.Run(ctx, p, *input, avroio.Namespace)
 }

@@ -30,10 +30,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"reflect"
-	"sort"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -95,24 +92,12 @@ func formatCorpus(corpus string, a Agg) string {
 	return fmt.Sprintf("%-22s %7d words %9d occurrences", corpus, a.Words, a.Count)
 }
 
-// sortFn gathers all lines into one sorted slice.
-type sortFn struct{}
-
-func (sortFn) CreateAccumulator() []string              { return nil }
-func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
-func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
-func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
-
-func printLines(lines []string) { fmt.Println(strings.Join(lines, "\n")) }
-
 func init() {
 	register.DoFn2x0[Word, func(Word)](&slowFn{})
 	register.Emitter1[Word]()
 	register.Function1x2(toKV)
 	register.Function2x1(mergeAgg)
 	register.Function2x1(formatCorpus)
-	register.Function1x0(printLines)
-	register.Combiner3[[]string, string, []string](&sortFn{})
 	beam.RegisterType(reflect.TypeFor[Word]())
 	beam.RegisterType(reflect.TypeFor[Agg]())
 	beam.RegisterType(reflect.TypeFor[CorpusStats]())
@@ -232,24 +217,16 @@ func main() {
 		words = beam.ParDo(s, &slowFn{Delay: *rowDelay}, words)
 	}
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, words))
-	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatCorpus, stats))
-	beam.ParDo0(s, printLines, lines)
+	demo.PrintSorted(s, beam.ParDo(s, formatCorpus, stats))
 	if out != "" {
 		res := bigqueryio.Write(s, out, beam.ParDo(s, toStats, stats), writeOpts...)
 		beam.ParDo0(s, printResult, res.Results)
 		beam.ParDo0(s, printFailed, res.FailedRows)
 	}
-
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	if err != nil {
-		log.Exitf(ctx, "pipeline failed: %v", err)
-	}
 	if out != "" {
 		name += " and wrote " + out
 	}
-	fmt.Printf("\nread %s in %v\n", name, time.Since(start).Round(time.Millisecond))
-	demo.PrintMetrics(os.Stdout, res, bigqueryio.Namespace)
+	demo.Run(ctx, p, name, bigqueryio.Namespace)
 	if out == "" {
 		return
 	}
@@ -261,7 +238,7 @@ func main() {
 	}
 	p, s = beam.NewPipelineWithRoot()
 	back := bigqueryio.Read(s, out, reflect.TypeFor[CorpusStats](), backOpts...)
-	beam.ParDo0(s, printLines, beam.Combine(s, &sortFn{}, beam.ParDo(s, formatStats, back)))
+	demo.PrintSorted(s, beam.ParDo(s, formatStats, back))
 	fmt.Printf("\nreading back %s:\n", out)
 	if _, err := beamx.RunWithMetrics(ctx, p); err != nil {
 		log.Exitf(ctx, "reading back %s failed: %v", out, err)

@@ -20,14 +20,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
 	"github.com/sdfio/sdfio/internal/demo"
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/sdf"
@@ -63,25 +60,11 @@ func formatStation(station string, a Agg) string {
 		formatTenths(a.Min), float64(a.Sum)/float64(a.Count)/10, formatTenths(a.Max), a.Count)
 }
 
-// sortFn gathers all lines into one sorted slice.
-type sortFn struct{}
-
-func (sortFn) CreateAccumulator() []string              { return nil }
-func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
-func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
-func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
-
-func printLines(lines []string) {
-	fmt.Println(strings.Join(lines, "\n"))
-}
-
 func init() {
 	offsetsource.Register[Reading, BlockFile]()
 	register.Function1x2(toKV)
 	register.Function2x1(mergeAgg)
 	register.Function2x1(formatStation)
-	register.Function1x0(printLines)
-	register.Combiner3[[]string, string, []string](&sortFn{})
 	beam.RegisterType(reflect.TypeFor[Agg]())
 }
 
@@ -101,16 +84,8 @@ func main() {
 	src := BlockFile{Path: *input, End: sdf.Unbounded, BlockDelay: *blockDelay}
 	recs := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(*bundleSize))
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, recs))
-	lines := beam.Combine(s, &sortFn{}, beam.ParDo(s, formatStation, stats))
-	beam.ParDo0(s, printLines, lines)
-
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	if err != nil {
-		log.Exitf(ctx, "pipeline failed: %v", err)
-	}
-	fmt.Printf("\nread %s in %v\n", *input, time.Since(start).Round(time.Millisecond))
-	demo.PrintMetrics(os.Stdout, res, offsetsource.Namespace)
+	demo.PrintSorted(s, beam.ParDo(s, formatStation, stats))
+	demo.Run(ctx, p, *input, offsetsource.Namespace)
 }
 
 var stations = []string{"Aberdeen", "Bergen", "Cork", "Dresden", "Elvas", "Faro", "Gdansk", "Hamburg", "Innsbruck", "Jena", "Kiruna", "Lyon"}

@@ -30,7 +30,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
@@ -149,12 +148,5 @@ func main() {
 		datastoreio.WithDatabase(*database), datastoreio.WithNamespace(*namespace),
 		datastoreio.WithNumQuerySplits(*splits), datastoreio.WithKeysPerSplit(*keys))
 	beam.ParDo0(s, printLine, beam.Combine(s, &countFn{}, tasks))
-
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	if err != nil {
-		log.Exitf(ctx, "pipeline failed: %v", err)
-	}
-	fmt.Printf("read %s in %v\n", *kind, time.Since(start).Round(time.Millisecond))
-	demo.PrintMetrics(os.Stdout, res, datastoreio.Namespace)
+	demo.Run(ctx, p, *kind, datastoreio.Namespace)
 }

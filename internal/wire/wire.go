@@ -93,21 +93,14 @@ func (r *Reader) Uvarint() uint64 {
 	return v
 }
 
-// Varint reads a zig-zag signed varint.
+// Varint reads a zig-zag signed varint: an Uvarint whose lowest bit is the
+// sign (as binary.Varint decodes it).
 func (r *Reader) Varint() int64 {
-	if r.err != nil {
-		return 0
+	u := r.Uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		if n < 0 {
-			r.Fail("a varint overflows 64 bits")
-		} else {
-			r.short("a varint")
-		}
-		return 0
-	}
-	r.off += n
 	return v
 }
 

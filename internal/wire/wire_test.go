@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
@@ -129,4 +131,19 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVarintEdges: Varint reads what binary.AppendVarint writes at the
+// edges of int64, and a varint of 11 bytes fails as binary.Varint does.
+func TestVarintEdges(t *testing.T) {
+	for _, v := range []int64{0, -1, 1, math.MinInt64, math.MaxInt64, math.MinInt32, -1 << 62} {
+		r := NewReader(binary.AppendVarint(nil, v))
+		if got := r.Varint(); got != v || r.Done("varint") != nil {
+			t.Errorf("Varint of %d: %d, %v", v, got, r.Done("varint"))
+		}
+	}
+	r := NewReader(bytes.Repeat([]byte{0xff}, 11))
+	if r.Varint(); r.Err() == nil || !strings.Contains(r.Err().Error(), "overflows 64 bits") {
+		t.Errorf("11 bytes of 0xff: %v, want an overflow", r.Err())
+	}
 }

@@ -74,6 +74,7 @@ import (
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/internal/benchdata"
+	"github.com/sdfio/sdfio/internal/benchenv"
 )
 
 var (
@@ -256,7 +257,7 @@ func runParent(ctx context.Context) int {
 	if skipped > 0 {
 		fmt.Fprintf(out, "note: avrobench: sdfio's avroio.Read was not measured (-bench_sdfio=false)\n")
 	}
-	fmt.Fprintf(out, "note: avrobench: load average at start: %s\n", loadavgText())
+	fmt.Fprintf(out, "note: avrobench: load average at start: %s\n", benchenv.LoadAvg())
 	out.Flush()
 
 	failed := 0
@@ -285,7 +286,7 @@ func runParent(ctx context.Context) int {
 			out.Flush()
 		}
 	}
-	fmt.Fprintf(out, "note: avrobench: load average at end: %s\n", loadavgText())
+	fmt.Fprintf(out, "note: avrobench: load average at end: %s\n", benchenv.LoadAvg())
 	for _, g := range goals {
 		fmt.Fprintf(out, "goal: %s\n", g)
 	}
@@ -440,18 +441,6 @@ func cpuBusyTicks() int64 {
 		busy += v
 	}
 	return busy
-}
-
-func loadavgText() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return fmt.Sprintf("%s %s %s (1, 5, 15 min) on %d cores", f[0], f[1], f[2], runtime.NumCPU())
 }
 
 func firstLine(s string) string {

@@ -68,6 +68,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/benchenv"
 )
 
 var (
@@ -255,7 +256,7 @@ func run() error {
 	grpcAddr, restURL := f[1], f[2]
 
 	fmt.Printf("goos: %s\ngoarch: %s\npkg: github.com/sdfio/sdfio/internal/cmd/bqbench\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, its Avro encoded once and cached (bqtest.WithResponseCache), so server-cpu-share is the share of the run's CPU the server used; prism_floor is Beam's per-element work alone on Prism (the rows pre-built, no server, same graph and sink); %d runs each, the cases alternating, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, loadAvg())
+	fmt.Printf("note: bqbench: bqtest table of %d rows (id INTEGER, name STRING nullable, score FLOAT, kind STRING), Avro, responses of 1024 rows; the server in its own process on the same %d-core machine, its Avro encoded once and cached (bqtest.WithResponseCache), so server-cpu-share is the share of the run's CPU the server used; prism_floor is Beam's per-element work alone on Prism (the rows pre-built, no server, same graph and sink); %d runs each, the cases alternating, medians; load average before the runs %s\n", *rows, runtime.NumCPU(), *count, benchenv.LoadAvg())
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1x BenchmarkBQRead/official_client # at least the official client's own Storage API reader")
 	fmt.Println("goal: BenchmarkBQRead/sdfio rows/s >= 1.8x BenchmarkBQRead/raw_1core # close to 2x the raw single-core ReadRows loop")
 	fmt.Println("goal: BenchmarkBQRead/prism_floor rows/cpu-s / BenchmarkBQRead/raw_1core # Beam's own per-element floor on Prism (pre-built rows, same graph and sink), rows per CPU-second against the raw loop's: Prism emits a stage's rows on one goroutine, so no Read on Prism reaches 2x the one-core loop unless this is well above 2x")
@@ -330,7 +331,7 @@ func run() error {
 				c.name, wall.Nanoseconds(), float64(n)/wall.Seconds(), perCPU, share, ownCPU/wall.Seconds(), ownCPU*1e9/float64(n), srvCPU*1e9/float64(n), (ownCPU+srvCPU)*1e9/float64(n))
 		}
 	}
-	fmt.Printf("note: bqbench: load average after the runs %s\n", loadAvg())
+	fmt.Printf("note: bqbench: load average after the runs %s\n", benchenv.LoadAvg())
 	return nil
 }
 
@@ -346,19 +347,6 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// loadAvg is the 1, 5 and 15 minute load averages of the machine.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func readSdfio(ctx context.Context, addr string) (int64, error) {
