@@ -527,14 +527,3 @@ func fastArrow(sf *bigquery.FieldSchema, f structField) arrowOp {
 	}
 	return nil
 }
-
-var (
-	typeOfNullInt64     = reflect.TypeOf(bigquery.NullInt64{})
-	typeOfNullFloat64   = reflect.TypeOf(bigquery.NullFloat64{})
-	typeOfNullBool      = reflect.TypeOf(bigquery.NullBool{})
-	typeOfNullString    = reflect.TypeOf(bigquery.NullString{})
-	typeOfNullGeography = reflect.TypeOf(bigquery.NullGeography{})
-	typeOfNullJSON      = reflect.TypeOf(bigquery.NullJSON{})
-	typeOfNullTimestamp = reflect.TypeOf(bigquery.NullTimestamp{})
-	typeOfNullDate      = reflect.TypeOf(bigquery.NullDate{})
-)
