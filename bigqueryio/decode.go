@@ -181,25 +181,45 @@ func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
 	return &arrowDecoder{schema: schema, header: header, row: make([]bigquery.Value, len(schema))}
 }
 
-func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
-	d.buf = append(append(d.buf[:0], d.header...), payload...)
-	rd := bytes.NewReader(d.buf)
+// arrowBatches reads the IPC record batches of payload, framed after the
+// session's schema message header in *buf (reused), calling fn for each
+// with the count of the rows of the batches before it; each must have the
+// schema's columns. It returns the count of all their rows, by the batches'
+// own lengths. fn's batch is valid only during the call.
+func arrowBatches(buf *[]byte, header, payload []byte, schema bigquery.Schema, fn func(rec arrow.RecordBatch, before int64) error) (int64, error) {
+	*buf = append(append((*buf)[:0], header...), payload...)
+	rd := bytes.NewReader(*buf)
 	r, err := ipc.NewReader(rd)
 	if err != nil {
-		return fmt.Errorf("Arrow record batch: %w", err)
+		return 0, fmt.Errorf("Arrow record batch: %w", err)
 	}
 	defer r.Release()
-	// The rows are those of the record batches, by their own lengths.
 	var got int64
 	for r.Next() {
 		rec := r.RecordBatch()
-		if int(rec.NumCols()) != len(d.schema) {
-			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
+		if int(rec.NumCols()) != len(schema) {
+			return got, fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(schema))
 		}
+		if err := arrowRows(rec.NumRows(), got, payload); err != nil {
+			return got, err
+		}
+		if err := fn(rec, got); err != nil {
+			return got, err
+		}
+		got += rec.NumRows()
+	}
+	if err := r.Err(); err != nil {
+		return got, fmt.Errorf("Arrow record batch: %w", err)
+	}
+	if err := arrowTail(rd); err != nil {
+		return got, err
+	}
+	return got, nil
+}
+
+func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
+	got, err := arrowBatches(&d.buf, d.header, payload, d.schema, func(rec arrow.RecordBatch, got int64) error {
 		m := rec.NumRows()
-		if err := arrowRows(m, got, payload); err != nil {
-			return err
-		}
 		cols := rec.Columns()
 		for c := range cols {
 			if int64(cols[c].Len()) < m {
@@ -220,12 +240,9 @@ func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value)
 				}
 			}
 		}
-		got += m
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("Arrow record batch: %w", err)
-	}
-	if err := arrowTail(rd); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if got != n {

@@ -212,6 +212,17 @@ var (
 	typeOfDateTime = reflect.TypeOf(civil.DateTime{})
 	typeOfRat      = reflect.TypeOf((*big.Rat)(nil))
 	typeOfBytes    = reflect.TypeOf([]byte(nil))
+
+	typeOfNullInt64     = reflect.TypeOf(bigquery.NullInt64{})
+	typeOfNullFloat64   = reflect.TypeOf(bigquery.NullFloat64{})
+	typeOfNullBool      = reflect.TypeOf(bigquery.NullBool{})
+	typeOfNullString    = reflect.TypeOf(bigquery.NullString{})
+	typeOfNullGeography = reflect.TypeOf(bigquery.NullGeography{})
+	typeOfNullJSON      = reflect.TypeOf(bigquery.NullJSON{})
+	typeOfNullTimestamp = reflect.TypeOf(bigquery.NullTimestamp{})
+	typeOfNullDate      = reflect.TypeOf(bigquery.NullDate{})
+	typeOfNullTime      = reflect.TypeOf(bigquery.NullTime{})
+	typeOfNullDateTime  = reflect.TypeOf(bigquery.NullDateTime{})
 )
 
 func nullable[N any](build func(x bigquery.Value) N) setFunc {
@@ -238,15 +249,15 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 	switch st {
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
 		switch ft {
-		case reflect.TypeOf(bigquery.NullString{}):
+		case typeOfNullString:
 			return nullable(func(x bigquery.Value) bigquery.NullString {
 				return bigquery.NullString{StringVal: x.(string), Valid: true}
 			})
-		case reflect.TypeOf(bigquery.NullGeography{}):
+		case typeOfNullGeography:
 			return nullable(func(x bigquery.Value) bigquery.NullGeography {
 				return bigquery.NullGeography{GeographyVal: x.(string), Valid: true}
 			})
-		case reflect.TypeOf(bigquery.NullJSON{}):
+		case typeOfNullJSON:
 			return nullable(func(x bigquery.Value) bigquery.NullJSON { return bigquery.NullJSON{JSONVal: x.(string), Valid: true} })
 		}
 		if ft.Kind() == reflect.String {
@@ -284,7 +295,7 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 				return nil
 			})
 		}
-		if ft == reflect.TypeOf(bigquery.NullInt64{}) {
+		if ft == typeOfNullInt64 {
 			return nullable(func(x bigquery.Value) bigquery.NullInt64 { return bigquery.NullInt64{Int64: x.(int64), Valid: true} })
 		}
 	case bigquery.FloatFieldType:
@@ -299,7 +310,7 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 				return nil
 			})
 		}
-		if ft == reflect.TypeOf(bigquery.NullFloat64{}) {
+		if ft == typeOfNullFloat64 {
 			return nullable(func(x bigquery.Value) bigquery.NullFloat64 {
 				return bigquery.NullFloat64{Float64: x.(float64), Valid: true}
 			})
@@ -308,14 +319,14 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 		if ft.Kind() == reflect.Bool {
 			return plain(func(v reflect.Value, x bigquery.Value) error { v.SetBool(x.(bool)); return nil })
 		}
-		if ft == reflect.TypeOf(bigquery.NullBool{}) {
+		if ft == typeOfNullBool {
 			return nullable(func(x bigquery.Value) bigquery.NullBool { return bigquery.NullBool{Bool: x.(bool), Valid: true} })
 		}
 	case bigquery.TimestampFieldType:
 		if ft == typeOfTime {
 			return plain(setAny)
 		}
-		if ft == reflect.TypeOf(bigquery.NullTimestamp{}) {
+		if ft == typeOfNullTimestamp {
 			return nullable(func(x bigquery.Value) bigquery.NullTimestamp {
 				return bigquery.NullTimestamp{Timestamp: x.(time.Time), Valid: true}
 			})
@@ -324,21 +335,21 @@ func setterFor(ft reflect.Type, st bigquery.FieldType) setFunc {
 		if ft == typeOfDate {
 			return plain(setAny)
 		}
-		if ft == reflect.TypeOf(bigquery.NullDate{}) {
+		if ft == typeOfNullDate {
 			return nullable(func(x bigquery.Value) bigquery.NullDate { return bigquery.NullDate{Date: x.(civil.Date), Valid: true} })
 		}
 	case bigquery.TimeFieldType:
 		if ft == typeOfCTime {
 			return plain(setAny)
 		}
-		if ft == reflect.TypeOf(bigquery.NullTime{}) {
+		if ft == typeOfNullTime {
 			return nullable(func(x bigquery.Value) bigquery.NullTime { return bigquery.NullTime{Time: x.(civil.Time), Valid: true} })
 		}
 	case bigquery.DateTimeFieldType:
 		if ft == typeOfDateTime {
 			return plain(setAny)
 		}
-		if ft == reflect.TypeOf(bigquery.NullDateTime{}) {
+		if ft == typeOfNullDateTime {
 			return nullable(func(x bigquery.Value) bigquery.NullDateTime {
 				return bigquery.NullDateTime{DateTime: x.(civil.DateTime), Valid: true}
 			})

@@ -134,11 +134,7 @@ func init() {
 // fill or one not registered with Beam, options that contradict each other
 // or hold values that cannot work.
 func Query(s beam.Scope, sql string, t reflect.Type, opts ...QueryOption) beam.PCollection {
-	col, err := TryQuery(s, sql, t, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return col
+	return must(TryQuery(s, sql, t, opts...))
 }
 
 // TryQuery is Query returning the errors of construction instead of

@@ -184,37 +184,43 @@ func isNullType(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct && t.PkgPath() == "cloud.google.com/go/bigquery" && strings.HasPrefix(t.Name(), "Null")
 }
 
+// paramKinds is the parameter type of the Go types that are one scalar
+// parameter type by themselves (not by their kind).
+var paramKinds = map[reflect.Type]string{
+	typeOfDate:     "DATE",
+	typeOfNullDate: "DATE",
+
+	typeOfCTime:    "TIME",
+	typeOfNullTime: "TIME",
+
+	typeOfDateTime:     "DATETIME",
+	typeOfNullDateTime: "DATETIME",
+
+	typeOfTime:          "TIMESTAMP",
+	typeOfNullTimestamp: "TIMESTAMP",
+
+	typeOfRat: "NUMERIC",
+
+	reflect.TypeOf((*bigquery.IntervalValue)(nil)): "INTERVAL",
+
+	typeOfNullInt64:     "INT64",
+	typeOfNullFloat64:   "FLOAT64",
+	typeOfNullBool:      "BOOL",
+	typeOfNullString:    "STRING",
+	typeOfNullGeography: "GEOGRAPHY",
+	typeOfNullJSON:      "JSON",
+}
+
 // typeOfParam is the parameter type of Go type t, found from the type
 // alone (as the client finds an array's element type).
 func typeOfParam(t reflect.Type, depth int) (paramType, error) {
 	if depth > 32 {
 		return paramType{}, fmt.Errorf("types nested deeper than 32 levels")
 	}
+	if kind, ok := paramKinds[t]; ok {
+		return paramType{Kind: kind}, nil
+	}
 	switch reflect.Zero(t).Interface().(type) {
-	case civil.Date, bigquery.NullDate:
-		return paramType{Kind: "DATE"}, nil
-	case civil.Time, bigquery.NullTime:
-		return paramType{Kind: "TIME"}, nil
-	case civil.DateTime, bigquery.NullDateTime:
-		return paramType{Kind: "DATETIME"}, nil
-	case time.Time, bigquery.NullTimestamp:
-		return paramType{Kind: "TIMESTAMP"}, nil
-	case *big.Rat:
-		return paramType{Kind: "NUMERIC"}, nil
-	case *bigquery.IntervalValue:
-		return paramType{Kind: "INTERVAL"}, nil
-	case bigquery.NullInt64:
-		return paramType{Kind: "INT64"}, nil
-	case bigquery.NullFloat64:
-		return paramType{Kind: "FLOAT64"}, nil
-	case bigquery.NullBool:
-		return paramType{Kind: "BOOL"}, nil
-	case bigquery.NullString:
-		return paramType{Kind: "STRING"}, nil
-	case bigquery.NullGeography:
-		return paramType{Kind: "GEOGRAPHY"}, nil
-	case bigquery.NullJSON:
-		return paramType{Kind: "JSON"}, nil
 	case *bigquery.RangeValue:
 		return paramType{}, fmt.Errorf("RANGE parameters are not supported by WithQueryParameters")
 	case *bigquery.QueryParameterValue:

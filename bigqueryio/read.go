@@ -39,11 +39,16 @@ func init() {
 // (beam.RegisterType) or one Beam cannot encode, options that contradict
 // each other or hold values that cannot work.
 func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.PCollection {
-	col, err := TryRead(s, table, t, opts...)
+	return must(TryRead(s, table, t, opts...))
+}
+
+// must is v, panicking with err if it is not nil: Read, Query and Write
+// are their Try forms panicking where those return an error.
+func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}
-	return col
+	return v
 }
 
 // TryRead is Read returning the errors of construction instead of

@@ -184,6 +184,33 @@ func arrowFields(fields []arrow.Field, path []string) (bigquery.Schema, error) {
 	return out, nil
 }
 
+// arrowTypes are the BigQuery types of the Arrow types that are one
+// BigQuery type whatever their parameters and metadata, by their ID.
+var arrowTypes = map[arrow.Type]bigquery.FieldType{
+	arrow.INT64:   bigquery.IntegerFieldType,
+	arrow.FLOAT64: bigquery.FloatFieldType,
+	arrow.BOOL:    bigquery.BooleanFieldType,
+	arrow.BINARY:  bigquery.BytesFieldType,
+	arrow.DATE32:  bigquery.DateFieldType,
+	arrow.TIME64:  bigquery.TimeFieldType,
+}
+
+// plainArrowType is the BigQuery type of t if arrowTypes has it.
+func plainArrowType(t arrow.DataType) (bigquery.FieldType, bool) {
+	if t == nil {
+		return "", false
+	}
+	ft, ok := arrowTypes[t.ID()]
+	return ft, ok
+}
+
+// arrowStringTypes are the BigQuery types sent as Arrow strings with an
+// extension name, by that name (other strings are STRING).
+var arrowStringTypes = map[string]bigquery.FieldType{
+	"google:sqlType:geography": bigquery.GeographyFieldType,
+	"google:sqlType:json":      bigquery.JSONFieldType,
+}
+
 func arrowField(f arrow.Field, path []string) (*bigquery.FieldSchema, error) {
 	fs := &bigquery.FieldSchema{Name: f.Name, Required: !f.Nullable}
 	t := f.Type
@@ -197,32 +224,20 @@ func arrowField(f arrow.Field, path []string) (*bigquery.FieldSchema, error) {
 	if i := md.FindKey("ARROW:extension:name"); i >= 0 {
 		ext = md.Values()[i]
 	}
+	if pt, ok := plainArrowType(t); ok {
+		fs.Type = pt
+		return fs, nil
+	}
 	switch tt := t.(type) {
-	case *arrow.Int64Type:
-		fs.Type = bigquery.IntegerFieldType
-	case *arrow.Float64Type:
-		fs.Type = bigquery.FloatFieldType
-	case *arrow.BooleanType:
-		fs.Type = bigquery.BooleanFieldType
 	case *arrow.StringType:
-		switch ext {
-		case "google:sqlType:geography":
-			fs.Type = bigquery.GeographyFieldType
-		case "google:sqlType:json":
-			fs.Type = bigquery.JSONFieldType
-		default:
-			fs.Type = bigquery.StringFieldType
+		fs.Type = bigquery.StringFieldType
+		if st, ok := arrowStringTypes[ext]; ok {
+			fs.Type = st
 		}
-	case *arrow.BinaryType:
-		fs.Type = bigquery.BytesFieldType
 	case *arrow.Decimal128Type:
 		fs.Type, fs.Precision, fs.Scale = bigquery.NumericFieldType, int64(tt.Precision), int64(tt.Scale)
 	case *arrow.Decimal256Type:
 		fs.Type, fs.Precision, fs.Scale = bigquery.BigNumericFieldType, int64(tt.Precision), int64(tt.Scale)
-	case *arrow.Date32Type:
-		fs.Type = bigquery.DateFieldType
-	case *arrow.Time64Type:
-		fs.Type = bigquery.TimeFieldType
 	case *arrow.TimestampType:
 		fs.Type = bigquery.TimestampFieldType
 		if tt.TimeZone == "" {

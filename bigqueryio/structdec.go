@@ -11,7 +11,6 @@ import (
 	"cloud.google.com/go/civil"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/internal/box"
@@ -197,36 +196,18 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 	if n < 0 {
 		return fmt.Errorf("the response's row count is %d", n)
 	}
-	d.buf = append(append(d.buf[:0], d.header...), payload...)
-	rd := bytes.NewReader(d.buf)
-	r, err := ipc.NewReader(rd)
-	if err != nil {
-		return fmt.Errorf("Arrow record batch: %w", err)
-	}
-	defer r.Release()
 	var recs []arrow.RecordBatch
 	defer func() {
 		for _, rec := range recs {
 			rec.Release()
 		}
 	}()
-	var total int64
-	for r.Next() {
-		rec := r.RecordBatch()
-		if int(rec.NumCols()) != len(d.schema) {
-			return fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(d.schema))
-		}
-		if err := arrowRows(rec.NumRows(), total, payload); err != nil {
-			return err
-		}
+	total, err := arrowBatches(&d.buf, d.header, payload, d.schema, func(rec arrow.RecordBatch, _ int64) error {
 		rec.Retain()
 		recs = append(recs, rec)
-		total += rec.NumRows()
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("Arrow record batch: %w", err)
-	}
-	if err := arrowTail(rd); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if total != n {
@@ -527,14 +508,3 @@ func fastArrow(sf *bigquery.FieldSchema, f structField) arrowOp {
 	}
 	return nil
 }
-
-var (
-	typeOfNullInt64     = reflect.TypeOf(bigquery.NullInt64{})
-	typeOfNullFloat64   = reflect.TypeOf(bigquery.NullFloat64{})
-	typeOfNullBool      = reflect.TypeOf(bigquery.NullBool{})
-	typeOfNullString    = reflect.TypeOf(bigquery.NullString{})
-	typeOfNullGeography = reflect.TypeOf(bigquery.NullGeography{})
-	typeOfNullJSON      = reflect.TypeOf(bigquery.NullJSON{})
-	typeOfNullTimestamp = reflect.TypeOf(bigquery.NullTimestamp{})
-	typeOfNullDate      = reflect.TypeOf(bigquery.NullDate{})
-)

@@ -79,11 +79,7 @@ func fixedTable(beam.X) string { return "" }
 // field), options that contradict each other or hold values that cannot
 // work.
 func Write(s beam.Scope, table string, col beam.PCollection, opts ...WriteOption) WriteResult {
-	res, err := TryWrite(s, table, col, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return res
+	return must(TryWrite(s, table, col, opts...))
 }
 
 // TryWrite is Write returning the errors of construction instead of

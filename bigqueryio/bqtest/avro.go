@@ -41,6 +41,18 @@ func avroRecord(name string, schema bigquery.Schema, path []string, dtSQL bool) 
 	return map[string]any{"type": "record", "name": name, "fields": fields}, nil
 }
 
+// avroAnnotated is the Avro type of the columns sent as an annotated
+// primitive: the primitive, the annotation (logicalType or sqlType) and its
+// value.
+var avroAnnotated = map[bigquery.FieldType][3]string{
+	bigquery.DateFieldType:      {"int", "logicalType", "date"},
+	bigquery.TimeFieldType:      {"long", "logicalType", "time-micros"},
+	bigquery.TimestampFieldType: {"long", "logicalType", "timestamp-micros"},
+	bigquery.DateTimeFieldType:  {"string", "logicalType", "datetime"},
+	bigquery.GeographyFieldType: {"string", "sqlType", "GEOGRAPHY"},
+	bigquery.JSONFieldType:      {"string", "sqlType", "JSON"},
+}
+
 func avroFieldType(f *bigquery.FieldSchema, path []string, dtSQL bool) (any, error) {
 	var t any
 	switch f.Type {
@@ -58,21 +70,12 @@ func avroFieldType(f *bigquery.FieldSchema, path []string, dtSQL bool) (any, err
 		t = map[string]any{"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 9}
 	case bigquery.BigNumericFieldType:
 		t = map[string]any{"type": "bytes", "logicalType": "decimal", "precision": 77, "scale": 38}
-	case bigquery.DateFieldType:
-		t = map[string]any{"type": "int", "logicalType": "date"}
-	case bigquery.TimeFieldType:
-		t = map[string]any{"type": "long", "logicalType": "time-micros"}
-	case bigquery.TimestampFieldType:
-		t = map[string]any{"type": "long", "logicalType": "timestamp-micros"}
-	case bigquery.DateTimeFieldType:
-		t = map[string]any{"type": "string", "logicalType": "datetime"}
-		if dtSQL {
-			t = map[string]any{"type": "string", "sqlType": "DATETIME"}
+	case bigquery.DateFieldType, bigquery.TimeFieldType, bigquery.TimestampFieldType, bigquery.DateTimeFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
+		a := avroAnnotated[f.Type]
+		if f.Type == bigquery.DateTimeFieldType && dtSQL {
+			a = [3]string{"string", "sqlType", "DATETIME"}
 		}
-	case bigquery.GeographyFieldType:
-		t = map[string]any{"type": "string", "sqlType": "GEOGRAPHY"}
-	case bigquery.JSONFieldType:
-		t = map[string]any{"type": "string", "sqlType": "JSON"}
+		t = map[string]any{"type": a[0], a[1]: a[2]}
 	case bigquery.RecordFieldType:
 		r, err := avroRecord("__"+strings.Join(path, "__"), f.Schema, path, dtSQL)
 		if err != nil {

@@ -148,6 +148,16 @@ func (p *parser) peekKeyword(kw string) bool {
 	return p.pos < len(p.toks) && p.toks[p.pos].kind == tIdent && strings.EqualFold(p.toks[p.pos].text, kw)
 }
 
+// acceptKeyword reports whether the next token is the keyword kw, and
+// passes it if so.
+func (p *parser) acceptKeyword(kw string) bool {
+	if !p.peekKeyword(kw) {
+		return false
+	}
+	p.pos++
+	return true
+}
+
 func (p *parser) peekPunct(s string) bool {
 	return p.pos < len(p.toks) && p.toks[p.pos].kind == tPunct && p.toks[p.pos].text == s
 }
@@ -160,40 +170,21 @@ func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf(format+" (at %s)", append(args, at)...)
 }
 
-func (p *parser) or() (predicate, error) {
-	l, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for p.peekKeyword("OR") {
-		p.pos++
-		r, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		a, b := l, r
-		l = func(row []bigquery.Value) tri {
-			x, y := a(row), b(row)
-			switch {
-			case x == trueT || y == trueT:
-				return trueT
-			case x == falseT && y == falseT:
-				return falseT
-			}
-			return unknown
-		}
-	}
-	return l, nil
-}
+func (p *parser) or() (predicate, error) { return p.connective("OR", p.and, trueT) }
 
-func (p *parser) and() (predicate, error) {
-	l, err := p.not()
+func (p *parser) and() (predicate, error) { return p.connective("AND", p.not, falseT) }
+
+// connective parses operands joined by the keyword kw (OR or AND) into
+// their three-valued combination: decisive (TRUE for OR, FALSE for AND)
+// when either operand is, its negation when both are, else unknown.
+func (p *parser) connective(kw string, operand func() (predicate, error), decisive tri) (predicate, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.peekKeyword("AND") {
-		p.pos++
-		r, err := p.not()
+	other := decisive.not()
+	for p.acceptKeyword(kw) {
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -201,10 +192,10 @@ func (p *parser) and() (predicate, error) {
 		l = func(row []bigquery.Value) tri {
 			x, y := a(row), b(row)
 			switch {
-			case x == falseT || y == falseT:
-				return falseT
-			case x == trueT && y == trueT:
-				return trueT
+			case x == decisive || y == decisive:
+				return decisive
+			case x == other && y == other:
+				return other
 			}
 			return unknown
 		}
@@ -213,8 +204,7 @@ func (p *parser) and() (predicate, error) {
 }
 
 func (p *parser) not() (predicate, error) {
-	if p.peekKeyword("NOT") {
-		p.pos++
+	if p.acceptKeyword("NOT") {
 		x, err := p.not()
 		if err != nil {
 			return nil, err
@@ -256,31 +246,16 @@ func (p *parser) primary() (predicate, error) {
 	}
 	p.pos++
 	switch {
-	case p.peekKeyword("IS"):
-		p.pos++
-		neg := false
-		if p.peekKeyword("NOT") {
-			p.pos++
-			neg = true
-		}
-		if !p.peekKeyword("NULL") {
+	case p.acceptKeyword("IS"):
+		neg := p.acceptKeyword("NOT")
+		if !p.acceptKeyword("NULL") {
 			return nil, p.errorf("expected NULL after IS")
 		}
-		p.pos++
-		return func(row []bigquery.Value) tri {
-			if (row[idx] == nil) != neg {
-				return trueT
-			}
-			return falseT
-		}, nil
+		return func(row []bigquery.Value) tri { return triOf((row[idx] == nil) != neg) }, nil
 	case p.peekKeyword("IN"), p.peekKeyword("NOT"):
-		neg := false
-		if p.peekKeyword("NOT") {
-			p.pos++
-			neg = true
-			if !p.peekKeyword("IN") {
-				return nil, p.errorf("expected IN after NOT")
-			}
+		neg := p.acceptKeyword("NOT")
+		if neg && !p.peekKeyword("IN") {
+			return nil, p.errorf("expected IN after NOT")
 		}
 		p.pos++
 		if !p.peekPunct("(") {
@@ -337,13 +312,18 @@ func (p *parser) primary() (predicate, error) {
 			if v == nil {
 				return unknown
 			}
-			if test(compare(v, lit)) {
-				return trueT
-			}
-			return falseT
+			return triOf(test(compare(v, lit)))
 		}, nil
 	}
 	return nil, p.errorf("expected a comparison, IN or IS after column %s", name)
+}
+
+// triOf is b as a tri.
+func triOf(b bool) tri {
+	if b {
+		return trueT
+	}
+	return falseT
 }
 
 func (t tri) notIf(neg bool) tri {
@@ -380,6 +360,14 @@ func (p *parser) literal(f *bigquery.FieldSchema) (bigquery.Value, error) {
 	p.pos++
 	bad := func() (bigquery.Value, error) {
 		return nil, fmt.Errorf("No matching signature: %s column %s compared with %q at position %d", f.Type, f.Name, t.text, t.at)
+	}
+	// fromString is the value parsed from a string literal, by its parser's
+	// results.
+	fromString := func(v bigquery.Value, err error) (bigquery.Value, error) {
+		if t.kind != tString || err != nil {
+			return bad()
+		}
+		return v, nil
 	}
 	switch f.Type {
 	case bigquery.IntegerFieldType:
@@ -426,23 +414,11 @@ func (p *parser) literal(f *bigquery.FieldSchema) (bigquery.Value, error) {
 		}
 		return []byte(t.text), nil
 	case bigquery.DateFieldType:
-		d, err := civil.ParseDate(t.text)
-		if t.kind != tString || err != nil {
-			return bad()
-		}
-		return d, nil
+		return fromString(civil.ParseDate(t.text))
 	case bigquery.TimeFieldType:
-		d, err := civil.ParseTime(t.text)
-		if t.kind != tString || err != nil {
-			return bad()
-		}
-		return d, nil
+		return fromString(civil.ParseTime(t.text))
 	case bigquery.DateTimeFieldType:
-		d, err := civil.ParseDateTime(strings.Replace(t.text, " ", "T", 1))
-		if t.kind != tString || err != nil {
-			return bad()
-		}
-		return d, nil
+		return fromString(civil.ParseDateTime(strings.Replace(t.text, " ", "T", 1)))
 	case bigquery.TimestampFieldType:
 		if t.kind != tString {
 			return bad()

@@ -227,18 +227,56 @@ func datasetJSON(d *Dataset) *bq.Dataset {
 	return out
 }
 
+// readBody decodes the JSON body of a request to method into v; it
+// answers the error and returns false when the body does not decode.
+func readBody(w http.ResponseWriter, r *http.Request, method string, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: "+method+" body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readInsert decodes the body of a request to kind.insert (kind datasets
+// or tables) into a T and the id of the resource it names (id: "" when it
+// names none); it answers the error and returns false when the body does
+// not decode or names no id (what: Dataset or Table).
+func readInsert[T any](w http.ResponseWriter, r *http.Request, kind, what string, id func(*T) string) (*T, string, bool) {
+	in := new(T)
+	if !readBody(w, r, kind+".insert", in) {
+		return nil, "", false
+	}
+	name := id(in)
+	if name == "" {
+		restErrorReason(w, http.StatusBadRequest, "invalid", what+" id is required")
+		return nil, "", false
+	}
+	return in, name, true
+}
+
+// lookup is the entry of key in the map at m, read under s.mu; when there
+// is none it answers "Not found: "+what and returns nil.
+func lookup[T any](s *Server, w http.ResponseWriter, m *map[string]*T, key, what string) *T {
+	s.mu.Lock()
+	v := (*m)[key]
+	s.mu.Unlock()
+	if v == nil {
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: "+what)
+	}
+	return v
+}
+
+// datasetID is the id a datasets.insert body names ("" for none).
+func datasetID(in *bq.Dataset) string {
+	if in.DatasetReference == nil {
+		return ""
+	}
+	return in.DatasetReference.DatasetId
+}
+
 func (s *Server) insertDataset(w http.ResponseWriter, r *http.Request, proj string) {
-	var in bq.Dataset
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: datasets.insert body: "+err.Error())
-		return
-	}
-	id := ""
-	if in.DatasetReference != nil {
-		id = in.DatasetReference.DatasetId
-	}
-	if id == "" {
-		restErrorReason(w, http.StatusBadRequest, "invalid", "Dataset id is required")
+	in, id, ok := readInsert(w, r, "datasets", "Dataset", datasetID)
+	if !ok {
 		return
 	}
 	d := &Dataset{Project: proj, ID: id, Location: locationOr(in.Location), Description: in.Description, Labels: in.Labels,
@@ -259,11 +297,8 @@ func (s *Server) insertDataset(w http.ResponseWriter, r *http.Request, proj stri
 }
 
 func (s *Server) getDataset(w http.ResponseWriter, proj, id string) {
-	s.mu.Lock()
-	d := s.q.datasets["projects/"+proj+"/datasets/"+id]
-	s.mu.Unlock()
+	d := lookup(s, w, &s.q.datasets, "projects/"+proj+"/datasets/"+id, "Dataset "+proj+":"+id)
 	if d == nil {
-		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Dataset "+proj+":"+id)
 		return
 	}
 	writeJSON(w, datasetJSON(d))
@@ -308,8 +343,7 @@ func (s *Server) deleteTable(w http.ResponseWriter, res, proj, ds, tbl string) {
 // patchTable answers tables.patch for the expiration time only.
 func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, ds, tbl string) {
 	var in bq.Table
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: tables.patch body: "+err.Error())
+	if !readBody(w, r, "tables.patch", &in) {
 		return
 	}
 	s.mu.Lock()
@@ -531,22 +565,16 @@ func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
 }
 
 func (s *Server) getJob(w http.ResponseWriter, proj, id string) {
-	s.mu.Lock()
-	j := s.q.jobs["projects/"+proj+"/jobs/"+id]
-	s.mu.Unlock()
+	j := lookup(s, w, &s.q.jobs, "projects/"+proj+"/jobs/"+id, "Job "+proj+":"+id)
 	if j == nil {
-		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Job "+proj+":"+id)
 		return
 	}
 	writeJSON(w, s.jobJSON(j, nil))
 }
 
 func (s *Server) getQueryResults(w http.ResponseWriter, proj, id string) {
-	s.mu.Lock()
-	j := s.q.jobs["projects/"+proj+"/jobs/"+id]
-	s.mu.Unlock()
+	j := lookup(s, w, &s.q.jobs, "projects/"+proj+"/jobs/"+id, "Job "+proj+":"+id)
 	if j == nil {
-		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Job "+proj+":"+id)
 		return
 	}
 	if j.Err != "" {

@@ -80,20 +80,19 @@ func normalizeTypes(schema bigquery.Schema) {
 	}
 }
 
+// tableID is the id a tables.insert body names ("" for none).
+func tableID(in *bq.Table) string {
+	if in.TableReference == nil {
+		return ""
+	}
+	return in.TableReference.TableId
+}
+
 // insertTable answers tables.insert: an empty table with the request's
 // schema, in its dataset's location.
 func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds string) {
-	var in bq.Table
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: tables.insert body: "+err.Error())
-		return
-	}
-	id := ""
-	if in.TableReference != nil {
-		id = in.TableReference.TableId
-	}
-	if id == "" {
-		restErrorReason(w, http.StatusBadRequest, "invalid", "Table id is required")
+	in, id, ok := readInsert(w, r, "tables", "Table", tableID)
+	if !ok {
 		return
 	}
 	if in.View != nil || in.MaterializedView != nil || in.ExternalDataConfiguration != nil {
@@ -254,12 +253,12 @@ func jsonRow(schema bigquery.Schema, obj map[string]any, prefix string, ignoreUn
 		if v == nil {
 			continue
 		}
+		items, isArray := v.([]any)
+		if isArray != f.Repeated {
+			fail(path, "Array specified for non-repeated field: "+path+".")
+			continue
+		}
 		if f.Repeated {
-			items, ok := v.([]any)
-			if !ok {
-				fail(path, "Array specified for non-repeated field: "+path+".")
-				continue
-			}
 			out := make([]bigquery.Value, 0, len(items))
 			for _, it := range items {
 				if it == nil {
@@ -276,10 +275,6 @@ func jsonRow(schema bigquery.Schema, obj map[string]any, prefix string, ignoreUn
 			if len(out) > 0 {
 				row[i] = out
 			}
-			continue
-		}
-		if _, isArray := v.([]any); isArray {
-			fail(path, "Array specified for non-repeated field: "+path+".")
 			continue
 		}
 		x, err := jsonValue(f, v, path, ignoreUnknown)

@@ -514,52 +514,12 @@ func scalarConv(f *bigquery.FieldSchema, path string, k protoreflect.Kind, fd pr
 				return epochDate.AddDays(int(d)), nil
 			}
 		case k == protoreflect.StringKind:
-			return func(v protoreflect.Value) (bigquery.Value, error) {
-				d, ok := parseDate(v.String())
-				if !ok {
-					return nil, fmt.Errorf("Invalid DATE string %q", v.String())
-				}
-				return d, nil
-			}
+			return fromString("DATE", parseDate)
 		}
 	case bigquery.DateTimeFieldType:
-		switch {
-		case signed64Kind(k):
-			return func(v protoreflect.Value) (bigquery.Value, error) {
-				dt, ok := unpackDateTime(v.Int())
-				if !ok {
-					return nil, fmt.Errorf("Invalid DATETIME packed value: %d", v.Int())
-				}
-				return dt, nil
-			}
-		case k == protoreflect.StringKind:
-			return func(v protoreflect.Value) (bigquery.Value, error) {
-				dt, ok := parseDateTime(v.String())
-				if !ok {
-					return nil, fmt.Errorf("Invalid DATETIME string %q", v.String())
-				}
-				return dt, nil
-			}
-		}
+		return packedOrString(k, "DATETIME", unpackDateTime, parseDateTime)
 	case bigquery.TimeFieldType:
-		switch {
-		case signed64Kind(k):
-			return func(v protoreflect.Value) (bigquery.Value, error) {
-				t, ok := unpackTime(v.Int())
-				if !ok {
-					return nil, fmt.Errorf("Invalid TIME packed value: %d", v.Int())
-				}
-				return t, nil
-			}
-		case k == protoreflect.StringKind:
-			return func(v protoreflect.Value) (bigquery.Value, error) {
-				t, ok := parseTime(v.String())
-				if !ok {
-					return nil, fmt.Errorf("Invalid TIME string %q", v.String())
-				}
-				return t, nil
-			}
-		}
+		return packedOrString(k, "TIME", unpackTime, parseTime)
 	case bigquery.TimestampFieldType:
 		switch {
 		case signedKind(k):
@@ -739,6 +699,37 @@ func decimalBytesLE(b []byte, bignum bool) (bigquery.Value, error) {
 		return nil, fmt.Errorf("%s value %s is out of range", dt.name, new(big.Rat).SetFrac(n, dt.pow).FloatString(dt.scale))
 	}
 	return new(big.Rat).SetFrac(n, dt.pow), nil
+}
+
+// fromString converts a string value with parse, failing "Invalid what
+// string" where it does not parse.
+func fromString[T any](what string, parse func(string) (T, bool)) convFunc {
+	return func(v protoreflect.Value) (bigquery.Value, error) {
+		x, ok := parse(v.String())
+		if !ok {
+			return nil, fmt.Errorf("Invalid %s string %q", what, v.String())
+		}
+		return x, nil
+	}
+}
+
+// packedOrString is the conversion of kind k into a column of a type
+// (what: DATETIME or TIME) sent as a packed int64, converted with unpack,
+// or as a string, converted with parse; nil for other kinds.
+func packedOrString[T any](k protoreflect.Kind, what string, unpack func(int64) (T, bool), parse func(string) (T, bool)) convFunc {
+	switch {
+	case signed64Kind(k):
+		return func(v protoreflect.Value) (bigquery.Value, error) {
+			x, ok := unpack(v.Int())
+			if !ok {
+				return nil, fmt.Errorf("Invalid %s packed value: %d", what, v.Int())
+			}
+			return x, nil
+		}
+	case k == protoreflect.StringKind:
+		return fromString(what, parse)
+	}
+	return nil
 }
 
 // unpackTime decodes the packed TIME of CivilTimeEncoder: hour (5 bits),
