@@ -251,23 +251,34 @@ func checkDecimals(t reflect.Type, s avro.Schema) error {
 // are encoded.
 func checkWritable(t reflect.Type, s avro.Schema) error {
 	return walkRecords(t, s, func(st reflect.Type, rs *avro.RecordSchema, path string) error {
-		have := map[string]bool{}
-		for _, f := range structFields(st) {
-			have[f.name] = true
-		}
+		have := fieldNameSet(st)
 		for _, af := range rs.Fields() {
 			if have[af.Name()] || af.HasDefault() {
 				continue
 			}
-			where := t.String()
-			if path != "" {
-				where += "." + strings.TrimSuffix(path, ".")
-			}
 			return fmt.Errorf("Go type %v (%s) has no field for field %q of Avro record %s, which has no default; add a field tagged `avro:%q`",
-				st, where, af.Name(), rs.FullName(), af.Name())
+				st, recordPlace(t, path), af.Name(), rs.FullName(), af.Name())
 		}
 		return nil
 	})
+}
+
+// fieldNameSet is the set of the Avro field names of struct type st.
+func fieldNameSet(st reflect.Type) map[string]bool {
+	have := map[string]bool{}
+	for _, f := range structFields(st) {
+		have[f.name] = true
+	}
+	return have
+}
+
+// recordPlace names where in type t walkRecords found a record, at path.
+func recordPlace(t reflect.Type, path string) string {
+	where := t.String()
+	if path != "" {
+		where += "." + strings.TrimSuffix(path, ".")
+	}
+	return where
 }
 
 // ratValueField is the path of a big.Rat held by value (not through a
@@ -340,10 +351,7 @@ func suggestField(rs *avro.RecordSchema, name string) string {
 // (it stays zero).
 func checkSkippedNulls(t reflect.Type, s avro.Schema) error {
 	return walkRecords(t, s, func(st reflect.Type, rs *avro.RecordSchema, path string) error {
-		have := map[string]bool{}
-		for _, f := range structFields(st) {
-			have[f.name] = true
-		}
+		have := fieldNameSet(st)
 		for _, af := range rs.Fields() {
 			if have[af.Name()] || slices.ContainsFunc(af.Aliases(), func(a string) bool { return have[a] }) {
 				continue
@@ -352,12 +360,8 @@ func checkSkippedNulls(t reflect.Type, s avro.Schema) error {
 			if !ok {
 				continue
 			}
-			where := t.String()
-			if path != "" {
-				where += "." + strings.TrimSuffix(path, ".")
-			}
 			return fmt.Errorf("Go type %v (%s) has no field for Avro field %q of record %s, which holds a null (at %s): hamba/avro cannot skip a null and would fail every record; add a field tagged `avro:%q` (of any type: a null leaves it zero)",
-				st, where, af.Name(), rs.FullName(), at, af.Name())
+				st, recordPlace(t, path), af.Name(), rs.FullName(), at, af.Name())
 		}
 		return nil
 	})

@@ -164,6 +164,68 @@ func (d *datumDecoder) timev(t time.Time) any {
 	return box.Pack(typTime, unsafe.Pointer(p))
 }
 
+// nextBlock reads the header of the next block of an array or a map: its
+// count of items, or 0 after the last block or once r.Error is set.
+func nextBlock(r *avro.Reader) int64 {
+	if r.Error != nil {
+		return 0
+	}
+	c, _ := r.ReadBlockHeader()
+	if c <= 0 || r.Error != nil {
+		return 0
+	}
+	return c
+}
+
+// arrayBlock reads the header of an array's next block (nextBlock), whose
+// c items are to be appended to out: out is nil before the first block,
+// which gives it room for them.
+func (d *datumDecoder) arrayBlock(r *avro.Reader, out []any) ([]any, int64) {
+	c := nextBlock(r)
+	if c > 0 && out == nil {
+		if c <= maxChunkedItems {
+			out = d.items.take(int(c))
+		} else {
+			out = make([]any, 0, min(c, 1024))
+		}
+	}
+	return out, c
+}
+
+// arrayEnd is the array of the items out, after arrayBlock's last block:
+// an error is put in the array ("[]"), and no items are an empty array.
+func (d *datumDecoder) arrayEnd(r *avro.Reader, out []any) any {
+	if r.Error != nil {
+		r.Error = container.InField("[]", r.Error)
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return d.listv(out)
+}
+
+// mapBlock is arrayBlock for a map: out is nil before the first block,
+// which makes it for its entries.
+func mapBlock(r *avro.Reader, out map[string]any) (map[string]any, int64) {
+	c := nextBlock(r)
+	if c > 0 && out == nil {
+		out = make(map[string]any, min(c, 64))
+	}
+	return out, c
+}
+
+// mapEnd is arrayEnd for a map: an error is put in the map ("{}"), and no
+// entries are an empty map.
+func mapEnd(r *avro.Reader, out map[string]any) map[string]any {
+	if r.Error != nil {
+		r.Error = container.InField("{}", r.Error)
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out
+}
+
 // decode decodes one datum of n from r. On bad data it sets r.Error and
 // returns what it has; loops stop as soon as r.Error is set.
 func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
@@ -240,56 +302,26 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 			fail(r, errDepth)
 			return nil
 		}
-		var out []any
-		for r.Error == nil {
-			c, _ := r.ReadBlockHeader()
-			if c <= 0 || r.Error != nil {
-				break
-			}
-			if out == nil {
-				if c <= maxChunkedItems {
-					out = d.items.take(int(c))
-				} else {
-					out = make([]any, 0, min(c, 1024))
-				}
-			}
+		out, c := d.arrayBlock(r, nil)
+		for ; c > 0; out, c = d.arrayBlock(r, out) {
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				out = append(out, d.decode(r, n.elem, depth+1))
 			}
 		}
-		if r.Error != nil {
-			r.Error = container.InField("[]", r.Error)
-		}
-		if out == nil {
-			out = []any{}
-		}
-		return d.listv(out)
+		return d.arrayEnd(r, out)
 	case kMap:
 		if depth > maxDatumDepth {
 			fail(r, errDepth)
 			return nil
 		}
-		var out map[string]any
-		for r.Error == nil {
-			c, _ := r.ReadBlockHeader()
-			if c <= 0 || r.Error != nil {
-				break
-			}
-			if out == nil {
-				out = make(map[string]any, min(c, 64))
-			}
+		out, c := mapBlock(r, nil)
+		for ; c > 0; out, c = mapBlock(r, out) {
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				k := r.ReadString()
 				out[k] = d.decode(r, n.elem, depth+1)
 			}
 		}
-		if r.Error != nil {
-			r.Error = container.InField("{}", r.Error)
-		}
-		if out == nil {
-			out = map[string]any{}
-		}
-		return out
+		return mapEnd(r, out)
 	case kRecord:
 		if depth > maxDatumDepth {
 			fail(r, errDepth)
@@ -305,12 +337,8 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 		}
 		return m
 	case kUnion:
-		i := r.ReadLong()
-		if r.Error != nil {
-			return nil
-		}
-		if i < 0 || i >= int64(len(n.branches)) {
-			fail(r, fmt.Errorf("union branch index %d out of range [0, %d)", i, len(n.branches)))
+		i, ok := branchIndex(r, len(n.branches))
+		if !ok {
 			return nil
 		}
 		b := n.branches[i]
@@ -322,6 +350,21 @@ func (d *datumDecoder) decode(r *avro.Reader, n *node, depth int) any {
 	}
 	fail(r, fmt.Errorf("unknown node kind %d", n.kind))
 	return nil
+}
+
+// branchIndex reads the index of the branch of a union of count branches
+// that a datum takes; false once r.Error is set, as an index out of range
+// sets it.
+func branchIndex(r *avro.Reader, count int) (int, bool) {
+	i := r.ReadLong()
+	if r.Error != nil {
+		return 0, false
+	}
+	if i < 0 || i >= int64(count) {
+		fail(r, fmt.Errorf("union branch index %d out of range [0, %d)", i, count))
+		return 0, false
+	}
+	return int(i), true
 }
 
 var bigTen = big.NewInt(10)

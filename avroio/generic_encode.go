@@ -282,10 +282,7 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 	case kArray:
 		l, ok := v.([]any)
 		if !ok {
-			if v == nil {
-				return nil, fmt.Errorf("nil for an Avro array, which has no null: give an empty []any{}, or make the schema a union with null")
-			}
-			return nil, typeErr(n, v)
+			return nil, notCollection(n, v, "[]any{}")
 		}
 		if len(l) > 0 {
 			b = putLong(b, int64(len(l)))
@@ -300,10 +297,7 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 	case kMap:
 		m, ok := asMap(v)
 		if !ok {
-			if v == nil {
-				return nil, fmt.Errorf("nil for an Avro map, which has no null: give an empty map[string]any{}, or make the schema a union with null")
-			}
-			return nil, typeErr(n, v)
+			return nil, notCollection(n, v, "map[string]any{}")
 		}
 		if len(m) > 0 {
 			b = putLong(b, int64(len(m)))
@@ -354,6 +348,15 @@ func appendDatumDepth(b []byte, n *node, v any, depth int) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("unknown node kind %d", n.kind)
+}
+
+// notCollection is the error of v given for array or map n, whose empty
+// value is empty: nil is not one, as the schema has no null.
+func notCollection(n *node, v any, empty string) error {
+	if v == nil {
+		return fmt.Errorf("nil for an Avro %s, which has no null: give an empty %s, or make the schema a union with null", n.avroType, empty)
+	}
+	return typeErr(n, v)
 }
 
 // unknownKeys is the error of a Record whose keys name fields record n

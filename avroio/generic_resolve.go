@@ -290,20 +290,12 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 		case avro.Long:
 			return d.int64v(int64(v.(int)))
 		case avro.Float:
-			switch x := v.(type) {
-			case int:
-				return d.float32v(float32(x))
-			case int64:
-				return d.float32v(float32(x))
+			if f, ok := promotedFloat[float32](v); ok {
+				return d.float32v(f)
 			}
 		case avro.Double:
-			switch x := v.(type) {
-			case int:
-				return d.float64v(float64(x))
-			case int64:
-				return d.float64v(float64(x))
-			case float32:
-				return d.float64v(float64(x))
+			if f, ok := promotedFloat[float64](v); ok {
+				return d.float64v(f)
 			}
 		case avro.String:
 			if b, ok := v.([]byte); ok {
@@ -332,46 +324,22 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 		}
 		return m
 	case hArray:
-		var out []any
-		for r.Error == nil {
-			c, _ := r.ReadBlockHeader()
-			if c <= 0 || r.Error != nil {
-				break
-			}
-			if out == nil {
-				if c <= maxChunkedItems {
-					out = d.items.take(int(c))
-				} else {
-					out = make([]any, 0, min(c, 1024))
-				}
-			}
+		out, c := d.arrayBlock(r, nil)
+		for ; c > 0; out, c = d.arrayBlock(r, out) {
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				out = append(out, d.resolved(r, res.elem, depth+1))
 			}
 		}
-		if r.Error != nil {
-			r.Error = container.InField("[]", r.Error)
-		}
-		if out == nil {
-			out = []any{}
-		}
-		return d.listv(out)
+		return d.arrayEnd(r, out)
 	case hMap:
-		out := map[string]any{}
-		for r.Error == nil {
-			c, _ := r.ReadBlockHeader()
-			if c <= 0 || r.Error != nil {
-				break
-			}
+		out, c := mapBlock(r, nil)
+		for ; c > 0; out, c = mapBlock(r, out) {
 			for i := int64(0); i < c && r.Error == nil; i++ {
 				k := r.ReadString()
 				out[k] = d.resolved(r, res.elem, depth+1)
 			}
 		}
-		if r.Error != nil {
-			r.Error = container.InField("{}", r.Error)
-		}
-		return out
+		return mapEnd(r, out)
 	case hEnum:
 		i := r.ReadInt()
 		if r.Error != nil {
@@ -387,12 +355,8 @@ func (d *datumDecoder) resolved(r *avro.Reader, res *resolution, depth int) any 
 		}
 		return res.symbols[i]
 	case hWriterUnion:
-		i := r.ReadLong()
-		if r.Error != nil {
-			return nil
-		}
-		if i < 0 || i >= int64(len(res.branches)) {
-			fail(r, fmt.Errorf("union branch index %d out of range [0, %d)", i, len(res.branches)))
+		i, ok := branchIndex(r, len(res.branches))
+		if !ok {
 			return nil
 		}
 		b := res.branches[i]
@@ -432,4 +396,14 @@ func copyDefault(v any) any {
 		return append([]byte(nil), x...)
 	}
 	return v
+}
+
+// promotedFloat is v, a writer's int, long or float, converted straight to
+// the reader's float type F (not through float64, which would round twice).
+func promotedFloat[F float32 | float64](v any) (F, bool) {
+	if f, ok := v.(float32); ok {
+		return F(f), true
+	}
+	i, ok := asInt64(v)
+	return F(i), ok
 }

@@ -122,40 +122,6 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		lt = l.Logical().Type()
 	}
 	switch s.Type() {
-	case avro.Null:
-		n.kind, n.goType = kNull, "nil"
-	case avro.Boolean:
-		n.kind, n.goType = kBool, "bool"
-	case avro.Int:
-		switch lt {
-		case avro.Date:
-			n.kind, n.goType = kDate, "time.Time"
-		case avro.TimeMillis:
-			n.kind, n.goType = kTimeMillis, "time.Duration"
-		default:
-			n.kind, n.goType = kInt, "int"
-		}
-	case avro.Long:
-		switch lt {
-		case avro.TimeMicros:
-			n.kind, n.goType = kTimeMicros, "time.Duration"
-		case avro.TimestampMillis:
-			n.kind, n.goType = kTimestampMillis, "time.Time"
-		case avro.TimestampMicros:
-			n.kind, n.goType = kTimestampMicros, "time.Time"
-		case avro.LocalTimestampMillis:
-			n.kind, n.goType = kLocalTimestampMillis, "time.Time"
-		case avro.LocalTimestampMicros:
-			n.kind, n.goType = kLocalTimestampMicros, "time.Time"
-		default:
-			n.kind, n.goType = kLong, "int64"
-		}
-	case avro.Float:
-		n.kind, n.goType = kFloat, "float32"
-	case avro.Double:
-		n.kind, n.goType = kDouble, "float64"
-	case avro.String:
-		n.kind, n.goType = kString, "string"
 	case avro.Bytes:
 		if d, ok := s.(*avro.PrimitiveSchema).Logical().(*avro.DecimalLogicalSchema); ok && lt == avro.Decimal {
 			n.kind, n.goType, n.scale = kDecimalBytes, "*big.Rat", d.Scale()
@@ -184,18 +150,10 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		}
 	case avro.Array:
 		n.kind, n.goType = kArray, "[]any"
-		elem, err := c.compile(s.(*avro.ArraySchema).Items())
-		if err != nil {
-			return nil, err
-		}
-		n.elem = elem
+		return c.withElem(n, s.(*avro.ArraySchema).Items())
 	case avro.Map:
 		n.kind, n.goType = kMap, "map[string]any"
-		elem, err := c.compile(s.(*avro.MapSchema).Values())
-		if err != nil {
-			return nil, err
-		}
-		n.elem = elem
+		return c.withElem(n, s.(*avro.MapSchema).Values())
 	case avro.Record:
 		rs := s.(*avro.RecordSchema)
 		if done, ok := c.named[rs.FullName()]; ok {
@@ -235,8 +193,55 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 			n.wrap[i] = b.kind != kNull && count[b.goType] > 1
 		}
 	default:
-		return nil, fmt.Errorf("unsupported Avro type %s", s.Type())
+		k, ok := plainKinds[typeLogical{s.Type(), lt}]
+		if !ok {
+			k, ok = plainKinds[typeLogical{s.Type(), ""}]
+		}
+		if !ok {
+			return nil, fmt.Errorf("unsupported Avro type %s", s.Type())
+		}
+		n.kind, n.goType = k.kind, k.goType
 	}
+	return n, nil
+}
+
+// typeLogical is an Avro type with a logical type, or "" for none.
+type typeLogical struct {
+	t  avro.Type
+	lt avro.LogicalType
+}
+
+// plainKinds are the kinds and Go types of the schemas that their type
+// and logical type decide alone; a logical type not listed for a type
+// (under "") is ignored.
+var plainKinds = map[typeLogical]struct {
+	kind   kind
+	goType string
+}{
+	{avro.Null, ""}:                        {kNull, "nil"},
+	{avro.Boolean, ""}:                     {kBool, "bool"},
+	{avro.Int, ""}:                         {kInt, "int"},
+	{avro.Int, avro.Date}:                  {kDate, "time.Time"},
+	{avro.Int, avro.TimeMillis}:            {kTimeMillis, "time.Duration"},
+	{avro.Long, ""}:                        {kLong, "int64"},
+	{avro.Long, avro.TimeMicros}:           {kTimeMicros, "time.Duration"},
+	{avro.Long, avro.TimestampMillis}:      {kTimestampMillis, "time.Time"},
+	{avro.Long, avro.TimestampMicros}:      {kTimestampMicros, "time.Time"},
+	{avro.Long, avro.LocalTimestampMillis}: {kLocalTimestampMillis, "time.Time"},
+	{avro.Long, avro.LocalTimestampMicros}: {kLocalTimestampMicros, "time.Time"},
+	{avro.Float, ""}:                       {kFloat, "float32"},
+	{avro.Double, ""}:                      {kDouble, "float64"},
+	{avro.String, ""}:                      {kString, "string"},
+}
+
+// withElem is n, an array or a map, with the node of its items or values
+// compiled from s.
+func (c *compiler) withElem(n *node, s avro.Schema) (*node, error) {
+	elem, err := c.compile(s)
+	if err != nil {
+		return nil, err
+	}
+	n.elem = elem
 	return n, nil
 }
 

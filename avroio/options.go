@@ -120,24 +120,14 @@ func WithMatchesManyFiles() ReadOption {
 // not set); it must be positive. Runners split bundles further while they
 // run.
 func WithDesiredBundleSize(bytes int64) RecordOption {
-	return func(o *readOptions) {
-		o.desiredBundleSize = bytes
-		if bytes <= 0 {
-			o.fail("WithDesiredBundleSize(%d): the desired bundle size must be positive", bytes)
-		}
-	}
+	return positiveOption("WithDesiredBundleSize", "desired bundle size", bytes, func(o *readOptions) *int64 { return &o.desiredBundleSize })
 }
 
 // WithMinBundleSize sets the smallest initial bundle, in bytes
 // (DefaultMinBundleSize when not set); it must be positive. A file smaller
 // than it is read as one bundle.
 func WithMinBundleSize(bytes int64) RecordOption {
-	return func(o *readOptions) {
-		o.minBundleSize = bytes
-		if bytes <= 0 {
-			o.fail("WithMinBundleSize(%d): the minimum bundle size must be positive", bytes)
-		}
-	}
+	return positiveOption("WithMinBundleSize", "minimum bundle size", bytes, func(o *readOptions) *int64 { return &o.minBundleSize })
 }
 
 // WithReaderSchema sets the schema records are read with, as Avro JSON. It
@@ -167,10 +157,17 @@ func WithReaderSchema(json string) RecordOption {
 // for more fails the read with an error naming the file and offset,
 // instead of exhausting memory.
 func WithMaxAlloc(bytes int64) RecordOption {
+	return positiveOption("WithMaxAlloc", "allocation limit", bytes, func(o *readOptions) *int64 { return &o.maxAlloc })
+}
+
+// positiveOption is the option call(bytes), which sets the size of
+// bytes that field finds in the options; it must be positive, else the
+// error names the size as what.
+func positiveOption(call, what string, bytes int64, field func(*readOptions) *int64) RecordOption {
 	return func(o *readOptions) {
-		o.maxAlloc = bytes
+		*field(o) = bytes
 		if bytes <= 0 {
-			o.fail("WithMaxAlloc(%d): the allocation limit must be positive", bytes)
+			o.fail("%s(%d): the %s must be positive", call, bytes, what)
 		}
 	}
 }

@@ -55,6 +55,14 @@ type schemaInfo struct {
 	nodes int // vnodes compiled
 }
 
+// elemSchema is the schema of an array's items or of a map's values.
+func elemSchema(s avro.Schema) avro.Schema {
+	if a, ok := s.(*avro.ArraySchema); ok {
+		return a.Items()
+	}
+	return s.(*avro.MapSchema).Values()
+}
+
 // analyze compiles the writer schema for the validator and reports the
 // properties the record reader needs.
 func analyze(s avro.Schema) (*schemaInfo, error) {
@@ -102,20 +110,13 @@ func analyze(s avro.Schema) (*schemaInfo, error) {
 				return nil, fmt.Errorf("enum %s has no symbols", t.FullName())
 			}
 			memo[t] = n
-		case *avro.ArraySchema:
+		case *avro.ArraySchema, *avro.MapSchema:
 			n.min = 1
-			it, err := compile(t.Items())
+			sub, err := compile(elemSchema(t))
 			if err != nil {
 				return nil, err
 			}
-			n.sub = it
-		case *avro.MapSchema:
-			n.min = 1
-			v, err := compile(t.Values())
-			if err != nil {
-				return nil, err
-			}
-			n.sub = v
+			n.sub = sub
 		case *avro.UnionSchema:
 			n.min = 1
 			for _, b := range t.Types() {
