@@ -134,12 +134,22 @@ bench:
 # built once in one command and run from the binaries.
 # Each program's log (Prism's and Beam's INFO lines, the IOs' plan and split
 # logs) goes to $(DEMO_DIR)/<name>.log and is printed only when the program
-# fails, or with `make demo V=1`. The binaries are linked without symbol
-# tables and DWARF (-s -w; stack traces still name every frame): from a cold
-# build cache on a quiet 2-core machine that took make demo from 3m37s to
-# 3m23s (2026-12-03), of which the runs are 16 s and the rest compiling Beam
-# and the cloud clients.
+# fails, or with `make demo V=1`. The build is what takes the time from a
+# cold build cache (the runs take 16 s), so it does without what the demo
+# does not use: no DWARF, neither compiled (-gcflags=all=-dwarf=false) nor
+# linked (-s -w; stack traces still name every frame), no cgo (Go's own
+# resolver; nothing of the examples calls C), and the compiler's garbage
+# collector at GOGC=400 (for the build only: fewer collections in each
+# short-lived compile, for more memory). The examples run through internal/demo, which
+# registers the runners they use (Prism, universal, flink, Dataflow) in
+# place of beamx, which also links exec/optimized and three more runners.
+# Measured cold on the 2-core machine, one after the other (2026-12-03,
+# load 0.9-2.3 at the start of each): 239 s as it was; 197 s without DWARF
+# and cgo; 182 s with GOGC=400; 168 s without beamx. The demo's output is
+# the same in each.
 DEMO_DIR ?= $${TMPDIR:-/tmp}/sdfio-demo
+DEMO_BUILDFLAGS ?= -gcflags=all=-dwarf=false -ldflags="-s -w"
+DEMO_BUILD_GOGC ?= 400
 define demo_run
 	@echo; echo "== $(1)"; \
 	if [ -n "$(V)" ]; then $(DEMO_DIR)/$(2) $(3) || exit 1; \
@@ -147,7 +157,7 @@ define demo_run
 endef
 
 demo:
-	@mkdir -p $(DEMO_DIR) && echo "building the examples into $(DEMO_DIR)" && $(GO) build -ldflags="-s -w" -o $(DEMO_DIR)/ ./examples/...
+	@mkdir -p $(DEMO_DIR) && echo "building the examples into $(DEMO_DIR)" && GOGC=$(DEMO_BUILD_GOGC) CGO_ENABLED=0 $(GO) build $(DEMO_BUILDFLAGS) -o $(DEMO_DIR)/ ./examples/...
 	$(call demo_run,blockfile: station statistics from testdata/readings.blk in 16 KiB initial bundles,blockfile,)
 	$(call demo_run,blockfile again as one bundle with slow blocks (250 ms each): Prism splits the running read,blockfile,--block_delay=250ms --bundle_size=1000000)
 	$(call demo_run,avrostats: per-field statistics of testdata/avro/*.avro (python3-avro files; three codecs),avrostats,)

@@ -38,7 +38,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
@@ -240,7 +239,7 @@ func main() {
 	back := bigqueryio.Read(s, out, reflect.TypeFor[CorpusStats](), backOpts...)
 	demo.PrintSorted(s, beam.ParDo(s, formatStats, back))
 	fmt.Printf("\nreading back %s:\n", out)
-	if _, err := beamx.RunWithMetrics(ctx, p); err != nil {
+	if _, err := demo.Execute(ctx, p); err != nil {
 		log.Exitf(ctx, "reading back %s failed: %v", out, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 )
 
 // PrintSorted prints the strings of lines, sorted, one a line, once the
@@ -25,7 +24,7 @@ func PrintSorted(s beam.Scope, lines beam.PCollection) {
 // fails, and prints how long it took and the counters of namespace.
 func Run(ctx context.Context, p *beam.Pipeline, what, namespace string) {
 	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
+	res, err := Execute(ctx, p)
 	if err != nil {
 		log.Exitf(ctx, "pipeline reading %s failed: %v", what, err)
 	}
