@@ -225,6 +225,8 @@ func main() {
 	if out != "" {
 		name += " and wrote " + out
 	}
+	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
+	// then the time taken and each counter of the IO with what it counts.
 	demo.Run(ctx, p, name, bigqueryio.Namespace)
 	if out == "" {
 		return

@@ -85,6 +85,8 @@ func main() {
 	recs := offsetsource.Read(s, src, offsetsource.WithDesiredBundleSize(*bundleSize))
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, recs))
 	demo.PrintSorted(s, beam.ParDo(s, formatStation, stats))
+	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
+	// then the time taken and each counter of the IO with what it counts.
 	demo.Run(ctx, p, *input, offsetsource.Namespace)
 }
 

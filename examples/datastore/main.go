@@ -148,5 +148,7 @@ func main() {
 		datastoreio.WithDatabase(*database), datastoreio.WithNamespace(*namespace),
 		datastoreio.WithNumQuerySplits(*splits), datastoreio.WithKeysPerSplit(*keys))
 	beam.ParDo0(s, printLine, beam.Combine(s, &countFn{}, tasks))
+	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
+	// then the time taken and each counter of the IO with what it counts.
 	demo.Run(ctx, p, *kind, datastoreio.Namespace)
 }
