@@ -869,8 +869,8 @@ func (fn *writeBundleFn) Setup(ctx context.Context) (err error) {
 	if fn.fs, err = openTempFS(ctx, fn.Config); err != nil {
 		return err
 	}
-	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
-		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
+	if fn.enc, err = openEncoder(fn.Config); err != nil {
+		return err
 	}
 	fn.files = map[string]*tempFile{}
 	return nil
@@ -1067,12 +1067,9 @@ const (
 	errorShard = -1
 )
 
-func (fn *shardFn) Setup() error {
-	var err error
-	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
-		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
-	}
-	return nil
+func (fn *shardFn) Setup() (err error) {
+	fn.enc, err = openEncoder(fn.Config)
+	return err
 }
 
 func (fn *shardFn) StartBundle(_ context.Context, _ func(int, []byte)) {
@@ -1122,6 +1119,16 @@ func openTempFS(ctx context.Context, cfg writeConfig) (filesystem.Interface, err
 		return nil, fmt.Errorf("avroio.Write: %w", err)
 	}
 	return fs, nil
+}
+
+// openEncoder makes the record encoder of the write's DoFns, its error
+// naming the write.
+func openEncoder(cfg writeConfig) (*elementEncoder, error) {
+	enc, err := newElementEncoder(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write to %s: %w", cfg.Prefix, err)
+	}
+	return enc, nil
 }
 
 // closeFS closes fs, if Setup opened it.

@@ -102,21 +102,31 @@ func tempFileWith(t *testing.T, fs filesystem.Interface, cfg writeConfig, path s
 
 func readRecs(t *testing.T, path string) []int64 {
 	t.Helper()
-	r, err := container.OpenReader[finalizeRec](path, container.FileOpener(path), 0, container.Options{})
+	var out []int64
+	for _, rec := range readContainer[finalizeRec](t, path) {
+		out = append(out, rec.A)
+	}
+	return out
+}
+
+// readContainer reads every record of the Avro file at path as a T.
+func readContainer[T any](t *testing.T, path string) []T {
+	t.Helper()
+	r, err := container.OpenReader[T](path, container.FileOpener(path), 0, container.Options{})
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("opening %s: %v", path, err)
 	}
 	defer r.Close()
-	var out []int64
+	var out []T
 	for {
 		rec, _, _, err := r.Next()
 		if err == io.EOF {
 			return out
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("reading %s: %v", path, err)
 		}
-		out = append(out, rec.A)
+		out = append(out, rec)
 	}
 }
 

@@ -180,12 +180,9 @@ type windowShardFn struct {
 	next map[string]int
 }
 
-func (fn *windowShardFn) Setup() error {
-	var err error
-	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
-		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
-	}
-	return nil
+func (fn *windowShardFn) Setup() (err error) {
+	fn.enc, err = openEncoder(fn.Config)
+	return err
 }
 
 func (fn *windowShardFn) StartBundle(_ context.Context, _ func(string, []byte)) {
@@ -329,12 +326,9 @@ type destShardFn struct {
 // errorKey is the key of record errors in destShardFn's output.
 var errorKey = shardKey("", errorShard)
 
-func (fn *destShardFn) Setup() error {
-	var err error
-	if fn.enc, err = newElementEncoder(fn.Config); err != nil {
-		return fmt.Errorf("avroio.Write to %s: %w", fn.Config.Prefix, err)
-	}
-	return nil
+func (fn *destShardFn) Setup() (err error) {
+	fn.enc, err = openEncoder(fn.Config)
+	return err
 }
 
 func (fn *destShardFn) StartBundle(_ context.Context, _ func(string, []byte), _ func(string)) {

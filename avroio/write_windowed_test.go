@@ -7,7 +7,6 @@ package avroio
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,8 +22,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-
-	"github.com/sdfio/sdfio/avroio/container"
 )
 
 func init() {
@@ -178,7 +175,7 @@ func TestWriteWindowRetried(t *testing.T) {
 	if got := dirNames(t, filepath.Join(dir, "out")); !reflect.DeepEqual(got, []string{"p"}) {
 		t.Errorf("out holds %v, want no temporary directory", got)
 	}
-	recs := readWatchEvents(t, want)
+	recs := readContainer[watchEvent](t, want)
 	if len(recs) != 50 {
 		t.Fatalf("%d records, want 50", len(recs))
 	}
@@ -201,26 +198,6 @@ func dirNames(t *testing.T, dir string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func readWatchEvents(t *testing.T, path string) []watchEvent {
-	t.Helper()
-	r, err := container.OpenReader[watchEvent](path, container.FileOpener(path), 0, container.Options{})
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer r.Close()
-	var out []watchEvent
-	for {
-		e, _, _, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		out = append(out, e)
-	}
 }
 
 // watchStampFn gives each event its event time (watchEventTime).
@@ -364,7 +341,7 @@ func TestWindowedWatchPipeline(t *testing.T) {
 				if f.shard != 0 || f.n != 1 {
 					t.Errorf("%s: shard %d of %d, want one file per window and pane", f.path, f.shard, f.n)
 				}
-				recs := readWatchEvents(t, f.path)
+				recs := readContainer[watchEvent](t, f.path)
 				if len(recs) == 0 {
 					t.Errorf("%s is empty", f.path)
 				}

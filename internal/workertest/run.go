@@ -315,7 +315,7 @@ func jobName(testName string) string {
 // runs). In a worker process of its own the report goes to that process's
 // output, which Run logs when the job fails. The DoFns of the package still
 // run under the race detector in that process and in every pipeline that
-// succeeds.
+// succeeds. opts apply to Run, so only under -race.
 func RunFailing(t testing.TB, p *beam.Pipeline, opts ...Option) error {
 	t.Helper()
 	if RaceEnabled {
