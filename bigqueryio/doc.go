@@ -36,7 +36,15 @@
 // not compile. Values that cannot work are refused
 // when the pipeline is built, the error naming the transform and the option
 // (bigqueryio.Read: WithMaxStreams(-1): a negative stream count); Read and
-// Query panic with it, TryRead and TryQuery return it.
+// Query panic with it, TryRead and TryQuery return it. An option given twice
+// with different values is refused naming both calls
+// (WithRowRestriction("id >= 100") and WithRowRestriction("id < 10") are
+// both given: give WithRowRestriction once), by every transform, for every
+// option: the later would silently replace the earlier. The same call
+// repeated with the same values is accepted, as it changes nothing.
+// WithSelectedFields and WithQueryParameters are given once, with every
+// column or parameter. A nil option is refused naming the transform and its
+// position (bigqueryio.Write: option 2 of 3 is nil).
 //
 // # How a read runs
 //

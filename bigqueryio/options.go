@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,20 +68,78 @@ type readConfig struct {
 	paramsErr      error // WithQueryParameters could not take its parameters
 }
 
-// givenOption is an option as it was given: its name, and its call as
-// text for messages.
-type givenOption struct{ name, call string }
+// givenOption is an option as it was given: its name, its call as text
+// for messages, and the value two calls are compared by (the call's text
+// unless the option says otherwise, see WithSchema).
+type givenOption struct{ name, call, value string }
 
+// note records a call of the named option with args, for the messages and
+// the checks of construction. Every option calls it: an option given twice
+// with different values is then refused (checkRepeats) with no rule of its
+// own.
 func (c *readConfig) note(name string, args ...any) {
 	parts := make([]string, len(args))
 	for i, a := range args {
-		if s, ok := a.(string); ok {
-			parts[i] = strconv.Quote(s)
-		} else {
+		switch a := a.(type) {
+		case string:
+			parts[i] = strconv.Quote(a)
+		case time.Time:
+			parts[i] = a.UTC().Format(time.RFC3339Nano)
+		default:
 			parts[i] = fmt.Sprint(a)
 		}
 	}
-	c.given = append(c.given, givenOption{name, name + "(" + strings.Join(parts, ", ") + ")"})
+	call := name + "(" + strings.Join(parts, ", ") + ")"
+	c.given = append(c.given, givenOption{name, call, call})
+}
+
+// rawArg is an argument of note shown as it is, not quoted.
+type rawArg string
+
+// checkRepeats refuses an option given twice with different values, naming
+// both calls: the later would silently replace the earlier. The same call
+// repeated, value for value, is accepted (it changes nothing). The options
+// named in own have rules of their own for repeats, checked before.
+func checkRepeats(given []givenOption, own ...string) error {
+	first := map[string]givenOption{}
+	for _, g := range given {
+		if slices.Contains(own, g.name) {
+			continue
+		}
+		if f, ok := first[g.name]; !ok {
+			first[g.name] = g
+		} else if f.value != g.value {
+			return fmt.Errorf("%s and %s are both given: give %s once", f.call, g.call, g.name)
+		}
+	}
+	return nil
+}
+
+// applyOptions applies opts to c in order; a nil option is refused, naming
+// transform ("bigqueryio.Read") and its position, instead of panicking.
+func applyOptions[C, O any](transform string, c *C, opts []O, apply func(O, *C)) error {
+	for i, o := range opts {
+		if isNilOption(o) {
+			return fmt.Errorf("%s: option %d of %d is nil (a nil %T)", transform, i+1, len(opts), new(O))
+		}
+		apply(o, c)
+	}
+	return nil
+}
+
+// isNilOption reports a nil option: a nil interface or function, or a zero
+// CommonOption or QueryWriteOption.
+func isNilOption(o any) bool {
+	switch o := o.(type) {
+	case nil:
+		return true
+	case CommonOption:
+		return o.read == nil || o.write == nil
+	case QueryWriteOption:
+		return o.query == nil || o.write == nil
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Func && v.IsNil()
 }
 
 // calls lists the calls of the named option, in order.
@@ -157,8 +218,8 @@ func (o queryOnlyOption) applyQuery(c *readConfig) { o(c) }
 // name) with opts, checked; transform names it in errors.
 func newReadConfig(transform, table string, opts []ReadOption) (readConfig, error) {
 	cfg := readConfig{Table: table, Format: int32(Avro), Namespace: Namespace}
-	for _, o := range opts {
-		o.applyRead(&cfg)
+	if err := applyOptions(transform, &cfg, opts, ReadOption.applyRead); err != nil {
+		return readConfig{}, err
 	}
 	return cfg, cfg.check(transform)
 }
@@ -166,8 +227,8 @@ func newReadConfig(transform, table string, opts []ReadOption) (readConfig, erro
 // newQueryConfig is the configuration of a Query with opts, checked.
 func newQueryConfig(opts []QueryOption) (readConfig, error) {
 	cfg := readConfig{Format: int32(Avro), Namespace: Namespace}
-	for _, o := range opts {
-		o.applyQuery(&cfg)
+	if err := applyOptions("bigqueryio.Query", &cfg, opts, QueryOption.applyQuery); err != nil {
+		return readConfig{}, err
 	}
 	return cfg, cfg.check("bigqueryio.Query")
 }
@@ -211,6 +272,9 @@ func (c *readConfig) checkOptions() error {
 	}
 	if c.paramsErr != nil {
 		return fmt.Errorf("WithQueryParameters: %w", c.paramsErr)
+	}
+	if err := checkRepeats(c.given, "WithSelectedFields", "WithQueryParameters"); err != nil {
+		return err
 	}
 	ms, bs := c.calls("WithMaxStreams"), c.calls("WithDesiredBundleSize")
 	switch {
@@ -514,8 +578,8 @@ func (c *writeConfig) calls(name string) []string {
 // or "" with WithTableFunc) with opts, checked.
 func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes}
-	for _, o := range opts {
-		o.applyWrite(&cfg)
+	if err := applyOptions("bigqueryio.Write", &cfg, opts, WriteOption.applyWrite); err != nil {
+		return writeConfig{}, err
 	}
 	if err := cfg.checkOptions(table); err != nil {
 		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
@@ -524,6 +588,9 @@ func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 }
 
 func (c *writeConfig) checkOptions(table string) error {
+	if err := checkRepeats(c.given); err != nil {
+		return err
+	}
 	switch {
 	case table == "" && c.tableFn == nil:
 		return errors.New("no table: give a table spec (project.dataset.table) or WithTableFunc")
@@ -602,13 +669,18 @@ func WithWriteDisposition(d WriteDisposition) WriteOption {
 // starts). Struct fields must fit its columns.
 func WithSchema(schema bigquery.Schema) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithSchema", fmt.Sprintf("%d fields", len(schema)))
+		cols := make([]any, len(schema))
+		for i, f := range schema {
+			cols[i] = rawArg(f.Name + " " + string(f.Type))
+		}
+		c.note("WithSchema", cols...)
 		if len(schema) == 0 {
 			c.schemaOK = errors.New("an empty schema")
 			return
 		}
 		b, err := schema.ToJSONFields()
 		c.Schema, c.schemaOK = string(b), err
+		c.given[len(c.given)-1].value = c.Schema // two schemas of as many fields differ
 	})
 }
 
@@ -619,7 +691,17 @@ func WithSchema(schema bigquery.Schema) WriteOption {
 // an init function), as Beam needs to send it to the workers; an element
 // whose table spec is not valid goes to FailedRows.
 func WithTableFunc(fn any) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableFunc", fmt.Sprintf("%T", fn)); c.tableFn = fn })
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableFunc", rawArg(funcName(fn))); c.tableFn = fn })
+}
+
+// funcName is the name of function fn, or its type when it has none.
+func funcName(fn any) string {
+	if v := reflect.ValueOf(fn); v.Kind() == reflect.Func && !v.IsNil() {
+		if f := runtime.FuncForPC(v.Pointer()); f != nil {
+			return f.Name()
+		}
+	}
+	return fmt.Sprintf("%T", fn)
 }
 
 // WithMaxAppendBytes caps the encoded rows of one append request (default

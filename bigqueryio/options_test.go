@@ -3,12 +3,17 @@ package bigqueryio
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -122,7 +127,11 @@ func TestOptionConflicts(t *testing.T) {
 		if _, err := TryRead(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), readOptions(tc.opts...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Read: ") {
 			t.Errorf("TryRead: %v, want an error saying %s", err, tc.want)
 		}
-		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), queryOptions(append([]SessionOption{WithBillingProject("b")}, tc.opts...)...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Query: ") {
+		qopts := tc.opts
+		if !strings.Contains(tc.want, "WithBillingProject") {
+			qopts = append([]SessionOption{WithBillingProject("b")}, qopts...)
+		}
+		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), queryOptions(qopts...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Query: ") {
 			t.Errorf("TryQuery: %v, want an error saying %s", err, tc.want)
 		}
 	}
@@ -137,7 +146,7 @@ func TestOptionConflicts(t *testing.T) {
 		Read(s, "p.d.t", reflect.TypeOf(struct{ ID int64 }{}), WithMaxStreams(4), WithDesiredBundleSize(10))
 	}()
 	// Each alone, and a selection given once, are fine.
-	for _, opts := range [][]ReadOption{{WithMaxStreams(4)}, {WithDesiredBundleSize(1 << 20)}, {WithSelectedFields("id", "score")}, {WithMaxStreams(0), WithMaxStreams(3)}} {
+	for _, opts := range [][]ReadOption{{WithMaxStreams(4)}, {WithDesiredBundleSize(1 << 20)}, {WithSelectedFields("id", "score")}, {WithMaxStreams(3), WithMaxStreams(3)}} {
 		if _, err := newConfig("bigqueryio.Read", "p.d.t", opts); err != nil {
 			t.Error(err)
 		}
@@ -158,4 +167,188 @@ func queryOptions(opts ...SessionOption) []QueryOption {
 		out[i] = o
 	}
 	return out
+}
+
+func routeA(struct{ ID int64 }) string { return "p.d.a" }
+func routeB(struct{ ID int64 }) string { return "p.d.b" }
+
+// repeatCases holds, for every option of the package, two calls with
+// different values (nil second for an option that takes none) and the
+// calls' text as the errors must show them.
+func repeatCases() map[string][4]any {
+	t0, t1 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)
+	s1 := bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}}
+	s2 := bigquery.Schema{{Name: "id", Type: bigquery.StringFieldType}}
+	return map[string][4]any{
+		"WithIgnoreUnknownFields": {WithIgnoreUnknownFields(), nil},
+		"WithRowRestriction":      {WithRowRestriction("id >= 100"), WithRowRestriction("id < 10"), `WithRowRestriction("id >= 100")`, `WithRowRestriction("id < 10")`},
+		"WithDataFormat":          {WithDataFormat(Avro), WithDataFormat(Arrow), "WithDataFormat(1)", "WithDataFormat(2)"},
+		"WithBillingProject":      {WithBillingProject("b1"), WithBillingProject("b2"), `WithBillingProject("b1")`, `WithBillingProject("b2")`},
+		"WithMaxStreams":          {WithMaxStreams(0), WithMaxStreams(3), "WithMaxStreams(0)", "WithMaxStreams(3)"},
+		"WithDesiredBundleSize":   {WithDesiredBundleSize(1 << 20), WithDesiredBundleSize(1 << 30), "WithDesiredBundleSize(1048576)", "WithDesiredBundleSize(1073741824)"},
+		"WithSnapshotTime":        {WithSnapshotTime(t0), WithSnapshotTime(t1), "WithSnapshotTime(2026-01-02T03:04:05Z)", "WithSnapshotTime(2026-01-02T03:04:06Z)"},
+		"WithEndpoint":            {WithEndpoint("a:1"), WithEndpoint("b:2"), `WithEndpoint("a:1")`, `WithEndpoint("b:2")`},
+		"WithInsecure":            {WithInsecure(), nil},
+		"WithSplitTimeout":        {WithSplitTimeout(time.Second), WithSplitTimeout(time.Minute), "WithSplitTimeout(1s)", "WithSplitTimeout(1m0s)"},
+		"WithRetries":             {WithRetries(3, time.Second), WithRetries(3, time.Millisecond), "WithRetries(3, 1s)", "WithRetries(3, 1ms)"},
+		"WithMetricsNamespace":    {WithMetricsNamespace("a"), WithMetricsNamespace("b"), `WithMetricsNamespace("a")`, `WithMetricsNamespace("b")`},
+		"WithLegacySQL":           {WithLegacySQL(), nil},
+		"WithQueryPriority":       {WithQueryPriority(bigquery.BatchPriority), WithQueryPriority(bigquery.InteractivePriority), `WithQueryPriority("BATCH")`, `WithQueryPriority("INTERACTIVE")`},
+		"WithQueryLocation":       {WithQueryLocation("EU"), WithQueryLocation("US"), `WithQueryLocation("EU")`, `WithQueryLocation("US")`},
+		"WithQueryTempDataset":    {WithQueryTempDataset("t1"), WithQueryTempDataset("t2"), `WithQueryTempDataset("t1")`, `WithQueryTempDataset("t2")`},
+		"WithRESTEndpoint":        {WithRESTEndpoint("http://a"), WithRESTEndpoint("http://b"), `WithRESTEndpoint("http://a")`, `WithRESTEndpoint("http://b")`},
+		"WithAtLeastOnce":         {WithAtLeastOnce(), nil},
+		"WithFailOnRowErrors":     {WithFailOnRowErrors(), nil},
+		"WithCreateDisposition":   {WithCreateDisposition(CreateIfNeeded), WithCreateDisposition(CreateNever), "WithCreateDisposition(0)", "WithCreateDisposition(1)"},
+		"WithWriteDisposition":    {WithWriteDisposition(WriteAppend), WithWriteDisposition(WriteEmpty), "WithWriteDisposition(0)", "WithWriteDisposition(1)"},
+		"WithSchema":              {WithSchema(s1), WithSchema(s2), `WithSchema(id INTEGER)`, `WithSchema(id STRING)`},
+		"WithTableFunc":           {WithTableFunc(routeA), WithTableFunc(routeB), "WithTableFunc(github.com/sdfio/sdfio/bigqueryio.routeA)", "WithTableFunc(github.com/sdfio/sdfio/bigqueryio.routeB)"},
+		"WithMaxAppendBytes":      {WithMaxAppendBytes(1 << 20), WithMaxAppendBytes(1 << 10), "WithMaxAppendBytes(1048576)", "WithMaxAppendBytes(1024)"},
+		// These two have rules of their own (TestOptionConflicts,
+		// TestQueryParameterErrors).
+		"WithSelectedFields":  {nil},
+		"WithQueryParameters": {nil},
+	}
+}
+
+// optionFuncs lists the exported functions of the package's sources that
+// return an option, by parsing them: a new option is then covered by
+// TestOptionsGivenTwice, or the test says it is missing.
+func optionFuncs(t *testing.T) []string {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range pkgs["bigqueryio"].Files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results == nil || len(fd.Type.Results.List) != 1 {
+				continue
+			}
+			if id, ok := fd.Type.Results.List[0].Type.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Option") {
+				names = append(names, fd.Name.Name)
+			}
+		}
+	}
+	return names
+}
+
+// TestOptionsGivenTwice: every option of every transform given twice with
+// different values is refused at construction naming both calls, by Read,
+// NewStreamCheck, Query and Write alike; the same call repeated is
+// accepted. (Before: the last value won silently, WithRowRestriction("id
+// >= 100") then WithRowRestriction("id < 10") read the rows under 10.)
+func TestOptionsGivenTwice(t *testing.T) {
+	cases := repeatCases()
+	for _, name := range optionFuncs(t) {
+		if _, ok := cases[name]; !ok {
+			t.Errorf("option %s has no case in repeatCases: add two calls of it with different values", name)
+		}
+	}
+	type row = struct{ ID int64 }
+	typ := reflect.TypeFor[row]()
+	for name, tc := range cases {
+		if tc[0] == nil {
+			continue
+		}
+		table := "p.d.t"
+		if name == "WithTableFunc" {
+			table = ""
+		}
+		var transforms int
+		check := func(transform string, err error) {
+			transforms++
+			if tc[1] == nil {
+				if err != nil {
+					t.Errorf("%s: %s given twice: %v", transform, name, err)
+				}
+				return
+			}
+			want := fmt.Sprintf("%s: %s and %s are both given: give %s once", transform, tc[2], tc[3], name)
+			if err == nil || err.Error() != want {
+				t.Errorf("%s: %v\nwant %s", transform, err, want)
+			}
+		}
+		second := tc[1]
+		if second == nil {
+			second = tc[0] // the same call repeated
+		}
+		if o, ok := tc[0].(ReadOption); ok {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryRead(s, "p.d.t", typ, o, second.(ReadOption))
+			check("bigqueryio.Read", err)
+			if tc[1] != nil { // NewStreamCheck would connect once the options pass
+				_, err = NewStreamCheck(context.Background(), "p.d.t", o, second.(ReadOption))
+				check("bigqueryio.NewStreamCheck", err)
+			}
+		}
+		if o, ok := tc[0].(QueryOption); ok {
+			opts := []QueryOption{o, second.(QueryOption)}
+			if name != "WithBillingProject" {
+				opts = append(opts, WithBillingProject("b"))
+			}
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryQuery(s, "SELECT 1", typ, opts...)
+			check("bigqueryio.Query", err)
+		}
+		if o, ok := tc[0].(WriteOption); ok {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryWrite(s, table, beam.Create(s, row{1}), o, second.(WriteOption))
+			check("bigqueryio.Write", err)
+		}
+		if transforms == 0 {
+			t.Errorf("%s: no transform takes it", name)
+		}
+	}
+}
+
+// TestNilOption: a nil option is refused naming the transform and its
+// position, by every transform, instead of panicking with a nil pointer.
+func TestNilOption(t *testing.T) {
+	typ := reflect.TypeFor[struct{ ID int64 }]()
+	for _, tc := range []struct {
+		name string
+		try  func() error
+		want string
+	}{
+		{"nil ReadOption", func() error {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryRead(s, "p.d.t", typ, WithMaxStreams(2), nil)
+			return err
+		}, "bigqueryio.Read: option 2 of 2 is nil (a nil *bigqueryio.ReadOption)"},
+		{"nil function", func() error {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryRead(s, "p.d.t", typ, sessionOption(nil), WithMaxStreams(2))
+			return err
+		}, "bigqueryio.Read: option 1 of 2 is nil"},
+		{"zero CommonOption", func() error {
+			_, err := NewStreamCheck(context.Background(), "p.d.t", CommonOption{})
+			return err
+		}, "bigqueryio.NewStreamCheck: option 1 of 1 is nil"},
+		{"nil QueryOption", func() error {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryQuery(s, "SELECT 1", typ, WithBillingProject("b"), WithLegacySQL(), QueryWriteOption{})
+			return err
+		}, "bigqueryio.Query: option 3 of 3 is nil"},
+		{"nil WriteOption", func() error {
+			_, s := beam.NewPipelineWithRoot()
+			_, err := TryWrite(s, "p.d.t", beam.Create(s, struct{ ID int64 }{1}), nil, WithAtLeastOnce())
+			return err
+		}, "bigqueryio.Write: option 1 of 2 is nil (a nil *bigqueryio.WriteOption)"},
+	} {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			err = tc.try()
+		}()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
 }

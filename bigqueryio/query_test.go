@@ -42,11 +42,17 @@ func queryServer(t *testing.T, n int, opts ...bqtest.Option) (*bqtest.Server, []
 }
 
 func queryOpts(srv *bqtest.Server, more ...bigqueryio.QueryOption) []bigqueryio.QueryOption {
+	return queryOptsBilledTo(srv, "bill", more...)
+}
+
+// queryOptsBilledTo is queryOpts billing project billing (an option is
+// given once).
+func queryOptsBilledTo(srv *bqtest.Server, billing string, more ...bigqueryio.QueryOption) []bigqueryio.QueryOption {
 	var opts []bigqueryio.QueryOption
 	for _, o := range sessionOpts(srv) {
 		opts = append(opts, o)
 	}
-	return append(append(opts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill")), more...)
+	return append(append(opts, bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject(billing)), more...)
 }
 
 // assertNoTemp checks that the server holds the events table only, and no
@@ -198,8 +204,8 @@ func TestQueryOptions(t *testing.T) {
 	srv, even := queryServer(t, 500)
 	srv.AddDataset("example.com:bill", "scratch", "EU")
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
-		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"), bigqueryio.WithBillingProject("example.com:bill"))...)
+	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOptsBilledTo(srv, "example.com:bill", bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
+		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"))...)
 	passert.Equals(s, fingerprintOf(s, col), expected(even))
 	run(t, p)
 	jobs := srv.Jobs()
@@ -233,10 +239,15 @@ func TestQueryErrors(t *testing.T) {
 		{"dry run", "SELECT nope FROM d.events", nil, []string{"dry run", "Unrecognized name: nope at [1:8]"}},
 		{"job", "SELECT nope FROM d.events", []bigqueryio.QueryOption{bigqueryio.WithQueryLocation("EU")}, []string{"query job", "Unrecognized name: nope at [1:8]"}},
 		{"location", evenSQL, []bigqueryio.QueryOption{bigqueryio.WithQueryLocation("US")}, []string{"query job", "not found in location US"}},
-		{"session", evenSQL, []bigqueryio.QueryOption{bigqueryio.WithRowRestriction("nope > 1")}, []string{"InvalidArgument", "Unrecognized name: nope"}},
+		{"session", evenSQL, nil, []string{"InvalidArgument", "Unrecognized name: nope"}},
 	} {
+		opts := queryOpts(srv, tc.opts...)
+		if tc.name == "session" { // queryOpts' row restriction replaced, not given twice
+			opts = []bigqueryio.QueryOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRetries(8, 5*time.Millisecond),
+				bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill"), bigqueryio.WithRowRestriction("nope > 1")}
+		}
 		p, s := beam.NewPipelineWithRoot()
-		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), queryOpts(srv, tc.opts...)...)
+		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), opts...)
 		err := runFailing(p)
 		if err == nil {
 			t.Errorf("%s: the pipeline succeeded", tc.name)

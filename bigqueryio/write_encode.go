@@ -487,10 +487,11 @@ func appendScalar(b []byte, c *colPlan, x any) ([]byte, error) {
 		if r == nil {
 			return b, nil
 		}
-		if c.typ == bigquery.NumericFieldType {
-			return str(bigquery.NumericString(r)), nil
+		text, err := decimalText(r, c.typ)
+		if err != nil {
+			return b, err
 		}
-		return str(bigquery.BigNumericString(r)), nil
+		return str(text), nil
 	case bigquery.DateFieldType:
 		switch v := x.(type) {
 		case civil.Date:
@@ -504,22 +505,22 @@ func appendScalar(b []byte, c *colPlan, x any) ([]byte, error) {
 	case bigquery.DateTimeFieldType:
 		switch v := x.(type) {
 		case civil.DateTime:
-			return str(bigquery.CivilDateTimeString(v)), nil
+			return appendCivil(b, c.num, v.Date, v.Time, true)
 		case bigquery.NullDateTime:
 			if !v.Valid {
 				return b, nil
 			}
-			return str(bigquery.CivilDateTimeString(v.DateTime)), nil
+			return appendCivil(b, c.num, v.DateTime.Date, v.DateTime.Time, true)
 		}
 	case bigquery.TimeFieldType:
 		switch v := x.(type) {
 		case civil.Time:
-			return str(bigquery.CivilTimeString(v)), nil
+			return appendCivil(b, c.num, civil.Date{}, v, false)
 		case bigquery.NullTime:
 			if !v.Valid {
 				return b, nil
 			}
-			return str(bigquery.CivilTimeString(v.Time)), nil
+			return appendCivil(b, c.num, civil.Date{}, v.Time, false)
 		}
 	case bigquery.TimestampFieldType:
 		switch v := x.(type) {
@@ -538,3 +539,71 @@ func appendScalar(b []byte, c *colPlan, x any) ([]byte, error) {
 }
 
 var epochDate = civil.Date{Year: 1970, Month: 1, Day: 1}
+
+// appendCivil appends the literal of a DATETIME (withDate: d and t) or a
+// TIME (t) to b as field num: the time truncated to microseconds, BigQuery's
+// precision, as Beam Java's encoder truncates a LocalTime's nanoseconds.
+// Truncation never carries: 23:59:59.9999996 stays in its second, its day
+// and its year (bigquery.CivilTimeString rounds, and wrote
+// "01:02:03.1000000" for 01:02:03.9999996, a literal the service refuses).
+// A value that is no time of day or date of years 1 to 9999 is refused.
+func appendCivil(b []byte, num protowire.Number, d civil.Date, t civil.Time, withDate bool) ([]byte, error) {
+	if !t.IsValid() {
+		return b, fmt.Errorf("%v is not a valid time of day", t)
+	}
+	var buf [32]byte
+	lit := buf[:0]
+	if withDate {
+		if !d.IsValid() || d.Year < 1 || d.Year > 9999 {
+			return b, fmt.Errorf("%v is not a date of years 1 to 9999", d)
+		}
+		lit = appendDigits(lit, d.Year, 4)
+		lit = appendDigits(append(lit, '-'), int(d.Month), 2)
+		lit = appendDigits(append(lit, '-'), d.Day, 2)
+		lit = append(lit, ' ')
+	}
+	lit = appendDigits(lit, t.Hour, 2)
+	lit = appendDigits(append(lit, ':'), t.Minute, 2)
+	lit = appendDigits(append(lit, ':'), t.Second, 2)
+	if us := t.Nanosecond / 1000; us != 0 {
+		lit = appendDigits(append(lit, '.'), us, 6)
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, lit), nil
+}
+
+// appendDigits appends n (0 <= n < 10^width) as width decimal digits.
+func appendDigits(b []byte, n, width int) []byte {
+	start := len(b)
+	for range width {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; i >= start && n > 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return b
+}
+
+// Decimal scales: the digits NUMERIC and BIGNUMERIC hold after the point.
+var (
+	numericScale    = new(big.Int).Exp(big.NewInt(10), big.NewInt(9), nil)
+	bigNumericScale = new(big.Int).Exp(big.NewInt(10), big.NewInt(38), nil)
+)
+
+// decimalText is r as the literal of column type typ (NUMERIC or
+// BIGNUMERIC). A value with more digits after the point than the type holds
+// (9, or 38) is refused, not rounded, as Beam Java's
+// BigDecimalByteStringEncoder refuses a BigDecimal of a larger scale: the
+// service would store another number than the one written.
+func decimalText(r *big.Rat, typ bigquery.FieldType) (string, error) {
+	scale, digits := numericScale, 9
+	if typ == bigquery.BigNumericFieldType {
+		scale, digits = bigNumericScale, 38
+	}
+	if new(big.Int).Rem(scale, r.Denom()).Sign() != 0 {
+		return "", fmt.Errorf("%s value %s (%s...) has more than %d digits after the point, which %s holds: round it first (a big.Rat set from x.FloatString(%d) rounds half away from zero)",
+			typ, r.RatString(), r.FloatString(digits+3), digits, typ, digits)
+	}
+	return r.FloatString(digits), nil
+}

@@ -62,7 +62,7 @@ func TestParseCivil(t *testing.T) {
 	if got, ok := parseTime("23:59:59.999999"); !ok || got != (civil.Time{Hour: 23, Minute: 59, Second: 59, Nanosecond: 999999000}) {
 		t.Errorf("TIME: %v %v", got, ok)
 	}
-	for _, in := range []string{"24:00:00", "12:60:00", "1:2", "12:00:00.", "-1:00:00"} {
+	for _, in := range []string{"24:00:00", "12:60:00", "1:2", "12:00:00.", "-1:00:00", "01:02:03.1000000", "01:02:03.9999995"} {
 		if got, ok := parseTime(in); ok {
 			t.Errorf("TIME %q: parsed as %v", in, got)
 		}

@@ -1,0 +1,151 @@
+package bigqueryio_test
+
+import (
+	"fmt"
+	"math/big"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+)
+
+// ClockRow holds a TIME, a DATETIME and a TIMESTAMP of one instant.
+type ClockRow struct {
+	ID int64          `bigquery:"id"`
+	Tm civil.Time     `bigquery:"tm"`
+	Dt civil.DateTime `bigquery:"dt"`
+	Ts time.Time      `bigquery:"ts"`
+}
+
+func init() {
+	beam.RegisterType(reflect.TypeFor[ClockRow]())
+	register.Function1x1(clockText)
+}
+
+// clockText is an exact text of a ClockRow.
+func clockText(r ClockRow) string {
+	return fmt.Sprintf("%d %s %s %s", r.ID, r.Tm, r.Dt, r.Ts.UTC().Format(time.RFC3339Nano))
+}
+
+// clockBoundaries are instants at the boundary of a second, a minute, a
+// day, a year (and the epoch's, and the last of year 9999's microseconds).
+var clockBoundaries = []time.Time{
+	time.Date(2026, 12, 3, 1, 2, 4, 0, time.UTC),
+	time.Date(2026, 12, 3, 1, 3, 0, 0, time.UTC),
+	time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC),
+	time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+	time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+	time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), // only the instants before it
+}
+
+// nearBoundaries are the instants within 1 µs of each boundary, at the
+// given nanosecond offsets, with what each reads back as: truncated to the
+// microsecond (toward the past, so never into the next second, day or
+// year).
+func nearBoundaries(offsets []int) (in, want []ClockRow) {
+	for _, b := range clockBoundaries {
+		for _, off := range offsets {
+			t := b.Add(time.Duration(off))
+			if t.Year() > 9999 {
+				continue
+			}
+			tr := t.Truncate(time.Microsecond)
+			id := int64(len(in))
+			in = append(in, ClockRow{ID: id, Tm: civil.TimeOf(t), Dt: civil.DateTimeOf(t), Ts: t})
+			want = append(want, ClockRow{ID: id, Tm: civil.TimeOf(tr), Dt: civil.DateTimeOf(tr), Ts: tr})
+		}
+	}
+	return in, want
+}
+
+// TestWriteClockValuesExact writes TIME, DATETIME and TIMESTAMP values
+// within 1 µs of a second, minute, day and year boundary and reads them
+// back: each is its value truncated to the microsecond, and no row is
+// refused. (Before: 01:02:03.9999995 was sent as "01:02:03.1000000", a
+// literal with seven fractional digits the service refuses, so the row
+// went to FailedRows.)
+func TestWriteClockValuesExact(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	in, want := nearBoundaries([]int{-1000, -999, -501, -500, -499, -1, 0, 1, 499, 500, 501, 999})
+	p, s := beam.NewPipelineWithRoot()
+	res := bigqueryio.Write(s, "p.d.clock", beam.Create(s, anys(in)...), writeOpts(srv)...)
+	passert.Empty(s, res.FailedRows)
+	passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("p.d.clock %d rows", len(in)))
+	run(t, p)
+
+	p, s = beam.NewPipelineWithRoot()
+	for _, f := range []bigqueryio.DataFormat{bigqueryio.Avro, bigqueryio.Arrow} {
+		s := s.Scope(fmt.Sprint(f))
+		back := bigqueryio.Read(s, "p.d.clock", reflect.TypeFor[ClockRow](), bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithDataFormat(f))
+		var wantText []any
+		for _, w := range want {
+			wantText = append(wantText, clockText(w))
+		}
+		passert.Equals(s, beam.ParDo(s, clockText, back), wantText...)
+	}
+	run(t, p)
+}
+
+// NumericPair has a NUMERIC and a BIGNUMERIC column.
+type NumericPair struct {
+	ID int64    `bigquery:"id"`
+	N  *big.Rat `bigquery:"n"`
+	BN *big.Rat `bigquery:"bn"`
+}
+
+func init() {
+	beam.RegisterType(reflect.TypeFor[NumericPair]())
+	register.Function1x1(failedError)
+}
+
+func failedError(f bigqueryio.FailedRow) string {
+	return f.Row + " " + f.Error
+}
+
+// TestWriteDecimalDigits: a NUMERIC or BIGNUMERIC value with more digits
+// after the point than the type holds (9, 38) is refused, to FailedRows
+// with a message naming the field, not rounded; values of the scale read
+// back exactly. (Before: NUMERIC 0.0000000005 was written as 0.000000001.)
+func TestWriteDecimalDigits(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	schema := bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}, {Name: "n", Type: bigquery.NumericFieldType}, {Name: "bn", Type: bigquery.BigNumericFieldType}}
+	ok := []NumericPair{
+		{ID: 1, N: rat("0.000000001"), BN: rat("0.00000000000000000000000000000000000001")},
+		{ID: 2, N: rat("-99999999999999999999999999999.999999999"), BN: rat("1/4")},
+	}
+	bad := []NumericPair{
+		{ID: 3, N: rat("0.0000000005"), BN: rat("1")},
+		{ID: 4, N: rat("1/3"), BN: rat("1")},
+		{ID: 5, N: rat("1"), BN: rat("0.000000000000000000000000000000000000015")},
+	}
+	p, s := beam.NewPipelineWithRoot()
+	res := bigqueryio.Write(s, "p.d.dec", beam.Create(s, anys(append(append([]NumericPair{}, ok...), bad...))...), writeOpts(srv, bigqueryio.WithSchema(schema))...)
+	passert.Equals(s, beam.ParDo(s, failedError, res.FailedRows),
+		`{"ID":3,"N":"1/2000000000","BN":"1"} field N: NUMERIC value 1/2000000000 (0.000000000500...) has more than 9 digits after the point, which NUMERIC holds: round it first (a big.Rat set from x.FloatString(9) rounds half away from zero)`,
+		`{"ID":4,"N":"1/3","BN":"1"} field N: NUMERIC value 1/3 (0.333333333333...) has more than 9 digits after the point, which NUMERIC holds: round it first (a big.Rat set from x.FloatString(9) rounds half away from zero)`,
+		`{"ID":5,"N":"1","BN":"3/200000000000000000000000000000000000000"} field BN: BIGNUMERIC value 3/200000000000000000000000000000000000000 (0.00000000000000000000000000000000000001500...) has more than 38 digits after the point, which BIGNUMERIC holds: round it first (a big.Rat set from x.FloatString(38) rounds half away from zero)`)
+	run(t, p)
+	rows, err := srv.TableRows("p.d.dec")
+	if err != nil || len(rows) != len(ok) {
+		t.Fatalf("%d rows (%v), want %d", len(rows), err, len(ok))
+	}
+	for _, r := range rows {
+		i := r[0].(int64) - 1
+		if r[1].(*big.Rat).Cmp(ok[i].N) != 0 || r[2].(*big.Rat).Cmp(ok[i].BN) != 0 {
+			t.Errorf("row %v, want %v %v", r, ok[i].N, ok[i].BN)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(rows), "1/4") {
+		t.Errorf("rows %v: BIGNUMERIC 1/4 not exact", rows)
+	}
+}
