@@ -281,12 +281,25 @@
 // messages of a writer schema made by managedwriter/adapt from the table's
 // schema, read when a worker first writes to the table (GetWriteStream of
 // its _default stream); NUMERIC, BIGNUMERIC, DATETIME and TIME go as their
-// text, so that no value is rounded or packed on the way. A field without a
+// text. A field without a
 // column, or of a type its column does not take, is refused when the
 // pipeline is built against WithSchema or the schema bigquery.InferSchema
 // infers, naming the field, and again against the table's schema when the
 // write starts; columns without a field are NULL. A Row's keys must be
 // columns.
+//
+// Values are written as the service reads them back. BigQuery keeps
+// microseconds: a TIME, DATETIME or TIMESTAMP is truncated to the
+// microsecond (toward the past), as Beam Java's encoder truncates a
+// LocalTime or an Instant, never rounded: 23:59:59.9999996 is written as
+// 23:59:59.999999, in its second, day and year (rounding would carry into
+// the next, or past 9999-12-31). A NUMERIC or BIGNUMERIC holds 9 or 38
+// digits after the point: a *big.Rat with more (1/3, 0.0000000005) is
+// refused, to FailedRows naming the field, as Beam Java's
+// BigDecimalByteStringEncoder refuses a BigDecimal of a larger scale;
+// round it yourself (x.FloatString(9) rounds half away from zero). A
+// civil.Time that is no time of day, or a civil.DateTime outside years 1
+// to 9999, is refused the same way. Every other value is sent exactly.
 //
 // Appends carry offsets and at most WithMaxAppendBytes of rows (9 MB,
 // under the service's 10 MB request limit); up to four are in flight per
