@@ -276,6 +276,16 @@
 // then holds one TableResult per table (its streams, rows, commit time); a
 // table that got no row gets none. A commit retried after one whose answer
 // was lost finds every stream STREAM_ALREADY_COMMITTED, which is success.
+// A FinalizeWriteStream failing with a transient code (UNAVAILABLE,
+// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN) is
+// retried with the write's backoff (WithRetries); a retry that finds the
+// stream finalized by the attempt whose answer was lost is success when it
+// is answered the row count appended, or STREAM_FINALIZED for a stream
+// GetWriteStream shows PENDING and uncommitted (the API reports no row
+// count of a stream: every append was acknowledged at its offset, so the
+// stream holds the rows appended). Another count, a committed stream, or
+// a permanent error fails the bundle naming the table, the stream and the
+// counts.
 //
 // Rows are encoded by hand (no dynamicpb message per row) as proto2
 // messages of a writer schema made by managedwriter/adapt from the table's

@@ -162,12 +162,9 @@ func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDon
 			emit(res, streamDone{Stream: d.ms.StreamName(), Rows: d.next})
 			continue
 		}
-		n, err := d.ms.Finalize(ctx)
+		n, err := finalizeStream(ctx, f.Cfg, d.table.spec, d.ms.StreamName(), d.next, d.ms.Finalize, f.mw.GetWriteStream)
 		if err != nil {
-			return fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s: %w", d.table.spec, d.ms.StreamName(), err)
-		}
-		if n != d.next {
-			return fmt.Errorf("bigqueryio.Write to %s: stream %s finalized with %d rows, %d were appended", d.table.spec, d.ms.StreamName(), n, d.next)
+			return err
 		}
 		emit(res, streamDone{Stream: d.ms.StreamName(), Rows: n})
 	}
@@ -466,4 +463,72 @@ func appendTransient(err error) bool {
 		return true
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// noRetry turns off a client call's own retries where the caller retries.
+var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
+
+// finalizeStream finalizes the PENDING stream name of table spec, into which
+// appended rows were appended (every append acknowledged at its offset),
+// and returns its row count. A transient failure (transient: UNAVAILABLE,
+// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN, or a
+// dropped connection) is retried with the write's backoff (WithRetries),
+// the client's own retries off. A retry may find the stream finalized by
+// the attempt whose answer was lost: answered with a row count, the count
+// must be appended; answered STREAM_FINALIZED (the Storage Write API
+// answers a finalized stream's appends so), the stream must still be a
+// PENDING stream of the table, not committed (GetWriteStream), and then it
+// holds the appended rows, which is success. Anything else fails, naming
+// the table, the stream and both counts.
+func finalizeStream(ctx context.Context, cfg writeConfig, spec, name string, appended int64,
+	finalize func(context.Context, ...gax.CallOption) (int64, error),
+	get func(context.Context, *storagepb.GetWriteStreamRequest, ...gax.CallOption) (*storagepb.WriteStream, error)) (int64, error) {
+	bo := gax.Backoff{Initial: cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	for retries := 0; ; retries++ {
+		n, err := finalize(ctx, noRetry)
+		switch {
+		case err == nil && n != appended:
+			return 0, fmt.Errorf("bigqueryio.Write to %s: stream %s finalized with %d rows, %d were appended", spec, name, n, appended)
+		case err == nil:
+			return n, nil
+		case retries > 0 && storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
+			return appended, checkFinalized(ctx, spec, name, appended, get)
+		case (transient(err) || appendTransient(err)) && ctx.Err() == nil && retries < cfg.MaxRetries:
+			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s: %w", spec, name, err)
+			}
+		default:
+			return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, retries+1, err)
+		}
+	}
+}
+
+// checkFinalized checks that stream name, answered STREAM_FINALIZED to a
+// retried finalize, is the PENDING stream of table spec it was, not
+// committed: then the earlier attempt finalized it, with the appended rows.
+func checkFinalized(ctx context.Context, spec, name string, appended int64,
+	get func(context.Context, *storagepb.GetWriteStreamRequest, ...gax.CallOption) (*storagepb.WriteStream, error)) error {
+	ws, err := get(ctx, &storagepb.GetWriteStreamRequest{Name: name})
+	switch {
+	case err != nil:
+		return fmt.Errorf("bigqueryio.Write to %s: stream %s was finalized by an attempt whose answer was lost; reading it back: %w", spec, name, err)
+	case ws.GetType() != storagepb.WriteStream_PENDING || ws.GetCommitTime() != nil:
+		return fmt.Errorf("bigqueryio.Write to %s: stream %s, answered already finalized, is %v and committed at %v: want the PENDING stream of the %d rows appended, uncommitted",
+			spec, name, ws.GetType(), ws.GetCommitTime().AsTime(), appended)
+	}
+	return nil
+}
+
+// storageCode is the Storage Write API's code in err's details, or 0.
+func storageCode(err error) storagepb.StorageError_StorageErrorCode {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0
+	}
+	for _, d := range st.Details() {
+		if se, ok := d.(*storagepb.StorageError); ok {
+			return se.GetCode()
+		}
+	}
+	return 0
 }

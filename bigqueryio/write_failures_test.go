@@ -2,6 +2,7 @@ package bigqueryio_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -158,4 +160,64 @@ func killWorkers(t *testing.T) []int {
 		t.Errorf("no worker process of pid %d found", os.Getpid())
 	}
 	return pids
+}
+
+// TestWriteFinalizeRetried: FinalizeWriteStream failing with INTERNAL or
+// UNAVAILABLE is retried with the write's backoff, in SDK workers of their
+// own processes (internal/workertest), and every row is written once: when
+// the failed attempt had finalized the stream (its answer lost), the retry
+// is answered the row count again, or STREAM_FINALIZED, and either is
+// success. (Before: INTERNAL, which the client does not retry, failed the
+// job.)
+func TestWriteFinalizeRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults bqtest.WriteFaults
+	}{
+		{"internal", bqtest.WriteFaults{FinalizeErrorCode: codes.Internal, FinalizeErrorCalls: 2}},
+		{"internal after apply, refused again", bqtest.WriteFaults{FinalizeErrorCode: codes.Internal, FinalizeErrorCalls: 1, FinalizeAfterApply: true, FinalizeAgainRefused: true}},
+		{"unavailable after apply, count again", bqtest.WriteFaults{FinalizeErrorCode: codes.Unavailable, FinalizeErrorCalls: 2, FinalizeAfterApply: true}},
+		// The client's own retry of UNAVAILABLE would see STREAM_FINALIZED
+		// as the first answer: it is off, the write's own retry knows.
+		{"unavailable after apply, refused again", bqtest.WriteFaults{FinalizeErrorCode: codes.Unavailable, FinalizeErrorCalls: 1, FinalizeAfterApply: true, FinalizeAgainRefused: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t)
+			srv.AddDataset("p", "d", "")
+			srv.SetWriteFaults(tc.faults)
+			const n = 2000
+			p, s := beam.NewPipelineWithRoot()
+			res := bigqueryio.Write(s, "p.d.fin", beam.Create(s, anys(simpleRows(n))...), writeOpts(srv, bigqueryio.WithMaxAppendBytes(8000))...)
+			passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("p.d.fin %d rows", n))
+			if _, err := workertest.Run(t, p); err != nil {
+				t.Fatal(err)
+			}
+			checkOnce(t, srv, "p.d.fin", n, nil)
+			if st := srv.WriteStats(); st.InjectedFinalize != tc.faults.FinalizeErrorCalls || st.StreamsCommitted == 0 {
+				t.Errorf("server %+v: want %d finalize failures injected, streams committed", st, tc.faults.FinalizeErrorCalls)
+			}
+		})
+	}
+}
+
+// TestWriteFinalizeFailsLoudly: a finalize failing with a permanent error
+// (PERMISSION_DENIED) fails the write at once naming the table and the
+// stream, and nothing is visible.
+func TestWriteFinalizeFailsLoudly(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	srv.SetWriteFaults(bqtest.WriteFaults{FinalizeErrorCode: codes.PermissionDenied, FinalizeErrorCalls: 1000})
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.fin", beam.Create(s, anys(simpleRows(100))...), writeOpts(srv)...)
+	err := runFailing(p)
+	if err == nil || !strings.Contains(err.Error(), "bigqueryio.Write to p.d.fin: finalizing stream projects/p/datasets/d/tables/fin/streams/") ||
+		!strings.Contains(err.Error(), "PermissionDenied") {
+		t.Fatalf("error %v: want the finalize's, naming the table and the stream", err)
+	}
+	if st := srv.WriteStats(); st.InjectedFinalize != 1 {
+		t.Errorf("%d finalize calls failed, want 1 (a permanent error is not retried)", st.InjectedFinalize)
+	}
+	if rows, _ := srv.TableRows("p.d.fin"); len(rows) != 0 {
+		t.Errorf("%d rows visible", len(rows))
+	}
 }

@@ -121,7 +121,8 @@
 //     GetWriteStream (type, create time, commit time, location, and the
 //     table schema in the FULL view; _default has neither time, as the
 //     service reports it); FinalizeWriteStream (the row count; finalizing
-//     again answers it again; _default cannot be finalized);
+//     again answers it again, or STREAM_FINALIZED with
+//     WriteFaults.FinalizeAgainRefused; _default cannot be finalized);
 //     BatchCommitWriteStreams (all streams of a request or none: a stream
 //     that is not a finalized, uncommitted PENDING stream of the parent
 //     table gets a stream error — INVALID_STREAM_STATE, INVALID_STREAM_TYPE,
@@ -209,7 +210,10 @@
 // (INVALID_ARGUMENT, PERMISSION_DENIED, ...) for every request after a
 // number of them; a hook called with each request (to hold it, or to end
 // the RPC before it is written); RPCs ended after a number of answers;
-// slow commits, and commits failing before or after they applied.
+// slow commits, and commits failing before or after they applied;
+// FinalizeWriteStream failing with a code (UNAVAILABLE, INTERNAL, ...)
+// before or after it finalized the stream, and a finalize of a finalized
+// stream answered STREAM_FINALIZED instead of its row count.
 // AppendAttempts counts the requests naming each stream and offset, so a
 // test can check that a client did not send an append again.
 //

@@ -40,6 +40,7 @@ type writeState struct {
 	appendCalls int // AppendRows requests since SetWriteFaults
 	hookCalls   int // AppendRows requests given to WriteFaults.OnAppend
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults
+	finalCalls  int // FinalizeWriteStream calls since SetWriteFaults
 	stats       WriteStats
 	attempts    map[AppendAt]int // AppendRows requests by stream and offset
 	seq         int
@@ -120,6 +121,19 @@ type WriteFaults struct {
 	CommitUnavailableShare float64
 	CommitUnavailableCalls int
 	CommitAfterApply       bool
+
+	// FinalizeErrorCode, when not OK, fails the first FinalizeErrorCalls
+	// FinalizeWriteStream calls since SetWriteFaults with this code
+	// (UNAVAILABLE, INTERNAL, ...), the stream left as it was unless
+	// FinalizeAfterApply is set: then the stream is finalized and the
+	// answer is lost.
+	FinalizeErrorCode  codes.Code
+	FinalizeErrorCalls int
+	FinalizeAfterApply bool
+	// FinalizeAgainRefused answers a FinalizeWriteStream of a stream that
+	// is already finalized INVALID_ARGUMENT with STREAM_FINALIZED, as an
+	// append to it is answered, instead of its row count again.
+	FinalizeAgainRefused bool
 }
 
 // WriteStats counts what the Write API server (and tabledata.insertAll)
@@ -140,6 +154,7 @@ type WriteStats struct {
 	InjectedFailures  int   // AppendRows requests failed by WriteFaults
 	InjectedCloses    int   // AppendRows RPCs ended by WriteFaults.CloseAfterRequests
 	InjectedCommit    int   // BatchCommitWriteStreams calls failed by WriteFaults
+	InjectedFinalize  int   // FinalizeWriteStream calls failed by WriteFaults
 	InsertAllRequests int   // tabledata.insertAll calls
 	InsertAllRows     int64 // rows tabledata.insertAll wrote
 	TablesCreated     int   // tables.insert calls that made a table
@@ -160,7 +175,7 @@ type WriteStream struct {
 // on.
 func (s *Server) SetWriteFaults(f WriteFaults) {
 	s.mu.Lock()
-	s.w.faults, s.w.appendCalls, s.w.hookCalls, s.w.commitCalls = f, 0, 0, 0
+	s.w.faults, s.w.appendCalls, s.w.hookCalls, s.w.commitCalls, s.w.finalCalls = f, 0, 0, 0, 0
 	s.mu.Unlock()
 }
 
@@ -429,22 +444,37 @@ func (w *writeService) GetWriteStream(ctx context.Context, req *storagepb.GetWri
 }
 
 // FinalizeWriteStream implements storagepb.BigQueryWriteServer. Finalizing
-// a finalized stream again answers its row count again.
+// a finalized stream again answers its row count again (or, with
+// WriteFaults.FinalizeAgainRefused, STREAM_FINALIZED).
 func (w *writeService) FinalizeWriteStream(ctx context.Context, req *storagepb.FinalizeWriteStreamRequest) (*storagepb.FinalizeWriteStreamResponse, error) {
 	s := w.s
-	if defaultStreamTable(req.GetName()) != "" {
-		return nil, storageErr(codes.InvalidArgument, storagepb.StorageError_INVALID_STREAM_TYPE, req.GetName(),
-			"Cannot finalize the _default stream. Entity: "+req.GetName())
+	name := req.GetName()
+	if defaultStreamTable(name) != "" {
+		return nil, storageErr(codes.InvalidArgument, storagepb.StorageError_INVALID_STREAM_TYPE, name,
+			"Cannot finalize the _default stream. Entity: "+name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ws, err := s.streamLocked(req.GetName())
+	f := s.w.faults
+	fail := f.FinalizeErrorCode != codes.OK && s.injectLocked(&s.w.finalCalls, f.FinalizeErrorCalls, 0)
+	if fail && !f.FinalizeAfterApply {
+		s.w.stats.InjectedFinalize++
+		return nil, status.Errorf(f.FinalizeErrorCode, "bqtest: injected FinalizeWriteStream failure of %s", name)
+	}
+	ws, err := s.streamLocked(name)
 	if err != nil {
 		return nil, err
+	}
+	if ws.finalized && f.FinalizeAgainRefused {
+		return nil, storageErr(codes.InvalidArgument, storagepb.StorageError_STREAM_FINALIZED, name, "Stream has been finalized. Entity: "+name)
 	}
 	if !ws.finalized {
 		ws.finalized = true
 		s.w.stats.StreamsFinalized++
+	}
+	if fail {
+		s.w.stats.InjectedFinalize++
+		return nil, status.Errorf(f.FinalizeErrorCode, "bqtest: injected FinalizeWriteStream failure of %s, after it finalized the stream", name)
 	}
 	return &storagepb.FinalizeWriteStreamResponse{RowCount: ws.n}, nil
 }
