@@ -309,7 +309,30 @@
 // BigDecimalByteStringEncoder refuses a BigDecimal of a larger scale;
 // round it yourself (x.FloatString(9) rounds half away from zero). A
 // civil.Time that is no time of day, or a civil.DateTime outside years 1
-// to 9999, is refused the same way. Every other value is sent exactly.
+// to 9999, is refused the same way, as is a civil.Date outside them (the
+// zero civil.Date is one). Every other value is sent exactly.
+//
+// The schema inferred for CreateIfNeeded (without WithSchema) takes every
+// value of the struct type: it is bigquery.InferSchema's, with every field
+// that can be nil NULLABLE at every depth (a []byte, a *big.Rat, a nested
+// struct pointer, a map: InferSchema makes the first three REQUIRED unless
+// tagged nullable), and a *big.Rat tagged `bigqueryio:"bignumeric"` is
+// BIGNUMERIC (InferSchema makes every *big.Rat NUMERIC; the official
+// client refuses options of its `bigquery` tag but nullable and json, so
+// the option has a tag of its own):
+//
+//	type Reading struct {
+//		ID    int64    `bigquery:"id"`
+//		Raw   []byte   `bigquery:"raw"`                           // BYTES NULLABLE
+//		Value *big.Rat `bigquery:"value" bigqueryio:"bignumeric"` // BIGNUMERIC NULLABLE
+//		Site  *Site    `bigquery:"site"`                          // RECORD NULLABLE
+//	}
+//
+// A field whose values no column can hold is refused when the pipeline is
+// built, naming the field: a slice whose items can be nil ([]*T,
+// []*big.Rat, [][]byte; a BigQuery array holds no NULL; with WithSchema
+// such a nil item is refused row by row), a struct of no exported fields,
+// the tag on another type than *big.Rat.
 //
 // Appends carry offsets and at most WithMaxAppendBytes of rows (9 MB,
 // under the service's 10 MB request limit); up to four are in flight per

@@ -142,9 +142,5 @@ func writeSchema(cfg writeConfig, t reflect.Type) (bigquery.Schema, error) {
 	if t == typeOfRow {
 		return nil, nil
 	}
-	schema, err := bigquery.InferSchema(reflect.New(t).Elem().Interface())
-	if err != nil {
-		return nil, fmt.Errorf("inferring its schema: %w", err)
-	}
-	return schema, nil
+	return inferSchema(t)
 }

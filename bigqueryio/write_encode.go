@@ -495,10 +495,16 @@ func appendScalar(b []byte, c *colPlan, x any) ([]byte, error) {
 	case bigquery.DateFieldType:
 		switch v := x.(type) {
 		case civil.Date:
+			if !validDate(v) {
+				return b, fmt.Errorf("%v is not a date of years 1 to 9999", v)
+			}
 			return varint(uint64(int64(v.DaysSince(epochDate)))), nil
 		case bigquery.NullDate:
 			if !v.Valid {
 				return b, nil
+			}
+			if !validDate(v.Date) {
+				return b, fmt.Errorf("%v is not a date of years 1 to 9999", v.Date)
 			}
 			return varint(uint64(int64(v.Date.DaysSince(epochDate)))), nil
 		}
@@ -554,7 +560,7 @@ func appendCivil(b []byte, num protowire.Number, d civil.Date, t civil.Time, wit
 	var buf [32]byte
 	lit := buf[:0]
 	if withDate {
-		if !d.IsValid() || d.Year < 1 || d.Year > 9999 {
+		if !validDate(d) {
 			return b, fmt.Errorf("%v is not a date of years 1 to 9999", d)
 		}
 		lit = appendDigits(lit, d.Year, 4)
@@ -571,6 +577,10 @@ func appendCivil(b []byte, num protowire.Number, d civil.Date, t civil.Time, wit
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendBytes(b, lit), nil
 }
+
+// validDate reports a date BigQuery holds: a valid date of years 1 to 9999
+// (the zero civil.Date is none).
+func validDate(d civil.Date) bool { return d.IsValid() && d.Year >= 1 && d.Year <= 9999 }
 
 // appendDigits appends n (0 <= n < 10^width) as width decimal digits.
 func appendDigits(b []byte, n, width int) []byte {

@@ -134,3 +134,22 @@ func TestDecimalText(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRefusesInvalidDate: the zero civil.Date and dates outside
+// years 1 to 9999 are refused naming the field. (Before: sent as a day
+// count the service refuses or reads as another date.)
+func TestEncodeRefusesInvalidDate(t *testing.T) {
+	type dated struct{ D civil.Date }
+	enc, err := newRowEncoder(bigquery.Schema{{Name: "D", Type: bigquery.DateFieldType}}, reflect.TypeFor[dated]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []civil.Date{{}, {Year: 10000, Month: 1, Day: 1}, {Year: 2023, Month: 2, Day: 29}} {
+		if _, err := enc.encode(nil, dated{d}); err == nil || !strings.Contains(err.Error(), "D: "+d.String()+" is not a date of years 1 to 9999") {
+			t.Errorf("%v: %v", d, err)
+		}
+	}
+	if _, err := enc.encode(nil, dated{civil.Date{Year: 1, Month: 1, Day: 1}}); err != nil {
+		t.Error(err)
+	}
+}
