@@ -68,24 +68,36 @@ func nearBoundaries(offsets []int) (in, want []ClockRow) {
 
 // TestWriteClockValuesExact writes TIME, DATETIME and TIMESTAMP values
 // within 1 µs of a second, minute, day and year boundary and reads them
-// back: each is its value truncated to the microsecond, and no row is
-// refused. (Before: 01:02:03.9999995 was sent as "01:02:03.1000000", a
+// back, written as structs and as Rows: each is its value truncated to
+// the microsecond, and no row is refused. (Before: 01:02:03.9999995 was sent as "01:02:03.1000000", a
 // literal with seven fractional digits the service refuses, so the row
 // went to FailedRows.)
 func TestWriteClockValuesExact(t *testing.T) {
 	srv := newServer(t)
 	srv.AddDataset("p", "d", "")
 	in, want := nearBoundaries([]int{-1000, -999, -501, -500, -499, -1, 0, 1, 499, 500, 501, 999})
+	var generic []any // the same values as Rows, encoded by the table's schema
+	for _, r := range in {
+		generic = append(generic, bigqueryio.Row{"id": r.ID, "tm": r.Tm, "dt": r.Dt, "ts": r.Ts})
+	}
+	schema := bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}, {Name: "tm", Type: bigquery.TimeFieldType},
+		{Name: "dt", Type: bigquery.DateTimeFieldType}, {Name: "ts", Type: bigquery.TimestampFieldType}}
 	p, s := beam.NewPipelineWithRoot()
 	res := bigqueryio.Write(s, "p.d.clock", beam.Create(s, anys(in)...), writeOpts(srv)...)
 	passert.Empty(s, res.FailedRows)
 	passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("p.d.clock %d rows", len(in)))
+	s2 := s.Scope("rows")
+	res = bigqueryio.Write(s2, "p.d.clockrows", beam.Create(s2, generic...), writeOpts(srv, bigqueryio.WithSchema(schema))...)
+	passert.Empty(s2, res.FailedRows)
 	run(t, p)
 
 	p, s = beam.NewPipelineWithRoot()
-	for _, f := range []bigqueryio.DataFormat{bigqueryio.Avro, bigqueryio.Arrow} {
-		s := s.Scope(fmt.Sprint(f))
-		back := bigqueryio.Read(s, "p.d.clock", reflect.TypeFor[ClockRow](), bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithDataFormat(f))
+	for _, c := range []struct {
+		table string
+		f     bigqueryio.DataFormat
+	}{{"p.d.clock", bigqueryio.Avro}, {"p.d.clock", bigqueryio.Arrow}, {"p.d.clockrows", bigqueryio.Avro}} {
+		s := s.Scope(fmt.Sprint(c))
+		back := bigqueryio.Read(s, c.table, reflect.TypeFor[ClockRow](), bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithDataFormat(c.f))
 		var wantText []any
 		for _, w := range want {
 			wantText = append(wantText, clockText(w))
