@@ -120,7 +120,7 @@ func checkRepeats(given []givenOption, own ...string) error {
 func applyOptions[C, O any](transform string, c *C, opts []O, apply func(O, *C)) error {
 	for i, o := range opts {
 		if isNilOption(o) {
-			return fmt.Errorf("%s: option %d of %d is nil (a nil %T)", transform, i+1, len(opts), new(O))
+			return fmt.Errorf("%s: option %d of %d is nil (a nil %v)", transform, i+1, len(opts), reflect.TypeFor[O]())
 		}
 		apply(o, c)
 	}

@@ -317,7 +317,7 @@ func TestNilOption(t *testing.T) {
 			_, s := beam.NewPipelineWithRoot()
 			_, err := TryRead(s, "p.d.t", typ, WithMaxStreams(2), nil)
 			return err
-		}, "bigqueryio.Read: option 2 of 2 is nil (a nil *bigqueryio.ReadOption)"},
+		}, "bigqueryio.Read: option 2 of 2 is nil (a nil bigqueryio.ReadOption)"},
 		{"nil function", func() error {
 			_, s := beam.NewPipelineWithRoot()
 			_, err := TryRead(s, "p.d.t", typ, sessionOption(nil), WithMaxStreams(2))
@@ -326,17 +326,17 @@ func TestNilOption(t *testing.T) {
 		{"zero CommonOption", func() error {
 			_, err := NewStreamCheck(context.Background(), "p.d.t", CommonOption{})
 			return err
-		}, "bigqueryio.NewStreamCheck: option 1 of 1 is nil"},
+		}, "bigqueryio.NewStreamCheck: option 1 of 1 is nil (a nil bigqueryio.ReadOption)"},
 		{"nil QueryOption", func() error {
 			_, s := beam.NewPipelineWithRoot()
 			_, err := TryQuery(s, "SELECT 1", typ, WithBillingProject("b"), WithLegacySQL(), QueryWriteOption{})
 			return err
-		}, "bigqueryio.Query: option 3 of 3 is nil"},
+		}, "bigqueryio.Query: option 3 of 3 is nil (a nil bigqueryio.QueryOption)"},
 		{"nil WriteOption", func() error {
 			_, s := beam.NewPipelineWithRoot()
 			_, err := TryWrite(s, "p.d.t", beam.Create(s, struct{ ID int64 }{1}), nil, WithAtLeastOnce())
 			return err
-		}, "bigqueryio.Write: option 1 of 2 is nil (a nil *bigqueryio.WriteOption)"},
+		}, "bigqueryio.Write: option 1 of 2 is nil (a nil bigqueryio.WriteOption)"},
 	} {
 		var err error
 		func() {
