@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
 	vdata "cloud.google.com/go/bigquery/storage/managedwriter/testdata"
 	"cloud.google.com/go/civil"
+	"github.com/googleapis/gax-go/v2"
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -1216,5 +1217,47 @@ func TestWriteAppendProtocol(t *testing.T) {
 	}
 	if _, err := stream.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("first request without a stream: %v", err)
+	}
+}
+
+// TestWriteFinalizeFaults: WriteFaults fail FinalizeWriteStream with a code
+// before it finalizes the stream (a retry finalizes it) or after (the
+// answer lost: the stream is finalized, a retry answers its row count, or
+// STREAM_FINALIZED with FinalizeAgainRefused), as Google's client sees it.
+func TestWriteFinalizeFaults(t *testing.T) {
+	noRetry := gax.WithRetry(func() gax.Retryer { return nil })
+	for _, tc := range []struct {
+		name          string
+		faults        bqtest.WriteFaults
+		finalizedByIt bool // the failed call finalized the stream
+	}{
+		{"before", bqtest.WriteFaults{FinalizeErrorCode: codes.Internal, FinalizeErrorCalls: 1}, false},
+		{"after", bqtest.WriteFaults{FinalizeErrorCode: codes.Internal, FinalizeErrorCalls: 1, FinalizeAfterApply: true}, true},
+		{"after, refused again", bqtest.WriteFaults{FinalizeErrorCode: codes.Unavailable, FinalizeErrorCalls: 1, FinalizeAfterApply: true, FinalizeAgainRefused: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newWriteEnv(t)
+			res := e.table(t, "fin", simpleSchema)
+			md, dp := schemaDescriptor(t, simpleSchema)
+			ms := pendingStream(t, e, res, md, dp, 0, 3, false)
+			e.srv.SetWriteFaults(tc.faults)
+			if _, err := ms.Finalize(e.ctx, noRetry); status.Code(err) != tc.faults.FinalizeErrorCode {
+				t.Fatalf("first finalize: %v, want %v", err, tc.faults.FinalizeErrorCode)
+			}
+			if ws := e.srv.WriteStreams("proj.ds.fin"); len(ws) != 1 || ws[0].Finalized != tc.finalizedByIt || ws[0].Rows != 3 {
+				t.Fatalf("streams %+v after the failed finalize", ws)
+			}
+			n, err := ms.Finalize(e.ctx, noRetry)
+			if tc.faults.FinalizeAgainRefused {
+				if code, se := storageError(t, err); code != codes.InvalidArgument || se.GetCode() != storagepb.StorageError_STREAM_FINALIZED || se.GetEntity() != ms.StreamName() {
+					t.Fatalf("finalize again: %v, %v", code, se)
+				}
+			} else if err != nil || n != 3 {
+				t.Fatalf("finalize again: %d rows, %v", n, err)
+			}
+			if st := e.srv.WriteStats(); st.InjectedFinalize != 1 || st.StreamsFinalized != 1 {
+				t.Errorf("stats %+v", st)
+			}
+		})
 	}
 }
