@@ -405,7 +405,8 @@ func WithSplitTimeout(d time.Duration) SessionOption {
 }
 
 // WithRetries sets how many times in a row a ReadRows (of Read and Query)
-// or an append (of Write) failing with a transient error is retried
+// or an append, a finalize or a commit (of Write) failing with a transient
+// error is retried
 // (default 10), backing off from base (default 100 ms) doubling up to 10 s,
 // each wait drawn at random below its bound (gax's Backoff, as the official
 // clients retry).
