@@ -76,7 +76,9 @@ type givenOption struct{ name, call, value string }
 // note records a call of the named option with args, for the messages and
 // the checks of construction. Every option calls it: an option given twice
 // with different values is then refused (checkRepeats) with no rule of its
-// own.
+// own. Two calls differ when their text does: an argument that holds
+// pointers should be given as text (see WithSchema), so that equal values
+// read the same.
 func (c *readConfig) note(name string, args ...any) {
 	parts := make([]string, len(args))
 	for i, a := range args {
@@ -406,10 +408,9 @@ func WithSplitTimeout(d time.Duration) SessionOption {
 
 // WithRetries sets how many times in a row a ReadRows (of Read and Query)
 // or an append, a finalize or a commit (of Write) failing with a transient
-// error is retried
-// (default 10), backing off from base (default 100 ms) doubling up to 10 s,
-// each wait drawn at random below its bound (gax's Backoff, as the official
-// clients retry).
+// error is retried (default 10), backing off from base (default 100 ms)
+// doubling up to 10 s, each wait drawn at random below its bound (gax's
+// Backoff, as the official clients retry).
 func WithRetries(n int, base time.Duration) CommonOption {
 	return CommonOption{
 		read:  func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base },
