@@ -180,7 +180,8 @@
 //	            decimal form); rounded half away from zero to the scale, out of range refused
 //	DATE        int32 or int64 days since 1970-01-01 (-719162..2932896), string YYYY-[M]M-[D]D
 //	DATETIME    int64 packed as CivilTimeEncoder packs it, string date[( |T)[H]H:[M]M:[S]S[.ffffff]]
-//	TIME        int64 packed, string [H]H:[M]M:[S]S[.ffffff]
+//	            (at most six fractional digits: "01:02:03.1000000" is refused, as the service does)
+//	TIME        int64 packed, string [H]H:[M]M:[S]S[.ffffff], as DATETIME's time
 //	TIMESTAMP   int64, int32 or uint32 microseconds since the epoch, google.protobuf.Timestamp
 //	            (nanoseconds truncated); years 1 to 9999
 //	GEOGRAPHY   string, WKT (by its keyword) or GeoJSON; the geometry is not checked
