@@ -120,12 +120,7 @@ func writeTypesRows() []wTypes {
 
 // canonTypes is an exact text of a wTypes (rationals as fractions).
 func canonTypes(r wTypes) string {
-	rs := func(x *big.Rat) string {
-		if x == nil {
-			return "NULL"
-		}
-		return x.RatString()
-	}
+	rs := ratText
 	var b strings.Builder
 	fmt.Fprintf(&b, "i=%d n=%s bn=%s d=%v tm=%v dt=%v ts=%v/%s g=%v j=%v b=%q ok=%v f=%v s=%q", r.I, rs(r.N), rs(r.BN), r.D, r.Tm, r.Dt,
 		r.Ts.Valid, r.Ts.Timestamp.UTC().Format(time.RFC3339Nano), r.G, r.J, r.B, r.OK, r.F, r.S.StringVal+fmt.Sprint(r.S.Valid))
@@ -134,6 +129,14 @@ func canonTypes(r wTypes) string {
 	}
 	fmt.Fprintf(&b, " rs=%v", r.RS)
 	return b.String()
+}
+
+// ratText is x as an exact fraction, or NULL.
+func ratText(x *big.Rat) string {
+	if x == nil {
+		return "NULL"
+	}
+	return x.RatString()
 }
 
 // canonWriteRow is canonTypes of a Row.

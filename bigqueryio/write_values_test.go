@@ -184,17 +184,11 @@ func init() {
 }
 
 func nullableText(r NullableRow) string {
-	rs := func(x *big.Rat) string {
-		if x == nil {
-			return "NULL"
-		}
-		return x.RatString()
-	}
 	inner := "NULL"
 	if r.Inner != nil {
 		inner = fmt.Sprintf("{%q %v}", r.Inner.S, r.Inner.B)
 	}
-	return fmt.Sprintf("%d blob=%v/%v n=%s bn=%s inner=%s", r.ID, r.Blob == nil, r.Blob, rs(r.N), rs(r.BN), inner)
+	return fmt.Sprintf("%d blob=%v/%v n=%s bn=%s inner=%s", r.ID, r.Blob == nil, r.Blob, ratText(r.N), ratText(r.BN), inner)
 }
 
 // TestWriteInferredSchemaTakesNils writes, into a table CreateIfNeeded
