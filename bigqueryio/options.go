@@ -493,9 +493,13 @@ type writeConfig struct {
 	MaxRetries   int
 	RetryBase    time.Duration
 	MaxBatchSize int // encoded bytes of one append, at most
+	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
+	// write_table.go).
+	Spec TableSpec
 
 	given    []givenOption
 	tableFn  any   // WithTableFunc's function, checked against the element type
+	specFn   any   // WithTableSpecFunc's function
 	schemaOK error // WithSchema could not take its schema
 }
 
@@ -535,6 +539,17 @@ func (c *writeConfig) checkOptions(table string) error {
 			return err
 		}
 		c.Table = res
+		if _, part := splitDecorator(table); part != "" {
+			if err := c.Spec.checkDecorator(table, part); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.checkSpecFunc(); err != nil {
+		return err
+	}
+	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {
+		return fmt.Errorf("%s: the table's spec (%s) only applies to a table CreateIfNeeded creates", c.calls("WithCreateDisposition")[len(c.calls("WithCreateDisposition"))-1], c.specCalls())
 	}
 	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
 	switch {

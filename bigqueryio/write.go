@@ -60,10 +60,16 @@ func init() {
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)
+	register.Function1x1(fixedSpec)
+	beam.RegisterType(reflect.TypeFor[TableSpec]())
 	beam.RegisterType(reflect.TypeFor[streamDone]())
 	beam.RegisterType(reflect.TypeFor[TableResult]())
 	beam.RegisterType(reflect.TypeFor[FailedRow]())
 }
+
+// fixedSpec is the spec function of a Write without WithTableSpecFunc (it
+// is never called).
+func fixedSpec(string) TableSpec { return TableSpec{} }
 
 // fixedTable is the table function of a Write without WithTableFunc (it
 // is never called).
@@ -107,6 +113,10 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		}
 		fn.TableFn, fn.HasTableFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.tableFn)}, true
 	}
+	fn.SpecFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedSpec)}
+	if cfg.specFn != nil {
+		fn.SpecFn, fn.HasSpecFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}, true
+	}
 	s = s.Scope("bigqueryio.Write")
 	streams, failed := beam.ParDo2(s, fn, col)
 	results := beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams))
@@ -121,17 +131,22 @@ func checkWriteType(t reflect.Type, cfg writeConfig) error {
 		if cfg.Schema == "" && cfg.Create == CreateIfNeeded {
 			return fmt.Errorf("rows of bigqueryio.Row have no schema to create a table with: give WithSchema, or WithCreateDisposition(CreateNever)")
 		}
-		return nil
-	}
-	if t.Kind() != reflect.Struct {
+	} else if t.Kind() != reflect.Struct {
 		return fmt.Errorf("needs a struct type or bigqueryio.Row")
 	}
 	schema, err := writeSchema(cfg, t)
 	if err != nil {
 		return err
 	}
-	_, err = newRowEncoder(schema, t)
-	return err
+	if t != typeOfRow {
+		if _, err := newRowEncoder(schema, t); err != nil {
+			return err
+		}
+	}
+	if schema != nil {
+		return cfg.Spec.check(schema, cfg.specName)
+	}
+	return nil
 }
 
 // writeSchema is WithSchema's schema, or the one inferred from t.

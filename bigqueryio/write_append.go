@@ -35,12 +35,15 @@ type appendFn struct {
 	Type       beam.EncodedType
 	TableFn    beam.EncodedFunc
 	HasTableFn bool
+	SpecFn     beam.EncodedFunc // WithTableSpecFunc's function
+	HasSpecFn  bool
 
 	mw     *managedwriter.Client
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
 	dests  map[string]*destination // by resource name, for the bundle
 	order  []string                // dests in the order they came
 	route  reflectx.Func1x1
+	spec   reflectx.Func1x1
 	m      writeMetrics
 }
 
@@ -89,6 +92,9 @@ func (f *appendFn) Setup() {
 	f.m = newWriteMetrics(f.Cfg)
 	if f.HasTableFn {
 		f.route = reflectx.ToFunc1x1(f.TableFn.Fn)
+	}
+	if f.HasSpecFn {
+		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
 }
 
@@ -206,13 +212,19 @@ func (f *appendFn) dest(ctx context.Context, res string) (*destination, error) {
 }
 
 // table checks the table res as the dispositions say, the first time the
-// DoFn meets it, and compiles the encoder of its rows.
+// DoFn meets it, and compiles the encoder of its rows. res may name a
+// partition (…/tables/t$20261203): the table is t, the streams are made
+// on res.
 func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if t, ok := f.tables[res]; ok {
 		return t, nil
 	}
-	p := strings.Split(res, "/")
+	base, part := splitDecorator(res)
+	p := strings.Split(base, "/")
 	spec := p[1] + "." + p[3] + "." + p[5]
+	if part != "" {
+		spec += "$" + part
+	}
 	if f.mw == nil {
 		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
 		if err != nil {
@@ -225,11 +237,15 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 	}
 	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition == WriteEmpty {
-		if err := f.checkTable(ctx, p[1], p[3], p[5], given); err != nil {
+		ts, err := f.tableSpec(p[1]+"."+p[3]+"."+p[5], part, given)
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		if err := f.checkTable(ctx, p[1], p[3], p[5], part, given, ts); err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
-	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: res + "/streams/_default", View: storagepb.WriteStreamView_FULL})
+	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: base + "/streams/_default", View: storagepb.WriteStreamView_FULL})
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: reading the table's schema: %w", spec, err)
 	}
@@ -246,9 +262,29 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	return t, nil
 }
 
-// checkTable creates the table if it is missing and CreateIfNeeded, and
-// refuses a table with rows WriteEmpty.
-func (f *appendFn) checkTable(ctx context.Context, project, dataset, table string, schema bigquery.Schema) error {
+// tableSpec is the spec table is created with: the options', or
+// WithTableSpecFunc's for it, checked against the schema and the
+// partition a decorator names.
+func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableSpec, error) {
+	ts := f.Cfg.Spec
+	if f.HasSpecFn {
+		ts = f.spec.Call1x1(table).(TableSpec)
+		if err := ts.check(schema, func(field string) string { return "WithTableSpecFunc: TableSpec." + field }); err != nil {
+			return TableSpec{}, err
+		}
+	}
+	if part != "" {
+		if err := ts.checkDecorator(table, part); err != nil {
+			return TableSpec{}, err
+		}
+	}
+	return ts, nil
+}
+
+// checkTable creates the table if it is missing and CreateIfNeeded, as ts
+// says, and refuses a table with rows WriteEmpty. A write to a partition
+// (part) of a table to create needs a partitioned one.
+func (f *appendFn) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
 	c, err := bigquery.NewClient(ctx, project, f.Cfg.restOptions()...)
 	if err != nil {
 		return err
@@ -260,7 +296,10 @@ func (f *appendFn) checkTable(ctx context.Context, project, dataset, table strin
 		if f.Cfg.Create != CreateIfNeeded {
 			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
 		}
-		err = tbl.Create(ctx, &bigquery.TableMetadata{Schema: schema})
+		if part != "" && ts.TimePartitioning == nil && ts.RangePartitioning == nil {
+			return fmt.Errorf("the table does not exist, and the partition decorator $%s needs a partitioned table: give WithTimePartitioning or WithRangePartitioning", part)
+		}
+		err = tbl.Create(ctx, ts.metadata(schema))
 		if isHTTP(err, http.StatusConflict) {
 			err = nil // made meanwhile by another worker
 		}

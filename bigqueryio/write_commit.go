@@ -32,7 +32,7 @@ func (f *commitFn) Teardown() {
 
 func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(*streamDone) bool, emit func(TableResult)) error {
 	p := strings.Split(res, "/")
-	spec := p[1] + "." + p[3] + "." + p[5]
+	spec := p[1] + "." + p[3] + "." + p[5] // with its partition decorator, if any
 	var names []string
 	var rows int64
 	seen := map[string]bool{}
@@ -56,7 +56,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 		}
 		f.mw = mw
 	}
-	at, err := f.commit(ctx, res, spec, names)
+	at, err := f.commit(ctx, streamParent(names[0]), spec, names)
 	if err != nil {
 		return err
 	}
@@ -104,4 +104,14 @@ func (f *commitFn) commitTime(ctx context.Context, name string) (time.Time, erro
 		return time.Time{}, fmt.Errorf("bigqueryio.Write: reading committed stream %s: %w", name, err)
 	}
 	return ws.GetCommitTime().AsTime(), nil
+}
+
+// streamParent is the table a write stream belongs to, as the service
+// named the stream (…/tables/t/streams/s, or t$partition for a stream made
+// on a partition): the parent its commit names.
+func streamParent(stream string) string {
+	if i := strings.LastIndex(stream, "/streams/"); i >= 0 {
+		return stream[:i]
+	}
+	return stream
 }

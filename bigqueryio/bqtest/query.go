@@ -607,5 +607,6 @@ func restTable(res string, t *table) map[string]any {
 	if !t.expires.IsZero() {
 		out["expirationTime"] = strconv.FormatInt(t.expires.UnixMilli(), 10)
 	}
+	restTableMeta(out, &t.Table)
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	bq "google.golang.org/api/bigquery/v2"
@@ -89,7 +90,8 @@ func tableID(in *bq.Table) string {
 }
 
 // insertTable answers tables.insert: an empty table with the request's
-// schema, in its dataset's location.
+// schema, partitioning, clustering, description, labels, encryption and
+// expiration time, in its dataset's location.
 func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds string) {
 	in, id, ok := readInsert(w, r, "tables", "Table", tableID)
 	if !ok {
@@ -125,10 +127,23 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds st
 		restErrorReason(w, http.StatusConflict, "duplicate", "Already Exists: Table "+proj+":"+ds+"."+id)
 		return
 	}
-	tb, err := newTable(res, Table{Schema: schema, Location: loc})
+	if strings.Contains(id, "$") {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid table ID \""+id+"\": a partition decorator names a partition of a table, not a table to create")
+		return
+	}
+	spec := Table{Schema: schema, Location: loc}
+	tableMetaFromREST(in, &spec)
+	if err := checkTableMeta(&spec); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", err.Error())
+		return
+	}
+	tb, err := newTable(res, spec)
 	if err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", err.Error())
 		return
+	}
+	if in.ExpirationTime != 0 {
+		tb.expires = time.UnixMilli(in.ExpirationTime)
 	}
 	s.tables[res] = tb
 	s.w.stats.TablesCreated++
@@ -220,7 +235,7 @@ func (s *Server) insertAll(w http.ResponseWriter, r *http.Request, proj, ds, tbl
 		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
 		return
 	}
-	s.appendTableLocked(cur, rows)
+	s.appendTableLocked(cur, rows, "")
 	s.w.stats.InsertAllRows += int64(len(rows))
 	s.mu.Unlock()
 	writeJSON(w, &bq.TableDataInsertAllResponse{Kind: "bigquery#tableDataInsertAllResponse", InsertErrors: insertErrs})
