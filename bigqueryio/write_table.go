@@ -39,12 +39,22 @@ type TimePartitioning struct {
 	Expiration time.Duration
 }
 
+// String is p as Go text, for messages.
+func (p TimePartitioning) String() string {
+	return fmt.Sprintf("{Unit:%s Column:%s Expiration:%v}", p.Unit, p.Column, p.Expiration)
+}
+
 // RangePartitioning partitions a table by an INTEGER column: the values
 // [Start, End) in partitions of Interval values each; a value outside
 // them, or NULL, goes to a partition of its own.
 type RangePartitioning struct {
 	Column               string
 	Start, End, Interval int64
+}
+
+// String is p as Go text, for messages.
+func (p RangePartitioning) String() string {
+	return fmt.Sprintf("{Column:%s Start:%d End:%d Interval:%d}", p.Column, p.Start, p.End, p.Interval)
 }
 
 // TableSpec is how CreateIfNeeded makes a table: partitioned by time or by
@@ -73,7 +83,7 @@ var specOption = map[string]string{
 // time: by Column's value, or by the time rows are written.
 func WithTimePartitioning(p TimePartitioning) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithTimePartitioning", fmt.Sprintf("%+v", p))
+		c.note("WithTimePartitioning", p)
 		c.Spec.TimePartitioning = &p
 	})
 }
@@ -82,7 +92,7 @@ func WithTimePartitioning(p TimePartitioning) WriteOption {
 // ranges of an INTEGER column.
 func WithRangePartitioning(p RangePartitioning) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithRangePartitioning", fmt.Sprintf("%+v", p))
+		c.note("WithRangePartitioning", p)
 		c.Spec.RangePartitioning = &p
 	})
 }
