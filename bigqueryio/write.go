@@ -60,16 +60,11 @@ func init() {
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)
-	register.Function1x1(fixedSpec)
 	beam.RegisterType(reflect.TypeFor[TableSpec]())
 	beam.RegisterType(reflect.TypeFor[streamDone]())
 	beam.RegisterType(reflect.TypeFor[TableResult]())
 	beam.RegisterType(reflect.TypeFor[FailedRow]())
 }
-
-// fixedSpec is the spec function of a Write without WithTableSpecFunc (it
-// is never called).
-func fixedSpec(string) TableSpec { return TableSpec{} }
 
 // fixedTable is the table function of a Write without WithTableFunc (it
 // is never called).
@@ -113,9 +108,8 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		}
 		fn.TableFn, fn.HasTableFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.tableFn)}, true
 	}
-	fn.SpecFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedSpec)}
 	if cfg.specFn != nil {
-		fn.SpecFn, fn.HasSpecFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}, true
+		fn.SpecFn = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}
 	}
 	s = s.Scope("bigqueryio.Write")
 	streams, failed := beam.ParDo2(s, fn, col)

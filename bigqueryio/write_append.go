@@ -35,8 +35,7 @@ type appendFn struct {
 	Type       beam.EncodedType
 	TableFn    beam.EncodedFunc
 	HasTableFn bool
-	SpecFn     beam.EncodedFunc // WithTableSpecFunc's function
-	HasSpecFn  bool
+	SpecFn     *beam.EncodedFunc // WithTableSpecFunc's function, nil without
 
 	mw     *managedwriter.Client
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
@@ -93,7 +92,7 @@ func (f *appendFn) Setup() {
 	if f.HasTableFn {
 		f.route = reflectx.ToFunc1x1(f.TableFn.Fn)
 	}
-	if f.HasSpecFn {
+	if f.SpecFn != nil {
 		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
 }
@@ -267,7 +266,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 // partition a decorator names.
 func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableSpec, error) {
 	ts := f.Cfg.Spec
-	if f.HasSpecFn {
+	if f.spec != nil {
 		ts = f.spec.Call1x1(table).(TableSpec)
 		if err := ts.check(schema, func(field string) string { return "WithTableSpecFunc: TableSpec." + field }); err != nil {
 			return TableSpec{}, err

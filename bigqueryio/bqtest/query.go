@@ -83,6 +83,7 @@ type queryState struct {
 
 type job struct {
 	QueryJob
+	copy       bool // a copy job (copy.go); QueryJob holds its project, id, location and error
 	schema     bq.TableSchema
 	rows       int
 	noLocation bool                 // a dry run answering without a location
@@ -404,8 +405,12 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) 
 	}
 	params, mode, perr := parseParams(body)
 	cfg := in.Configuration
+	if cfg != nil && cfg.Copy != nil {
+		s.insertCopyJob(w, proj, &in)
+		return
+	}
 	if cfg == nil || cfg.Query == nil {
-		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query jobs only")
+		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query and copy jobs only")
 		return
 	}
 	q := cfg.Query
@@ -557,8 +562,13 @@ func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
 			Query: &bq.JobStatistics2{StatementType: "SELECT", ReferencedTables: j.referenced},
 		},
 	}
+	reason := "invalidQuery"
+	if j.copy {
+		out.Statistics = &bq.JobStatistics{Copy: &bq.JobStatistics5{CopiedRows: int64(j.rows)}}
+		reason = "invalid"
+	}
 	if j.Err != "" {
-		e := &bq.ErrorProto{Reason: "invalidQuery", Message: j.Err}
+		e := &bq.ErrorProto{Reason: reason, Message: j.Err}
 		out.Status.ErrorResult, out.Status.Errors = e, []*bq.ErrorProto{e}
 	}
 	return out

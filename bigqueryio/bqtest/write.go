@@ -121,6 +121,11 @@ type WriteFaults struct {
 	CommitUnavailableShare float64
 	CommitUnavailableCalls int
 	CommitAfterApply       bool
+
+	// CopyJobError, when not empty, fails every copy job (jobs.insert with
+	// configuration.copy) with this message: the job ends DONE with it as
+	// its error result, and its destination is left as it was.
+	CopyJobError string
 }
 
 // WriteStats counts what the Write API server (and tabledata.insertAll)
@@ -144,6 +149,7 @@ type WriteStats struct {
 	InsertAllRequests int   // tabledata.insertAll calls
 	InsertAllRows     int64 // rows tabledata.insertAll wrote
 	TablesCreated     int   // tables.insert calls that made a table
+	CopyJobs          int   // copy jobs that wrote their destination
 }
 
 // WriteStream describes an application-created write stream, for tests.
