@@ -473,6 +473,10 @@ const (
 	WriteAppend WriteDisposition = iota
 	// WriteEmpty fails the write when the table has rows before it.
 	WriteEmpty
+	// WriteTruncate replaces the table's rows with the write's, at once:
+	// the rows are committed to a staging table, which a copy job in
+	// WRITE_TRUNCATE then puts in the table's place (see the package doc).
+	WriteTruncate
 )
 
 // writeConfig is the serialisable configuration of a write; it travels in
@@ -496,6 +500,9 @@ type writeConfig struct {
 	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
 	// write_table.go).
 	Spec TableSpec
+	// StagingID names WriteTruncate's staging tables and copy jobs: random,
+	// made when the pipeline is built.
+	StagingID string
 
 	given    []givenOption
 	tableFn  any   // WithTableFunc's function, checked against the element type
@@ -523,6 +530,9 @@ func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	}
 	if err := cfg.checkOptions(table); err != nil {
 		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
+	}
+	if cfg.Disposition == WriteTruncate {
+		cfg.StagingID = newStagingID()
 	}
 	return cfg, nil
 }
@@ -561,8 +571,12 @@ func (c *writeConfig) checkOptions(table string) error {
 		return fmt.Errorf("%s: %w", last("WithSchema"), c.schemaOK)
 	case c.Create != CreateIfNeeded && c.Create != CreateNever:
 		return fmt.Errorf("%s: not a create disposition", last("WithCreateDisposition"))
-	case c.Disposition != WriteAppend && c.Disposition != WriteEmpty:
-		return fmt.Errorf("%s: not a write disposition (WRITE_TRUNCATE is not supported, see the package doc)", last("WithWriteDisposition"))
+	case c.Disposition != WriteAppend && c.Disposition != WriteEmpty && c.Disposition != WriteTruncate:
+		return fmt.Errorf("%s: not a write disposition", last("WithWriteDisposition"))
+	case c.AtLeastOnce && c.Disposition == WriteTruncate:
+		return fmt.Errorf("%s cannot be given with WithAtLeastOnce: the table is replaced by a copy job once every row is committed to a staging table, which needs the commit", last("WithWriteDisposition"))
+	case c.Disposition == WriteTruncate && strings.Contains(table, "$"):
+		return fmt.Errorf("%s replaces a whole table, not the partition %q names", last("WithWriteDisposition"), table)
 	case c.AtLeastOnce && c.Disposition == WriteEmpty:
 		// Checked per bundle, rows of the bundles before would make the
 		// table non-empty: only a commit at the end keeps it empty.
@@ -606,7 +620,7 @@ func WithCreateDisposition(d CreateDisposition) WriteOption {
 }
 
 // WithWriteDisposition says what to do with a table that has rows:
-// WriteAppend (the default) or WriteEmpty.
+// WriteAppend (the default), WriteEmpty or WriteTruncate.
 func WithWriteDisposition(d WriteDisposition) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithWriteDisposition", int(d)); c.Disposition = d })
 }

@@ -57,6 +57,7 @@ func init() {
 	register.Emitter2[string, streamDone]()
 	register.Emitter1[FailedRow]()
 	beamreg.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
+	beamreg.DoFn2x0[[]byte, func(string, streamDone)](&truncateKeyFn{})
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)
@@ -113,7 +114,10 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	}
 	s = s.Scope("bigqueryio.Write")
 	streams, failed := beam.ParDo2(s, fn, col)
-	results := beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams))
+	if cfg.Disposition == WriteTruncate && cfg.tableFn == nil {
+		streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table))
+	}
+	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams))
 	return WriteResult{Results: results, FailedRows: failed}, nil
 }
 

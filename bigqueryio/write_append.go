@@ -62,8 +62,9 @@ func newWriteMetrics(c writeConfig) writeMetrics {
 // writeTable is what a DoFn knows of a destination table: checked
 // (created if needed, empty if it must be) and its rows' encoder.
 type writeTable struct {
-	spec string // project.dataset.table
-	enc  *rowEncoder
+	spec    string // project.dataset.table
+	enc     *rowEncoder
+	streams string // the table its streams write to: its own, or WriteTruncate's staging table
 }
 
 // destination is a table's stream in the current bundle.
@@ -204,7 +205,7 @@ func (f *appendFn) dest(ctx context.Context, res string) (*destination, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &destination{table: t, res: res}
+	d := &destination{table: t, res: t.streams}
 	f.dests[res] = d
 	f.order = append(f.order, res)
 	return d, nil
@@ -235,12 +236,21 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 	}
-	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition == WriteEmpty {
+	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition != WriteAppend {
 		ts, err := f.tableSpec(p[1]+"."+p[3]+"."+p[5], part, given)
 		if err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
-		if err := f.checkTable(ctx, p[1], p[3], p[5], part, given, ts); err != nil {
+		if err := f.Cfg.checkTable(ctx, p[1], p[3], p[5], part, given, ts); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
+	streams := res
+	if f.Cfg.Disposition == WriteTruncate {
+		if part != "" {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: WriteTruncate replaces a whole table, not a partition", spec)
+		}
+		if streams, err = f.Cfg.makeStaging(ctx, res); err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
@@ -256,7 +266,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write of %v to %s: %w", f.Type.T, spec, err)
 	}
-	t := &writeTable{spec: spec, enc: enc}
+	t := &writeTable{spec: spec, enc: enc, streams: streams}
 	f.tables[res] = t
 	return t, nil
 }
@@ -283,8 +293,8 @@ func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableS
 // checkTable creates the table if it is missing and CreateIfNeeded, as ts
 // says, and refuses a table with rows WriteEmpty. A write to a partition
 // (part) of a table to create needs a partitioned one.
-func (f *appendFn) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
-	c, err := bigquery.NewClient(ctx, project, f.Cfg.restOptions()...)
+func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
+	c, err := bigquery.NewClient(ctx, project, cfg.restOptions()...)
 	if err != nil {
 		return err
 	}
@@ -292,7 +302,7 @@ func (f *appendFn) checkTable(ctx context.Context, project, dataset, table, part
 	tbl := c.DatasetInProject(project, dataset).Table(table)
 	md, err := tbl.Metadata(ctx)
 	if isHTTP(err, http.StatusNotFound) {
-		if f.Cfg.Create != CreateIfNeeded {
+		if cfg.Create != CreateIfNeeded {
 			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
 		}
 		if part != "" && ts.TimePartitioning == nil && ts.RangePartitioning == nil {
@@ -310,7 +320,7 @@ func (f *appendFn) checkTable(ctx context.Context, project, dataset, table, part
 	if err != nil {
 		return fmt.Errorf("reading the table's metadata: %w", err)
 	}
-	if f.Cfg.Disposition == WriteEmpty && md.NumRows > 0 {
+	if cfg.Disposition == WriteEmpty && md.NumRows > 0 {
 		return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", md.NumRows)
 	}
 	return nil

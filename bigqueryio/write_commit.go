@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/googleapis/gax-go/v2"
 )
 
@@ -16,7 +17,8 @@ import (
 // (BatchCommitWriteStreams: all of them or none), and outputs the table's
 // result. WithAtLeastOnce the rows are already there: it only sums them.
 type commitFn struct {
-	Cfg writeConfig
+	Cfg  writeConfig
+	Type beam.EncodedType // the element type, for WriteTruncate's schema
 
 	mw *managedwriter.Client
 	m  writeMetrics
@@ -39,7 +41,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 	var sd streamDone
 	for streams(&sd) {
 		rows += sd.Rows
-		if !seen[sd.Stream] {
+		if sd.Stream != "" && !seen[sd.Stream] {
 			seen[sd.Stream] = true
 			names = append(names, sd.Stream)
 		}
@@ -56,7 +58,13 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 		}
 		f.mw = mw
 	}
-	at, err := f.commit(ctx, streamParent(names[0]), spec, names)
+	var at time.Time
+	var err error
+	if f.Cfg.Disposition == WriteTruncate {
+		at, err = f.replace(ctx, res, spec, names)
+	} else {
+		at, err = f.commit(ctx, streamParent(names[0]), spec, names)
+	}
 	if err != nil {
 		return err
 	}
