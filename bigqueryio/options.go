@@ -500,9 +500,6 @@ type writeConfig struct {
 	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
 	// write_table.go).
 	Spec TableSpec
-	// StagingID names WriteTruncate's staging tables and copy jobs: random,
-	// made when the pipeline is built.
-	StagingID string
 
 	given    []givenOption
 	tableFn  any   // WithTableFunc's function, checked against the element type
@@ -531,9 +528,7 @@ func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	if err := cfg.checkOptions(table); err != nil {
 		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
 	}
-	if cfg.Disposition == WriteTruncate {
-		cfg.StagingID = newStagingID()
-	}
+
 	return cfg, nil
 }
 

@@ -58,6 +58,8 @@ func init() {
 	register.Emitter1[FailedRow]()
 	beamreg.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
 	beamreg.DoFn2x0[[]byte, func(string, streamDone)](&truncateKeyFn{})
+	beamreg.DoFn5x1[context.Context, beam.X, string, func(string, streamDone), func(FailedRow), error](&truncAppendFn{})
+	beamreg.DoFn1x1[[]byte, string](&runIDFn{})
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)
@@ -113,9 +115,15 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		fn.SpecFn = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}
 	}
 	s = s.Scope("bigqueryio.Write")
-	streams, failed := beam.ParDo2(s, fn, col)
-	if cfg.Disposition == WriteTruncate && cfg.tableFn == nil {
-		streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table))
+	var streams, failed beam.PCollection
+	if cfg.Disposition == WriteTruncate {
+		run := beam.ParDo(s, runIDFn{}, beam.Impulse(s))
+		streams, failed = beam.ParDo2(s, &truncAppendFn{Fn: fn}, col, beam.SideInput{Input: run})
+		if cfg.tableFn == nil {
+			streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table))
+		}
+	} else {
+		streams, failed = beam.ParDo2(s, fn, col)
 	}
 	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams))
 	return WriteResult{Results: results, FailedRows: failed}, nil

@@ -43,6 +43,7 @@ type appendFn struct {
 	order  []string                // dests in the order they came
 	route  reflectx.Func1x1
 	spec   reflectx.Func1x1
+	run    string // WriteTruncate: the run's id (truncAppendFn)
 	m      writeMetrics
 }
 
@@ -250,7 +251,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 		if part != "" {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: WriteTruncate replaces a whole table, not a partition", spec)
 		}
-		if streams, err = f.Cfg.makeStaging(ctx, res); err != nil {
+		if streams, err = f.Cfg.makeStaging(ctx, res, f.run); err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,26 @@ func failStreamFn(table string, sd streamDone) error {
 func init() {
 	beam.RegisterType(reflect.TypeFor[onceRow]())
 	register.Function2x1(failStreamFn)
+	register.Function1x0(keepResult)
+}
+
+// kept holds the results keepResult saw (the pipeline runs in this
+// process).
+var kept struct {
+	sync.Mutex
+	results []TableResult
+}
+
+func keepResult(r TableResult) {
+	kept.Lock()
+	kept.results = append(kept.results, r)
+	kept.Unlock()
+}
+
+func keptResults() []TableResult {
+	kept.Lock()
+	defer kept.Unlock()
+	return append([]TableResult(nil), kept.results...)
 }
 
 func writeTestConfig(t *testing.T, srv *bqtest.Server, table string, opts ...WriteOption) writeConfig {
@@ -182,15 +203,22 @@ func TestWriteTruncateCommitRetried(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	fn := &appendFn{Cfg: cfg, Type: typ, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	streams, _ := beam.ParDo2(s, fn, beam.Create(s, onceRows(200)...))
-	beam.ParDo(s, &commitFn{Cfg: cfg, Type: typ}, beam.GroupByKey(s, streams))
+	res := beam.ParDo(s, &commitFn{Cfg: cfg, Type: typ}, beam.GroupByKey(s, streams))
+	beam.ParDo0(s, keepResult, res)
 	ptest.RunAndValidate(t, p)
 	before := srv.WriteStats()
 	if rows, _ := srv.TableRows("p.d.tr"); len(rows) != 200 || before.CopyJobs != 1 {
 		t.Fatalf("%d rows, %d copy jobs after the write: want 200 and 1", len(rows), before.CopyJobs)
 	}
 	var done []streamDone
-	for _, ws := range srv.WriteStreams(cfg.stagingTable(cfg.Table)) {
-		done = append(done, streamDone{Stream: ws.Name, Rows: ws.Rows})
+	for _, r := range keptResults() {
+		for _, name := range r.Streams {
+			for _, ws := range srv.WriteStreams(streamParent(name)) {
+				if ws.Name == name {
+					done = append(done, streamDone{Stream: ws.Name, Rows: ws.Rows})
+				}
+			}
+		}
 	}
 	if len(done) == 0 {
 		t.Fatal("no stream wrote to the staging table")

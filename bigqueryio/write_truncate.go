@@ -19,18 +19,22 @@ import (
 // WriteTruncate, in the Storage Write API, which cannot truncate (as Beam
 // Java's FILE_LOADS does with its temporary tables):
 //
-//  1. the first append bundle that meets a table creates it if needed
-//     (CreateIfNeeded) and a staging table beside it, in its dataset, with
-//     its schema, partitioning, clustering and KMS key, expiring after
-//     stagingTTL; every bundle's PENDING streams write to the staging
-//     table;
-//  2. the commit step commits them to the staging table (all or none), then
+//  1. an Impulse draws a random id for the run (a side input, so fixed
+//     once computed: bundles retried see the same, each run of a pipeline
+//     built once, a template, its own);
+//  2. the first append bundle that meets a table creates it if needed
+//     (CreateIfNeeded) and a staging table beside it, in its dataset,
+//     named for the run, with its schema, partitioning, clustering and KMS
+//     key, expiring after stagingTTL; every bundle's PENDING streams write
+//     to the staging table;
+//  3. the commit step commits them to the staging table (all or none), then
 //     runs a copy job staging -> table in WRITE_TRUNCATE, which replaces
 //     the table's rows at once (readers see the old rows or the new, never
 //     a part), and deletes the staging table;
-//  3. a failed commit or copy job deletes the staging table and fails the
-//     write: the table is as it was. A retried commit step finds its copy
-//     job (its id is fixed) and does not copy again.
+//  4. a failed commit or copy job deletes the staging table and fails the
+//     write: the table is as it was. The copy job's id is made of the
+//     streams it copies, so a retried commit step finds it and does not
+//     copy again.
 //
 // A static table that gets no rows is still replaced, by an empty one:
 // an Impulse gives the commit step its key.
@@ -39,20 +43,59 @@ import (
 // pipeline that dies between its appends and its copy job).
 const stagingTTL = 24 * time.Hour
 
-func newStagingID() string {
+// newRunID is a random id of a run.
+func newRunID() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// stagingTable is the resource name of the staging table of the table res.
-func (c writeConfig) stagingTable(res string) string { return res + "_sdfio_tmp_" + c.StagingID }
+// stagingTable is the resource name of the staging table of the table res
+// in the run run.
+func stagingTable(res, run string) string { return res + "_sdfio_tmp_" + run }
 
-// copyJobID is the id of the copy job that replaces the table res.
-func (c writeConfig) copyJobID(res string) string {
-	h := sha256.Sum256([]byte(res))
-	return "sdfio_truncate_" + c.StagingID + "_" + hex.EncodeToString(h[:8])
+// copyJobID is the id of the copy job that replaces the table res with the
+// rows of streams (sorted).
+func copyJobID(res string, streams []string) string {
+	h := sha256.New()
+	h.Write([]byte(res))
+	for _, s := range streams {
+		h.Write([]byte{0})
+		h.Write([]byte(s))
+	}
+	return "sdfio_truncate_" + hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// runIDFn draws the id of a run (of a WriteTruncate).
+type runIDFn struct{}
+
+func (runIDFn) ProcessElement(_ []byte) string { return newRunID() }
+
+// truncAppendFn is appendFn with the run's id as a side input, for
+// WriteTruncate: the streams write to the run's staging tables.
+type truncAppendFn struct {
+	Fn *appendFn
+}
+
+func (f *truncAppendFn) Setup() { f.Fn.Setup() }
+
+// Beam Go gives a DoFn's side inputs to StartBundle and FinishBundle too.
+
+func (f *truncAppendFn) StartBundle(ctx context.Context, run string, emit func(string, streamDone), failed func(FailedRow)) {
+	f.Fn.run = run
+	f.Fn.StartBundle(ctx, emit, failed)
+}
+
+func (f *truncAppendFn) ProcessElement(ctx context.Context, x beam.X, run string, emit func(string, streamDone), failed func(FailedRow)) error {
+	f.Fn.run = run
+	return f.Fn.ProcessElement(ctx, x, emit, failed)
+}
+
+func (f *truncAppendFn) FinishBundle(ctx context.Context, run string, emit func(string, streamDone), failed func(FailedRow)) error {
+	return f.Fn.FinishBundle(ctx, emit, failed)
+}
+
+func (f *truncAppendFn) Teardown() { f.Fn.Teardown() }
 
 // tableOf is the client's handle of the table resource res.
 func tableOf(c *bigquery.Client, res string) *bigquery.Table {
@@ -61,9 +104,9 @@ func tableOf(c *bigquery.Client, res string) *bigquery.Table {
 }
 
 // makeStaging creates the staging table of the table res (which must
-// exist) like it, and returns its resource name. A staging table made
-// meanwhile by another worker is taken.
-func (c writeConfig) makeStaging(ctx context.Context, res string) (string, error) {
+// exist) in the run run like it, and returns its resource name. A staging
+// table made meanwhile by another worker is taken.
+func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, error) {
 	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
 	if err != nil {
 		return "", err
@@ -73,7 +116,7 @@ func (c writeConfig) makeStaging(ctx context.Context, res string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("reading the table's metadata (WriteTruncate): %w", err)
 	}
-	staging := c.stagingTable(res)
+	staging := stagingTable(res, run)
 	err = tableOf(client, staging).Create(ctx, &bigquery.TableMetadata{
 		Schema: md.Schema, TimePartitioning: md.TimePartitioning, RangePartitioning: md.RangePartitioning,
 		Clustering: md.Clustering, EncryptionConfig: md.EncryptionConfig,
@@ -95,17 +138,21 @@ func (f *commitFn) replace(ctx context.Context, res, spec string, names []string
 		return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 	}
 	defer client.Close()
-	staging := f.Cfg.stagingTable(res)
-	jobID := f.Cfg.copyJobID(res)
-	if job, err := client.JobFromID(ctx, jobID); err == nil {
-		// A retry of this step: the copy was started before.
-		st, err := waitJob(ctx, job)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: the copy job %s of an earlier attempt failed: %w", spec, jobID, err)
+	// No rows: a staging table of its own, and no retry to recognize (an
+	// empty copy twice is one).
+	staging, jobID := stagingTable(res, newRunID()), copyJobID(res, []string{newRunID()})
+	if len(names) > 0 {
+		staging, jobID = streamParent(names[0]), copyJobID(res, names)
+		if job, err := client.JobFromID(ctx, jobID); err == nil {
+			// A retry of this step: the copy was started before.
+			st, err := waitJob(ctx, job)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: the copy job %s of an earlier attempt failed: %w", spec, jobID, err)
+			}
+			return endTime(st), f.dropStaging(ctx, client, staging, spec)
+		} else if !isHTTP(err, http.StatusNotFound) {
+			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: looking for the copy job %s: %w", spec, jobID, err)
 		}
-		return endTime(st), f.dropStaging(ctx, client, staging, spec)
-	} else if !isHTTP(err, http.StatusNotFound) {
-		return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: looking for the copy job %s: %w", spec, jobID, err)
 	}
 	fail := func(err error) (time.Time, error) {
 		if derr := f.dropStaging(ctx, client, staging, spec); derr != nil {
@@ -115,7 +162,7 @@ func (f *commitFn) replace(ctx context.Context, res, spec string, names []string
 	}
 	if len(names) == 0 {
 		// No rows: the table is replaced by an empty one.
-		if err := f.emptyStaging(ctx, res); err != nil {
+		if err := f.emptyStaging(ctx, res, staging); err != nil {
 			return fail(fmt.Errorf("bigqueryio.Write to %s: %w", spec, err))
 		}
 	} else if _, err := f.commit(ctx, streamParent(names[0]), spec, names); err != nil {
@@ -142,9 +189,9 @@ func (f *commitFn) replace(ctx context.Context, res, spec string, names []string
 	return endTime(st), f.dropStaging(ctx, client, staging, spec)
 }
 
-// emptyStaging makes the table res (CreateIfNeeded) and its staging
-// table, empty, for a write without rows.
-func (f *commitFn) emptyStaging(ctx context.Context, res string) error {
+// emptyStaging makes the table res (CreateIfNeeded) and the staging table
+// staging, empty, for a write without rows.
+func (f *commitFn) emptyStaging(ctx context.Context, res, staging string) error {
 	if f.Cfg.Create == CreateIfNeeded {
 		schema, err := writeSchema(f.Cfg, f.Type.T)
 		if err != nil {
@@ -155,7 +202,7 @@ func (f *commitFn) emptyStaging(ctx context.Context, res string) error {
 			return err
 		}
 	}
-	_, err := f.Cfg.makeStaging(ctx, res)
+	_, err := f.Cfg.makeStaging(ctx, res, strings.TrimPrefix(staging, res+"_sdfio_tmp_"))
 	return err
 }
 

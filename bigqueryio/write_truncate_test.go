@@ -168,3 +168,22 @@ func TestWriteTruncateConstruction(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTruncateRunTwice: a pipeline built once and run twice (as a
+// template is) replaces the table each run: the second run, after the
+// table got other rows, leaves exactly the write's rows again.
+func TestWriteTruncateRunTwice(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.tr", beam.Create(s, anys(simpleRows(20))...), writeOpts(srv, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
+	run(t, p)
+	checkOnce(t, srv, "p.d.tr", 20, nil)
+	oldRows(t, srv, "p.d.tr", 5)
+	run(t, p)
+	checkOnce(t, srv, "p.d.tr", 20, nil)
+	onlyTables(t, srv, "projects/p/datasets/d/tables/tr")
+	if st := srv.WriteStats(); st.CopyJobs != 2 {
+		t.Errorf("%d copy jobs, want 2", st.CopyJobs)
+	}
+}
