@@ -500,6 +500,9 @@ type writeConfig struct {
 	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
 	// write_table.go).
 	Spec TableSpec
+	// IgnoreUnknown drops a Row's keys the table lacks
+	// (WithIgnoreUnknownValues).
+	IgnoreUnknown bool
 
 	given    []givenOption
 	tableFn  any   // WithTableFunc's function, checked against the element type

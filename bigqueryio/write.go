@@ -145,6 +145,9 @@ func checkWriteType(t reflect.Type, cfg writeConfig) error {
 		return err
 	}
 	if t != typeOfRow {
+		if cfg.IgnoreUnknown {
+			return fmt.Errorf("WithIgnoreUnknownValues applies to rows of bigqueryio.Row: a struct's fields are checked against the schema now")
+		}
 		if _, err := newRowEncoder(schema, t); err != nil {
 			return err
 		}

@@ -267,6 +267,9 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write of %v to %s: %w", f.Type.T, spec, err)
 	}
+	if f.Cfg.IgnoreUnknown {
+		enc.plan.ignoreUnknownKeys()
+	}
 	t := &writeTable{spec: spec, enc: enc, streams: streams}
 	f.tables[res] = t
 	return t, nil

@@ -378,3 +378,22 @@ func (c *writeConfig) specName(field string) string {
 	}
 	return calls[len(calls)-1]
 }
+
+// WithIgnoreUnknownValues writes the rows of bigqueryio.Row whose keys the
+// table lacks without those keys (Java's ignoreUnknownValues), instead of
+// sending them to FailedRows (the default), at every level of RECORDs.
+// It applies to Row input alone: a struct's fields are checked against
+// the schema when the pipeline is built.
+func WithIgnoreUnknownValues() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithIgnoreUnknownValues"); c.IgnoreUnknown = true })
+}
+
+// ignoreUnknownKeys makes p and its RECORDs drop unknown keys.
+func (p *recordPlan) ignoreUnknownKeys() {
+	p.ignoreUnknown = true
+	for i := range p.cols {
+		if p.cols[i].sub != nil {
+			p.cols[i].sub.ignoreUnknownKeys()
+		}
+	}
+}
