@@ -313,3 +313,66 @@ func restTableMeta(out map[string]any, t *Table) {
 		out["encryptionConfiguration"] = &bq.EncryptionConfiguration{KmsKeyName: t.KMSKey}
 	}
 }
+
+// checkSchemaUpdate refuses a new schema of a table that the service
+// refuses: every column kept, in its place, with its type; a mode changed
+// only from REQUIRED to NULLABLE; columns added only at the end and not
+// REQUIRED. bqtest adds columns at the top level only.
+func checkSchemaUpdate(old, schema bigquery.Schema, prefix string) error {
+	if len(schema) < len(old) {
+		return fmt.Errorf("Field %s%s is missing in new schema", prefix, old[len(schema)].Name)
+	}
+	for i, o := range old {
+		n := schema[i]
+		path := prefix + o.Name
+		switch {
+		case !strings.EqualFold(o.Name, n.Name):
+			return fmt.Errorf("Field %s is missing in new schema (found %s%s in its place)", path, prefix, n.Name)
+		case o.Type != n.Type:
+			return fmt.Errorf("Field %s has changed type from %s to %s", path, o.Type, n.Type)
+		case o.Repeated != n.Repeated || (!o.Required && n.Required):
+			return fmt.Errorf("Field %s has changed mode from %s to %s", path, modeName(o), modeName(n))
+		}
+		if o.Type == bigquery.RecordFieldType {
+			if len(n.Schema) != len(o.Schema) {
+				if err := checkSchemaUpdate(o.Schema, n.Schema, path+"."); err != nil {
+					return err
+				}
+				return fmt.Errorf("bqtest adds columns at the top level only, not in RECORD %s", path)
+			}
+			if err := checkSchemaUpdate(o.Schema, n.Schema, path+"."); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range schema[len(old):] {
+		if n.Required {
+			return fmt.Errorf("Cannot add required fields to an existing schema. (field: %s%s)", prefix, n.Name)
+		}
+	}
+	return nil
+}
+
+func modeName(f *bigquery.FieldSchema) string {
+	switch {
+	case f.Repeated:
+		return "REPEATED"
+	case f.Required:
+		return "REQUIRED"
+	}
+	return "NULLABLE"
+}
+
+// updateSchemaLocked gives the table t a new schema (checked), as a new
+// version whose rows have NULLs in the added columns.
+func (s *Server) updateSchemaLocked(t *table, schema bigquery.Schema) *table {
+	rows := make([][]bigquery.Value, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = append(append(make([]bigquery.Value, 0, len(schema)), r...), make([]bigquery.Value, len(schema)-len(r))...)
+	}
+	nt := &table{name: t.name, Table: t.Table, rowBytes: t.rowBytes, expires: t.expires, origin: t.lineage(),
+		parts: append([]string(nil), t.parts...)}
+	nt.Schema, nt.Rows = schema, rows
+	s.tables[t.name] = nt
+	return nt
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	bq "google.golang.org/api/bigquery/v2"
 )
 
@@ -341,11 +342,23 @@ func (s *Server) deleteTable(w http.ResponseWriter, res, proj, ds, tbl string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// patchTable answers tables.patch for the expiration time only.
+// patchTable answers tables.patch (and tables.update) for the expiration
+// time and the schema. A schema may add NULLABLE or REPEATED columns after
+// the others and relax REQUIRED columns to NULLABLE, as the service
+// allows; rows already there read NULL in the new columns (see
+// checkSchemaUpdate).
 func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, ds, tbl string) {
 	var in bq.Table
 	if !readBody(w, r, "tables.patch", &in) {
 		return
+	}
+	var schema bigquery.Schema
+	if in.Schema != nil {
+		var err error
+		if schema, err = schemaOfREST(in.Schema); err != nil {
+			restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid schema: "+err.Error())
+			return
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -353,6 +366,13 @@ func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, d
 	if t == nil {
 		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
 		return
+	}
+	if schema != nil {
+		if err := checkSchemaUpdate(t.Schema, schema, ""); err != nil {
+			restErrorReason(w, http.StatusBadRequest, "invalid", "Provided Schema does not match Table "+proj+":"+ds+"."+tbl+". "+err.Error())
+			return
+		}
+		t = s.updateSchemaLocked(t, schema)
 	}
 	if in.ExpirationTime != 0 {
 		t.expires = time.UnixMilli(in.ExpirationTime)

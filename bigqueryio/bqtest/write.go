@@ -285,6 +285,11 @@ func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value, part strin
 		// only the rows before their length, so appending in place is safe.
 		all, parts = t.Rows, t.parts
 	}
+	for i, r := range rows {
+		if len(r) < len(t.Schema) { // written before columns were added
+			rows[i] = append(append(make([]bigquery.Value, 0, len(t.Schema)), r...), make([]bigquery.Value, len(t.Schema)-len(r))...)
+		}
+	}
 	all = append(all, rows...)
 	if t.ingestionTime() {
 		if part == "" {

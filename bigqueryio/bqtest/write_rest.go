@@ -81,6 +81,20 @@ func normalizeTypes(schema bigquery.Schema) {
 	}
 }
 
+// schemaOfREST is the schema of a REST request, its types normalized.
+func schemaOfREST(in *bq.TableSchema) (bigquery.Schema, error) {
+	fields, err := json.Marshal(in.Fields)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := bigquery.SchemaFromJSON(fields)
+	if err != nil {
+		return nil, err
+	}
+	normalizeTypes(schema)
+	return schema, nil
+}
+
 // tableID is the id a tables.insert body names ("" for none).
 func tableID(in *bq.Table) string {
 	if in.TableReference == nil {
@@ -105,16 +119,11 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds st
 		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: table "+proj+":"+ds+"."+id+" needs a schema")
 		return
 	}
-	fields, err := json.Marshal(in.Schema.Fields)
-	var schema bigquery.Schema
-	if err == nil {
-		schema, err = bigquery.SchemaFromJSON(fields)
-	}
+	schema, err := schemaOfREST(in.Schema)
 	if err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid schema: "+err.Error())
 		return
 	}
-	normalizeTypes(schema)
 	res := "projects/" + proj + "/datasets/" + ds + "/tables/" + id
 	s.mu.Lock()
 	defer s.mu.Unlock()
