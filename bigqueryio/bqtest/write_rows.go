@@ -33,7 +33,7 @@ import (
 // service reads them, and its plans for the tables it was used on.
 type writerSchema struct {
 	md    protoreflect.MessageDescriptor
-	mu    sync.Mutex            // guards plans: connections share a writer schema
+	mu    sync.Mutex             // guards plans: connections share a writer schema
 	plans map[planKey]planResult // by table lineage and schema
 }
 
