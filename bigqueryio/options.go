@@ -503,11 +503,14 @@ type writeConfig struct {
 	// IgnoreUnknown drops a Row's keys the table lacks
 	// (WithIgnoreUnknownValues).
 	IgnoreUnknown bool
+	// AllowAddition and AllowRelaxation are WithSchemaUpdateOptions'.
+	AllowAddition, AllowRelaxation bool
 
-	given    []givenOption
-	tableFn  any   // WithTableFunc's function, checked against the element type
-	specFn   any   // WithTableSpecFunc's function
-	schemaOK error // WithSchema could not take its schema
+	given     []givenOption
+	tableFn   any    // WithTableFunc's function, checked against the element type
+	specFn    any    // WithTableSpecFunc's function
+	badUpdate string // a schema update option WithSchemaUpdateOptions does not know
+	schemaOK  error  // WithSchema could not take its schema
 }
 
 func (c *writeConfig) note(name string, args ...any) {
@@ -554,6 +557,9 @@ func (c *writeConfig) checkOptions(table string) error {
 		}
 	}
 	if err := c.checkSpecFunc(); err != nil {
+		return err
+	}
+	if err := c.checkSchemaUpdates(); err != nil {
 		return err
 	}
 	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {

@@ -137,6 +137,9 @@ func checkWriteType(t reflect.Type, cfg writeConfig) error {
 		if cfg.Schema == "" && cfg.Create == CreateIfNeeded {
 			return fmt.Errorf("rows of bigqueryio.Row have no schema to create a table with: give WithSchema, or WithCreateDisposition(CreateNever)")
 		}
+		if cfg.Schema == "" && (cfg.AllowAddition || cfg.AllowRelaxation) {
+			return fmt.Errorf("rows of bigqueryio.Row have no schema to update the table's to: give WithSchema with WithSchemaUpdateOptions")
+		}
 	} else if t.Kind() != reflect.Struct {
 		return fmt.Errorf("needs a struct type or bigqueryio.Row")
 	}

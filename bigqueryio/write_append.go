@@ -246,6 +246,11 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
+	if given != nil && (f.Cfg.AllowAddition || f.Cfg.AllowRelaxation) {
+		if err := f.Cfg.updateSchema(ctx, base, given); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
 	streams := res
 	if f.Cfg.Disposition == WriteTruncate {
 		if part != "" {

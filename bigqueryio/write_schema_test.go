@@ -2,6 +2,7 @@ package bigqueryio_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,7 +12,18 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
+
+// Grown is a row type with a column more than the table it is written to
+// (note) and a NULLABLE one (name) that the table has REQUIRED.
+type Grown struct {
+	ID   int64               `bigquery:"id"`
+	Name bigquery.NullString `bigquery:"name"`
+	Note string              `bigquery:"note"`
+}
+
+func init() { beam.RegisterType(reflect.TypeFor[Grown]()) }
 
 var recSchema = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
@@ -66,5 +78,72 @@ func TestWriteIgnoreUnknownValues(t *testing.T) {
 	_, err = bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), bigqueryio.WithIgnoreUnknownValues())
 	if err == nil || !strings.Contains(err.Error(), "WithIgnoreUnknownValues applies to rows of bigqueryio.Row") {
 		t.Errorf("WithIgnoreUnknownValues for a struct: %v", err)
+	}
+}
+
+// TestWriteSchemaUpdateOptions: a struct with a field the table lacks
+// fails the write naming it; WithSchemaUpdateOptions(AllowFieldAddition,
+// AllowFieldRelaxation) adds the column (NULLABLE) and relaxes the
+// REQUIRED column the struct may leave NULL before the rows are appended:
+// every row is written, the old rows read NULL in the new column.
+func TestWriteSchemaUpdateOptions(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	if err := srv.AddTable("p.d.grow", bqtest.Table{Schema: simpleSchema, Rows: [][]bigquery.Value{{int64(100), "old"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]any, 30)
+	for i := range rows {
+		g := Grown{ID: int64(i), Note: fmt.Sprint("n", i)}
+		if i%2 == 0 {
+			g.Name = bigquery.NullString{StringVal: fmt.Sprint("x", i), Valid: true}
+		}
+		rows[i] = g
+	}
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.grow", beam.Create(s, rows...), writeOpts(srv)...)
+	if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), "field Note matches no column") {
+		t.Fatalf("error %v: want the field without a column named", err)
+	}
+
+	p, s = beam.NewPipelineWithRoot()
+	res := bigqueryio.Write(s, "p.d.grow", beam.Create(s, rows...), writeOpts(srv,
+		bigqueryio.WithSchemaUpdateOptions(bigqueryio.AllowFieldAddition, bigqueryio.AllowFieldRelaxation))...)
+	passert.Empty(s, res.FailedRows)
+	run(t, p)
+	md := metadata(t, srv, "grow")
+	if len(md.Schema) != 3 || md.Schema[2].Name != "note" || md.Schema[2].Required || md.Schema[1].Required || !md.Schema[0].Required {
+		t.Errorf("schema after the write: %v %v %v", md.Schema[0], md.Schema[1], md.Schema[len(md.Schema)-1])
+	}
+	got, err := srv.TableRows("p.d.grow")
+	if err != nil || len(got) != 31 {
+		t.Fatalf("%d rows (%v), want 31", len(got), err)
+	}
+	for _, r := range got {
+		id := r[0].(int64)
+		want := []bigquery.Value{id, nil, fmt.Sprint("n", id)}
+		if id%2 == 0 {
+			want[1] = fmt.Sprint("x", id)
+		}
+		if id == 100 {
+			want = []bigquery.Value{id, "old", nil}
+		}
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("row %v, want %v", r, want)
+		}
+	}
+
+	_, s = beam.NewPipelineWithRoot()
+	for opts, want := range map[string][]bigqueryio.WriteOption{
+		`WithSchemaUpdateOptions("ALLOW_EVERYTHING"): "ALLOW_EVERYTHING" is not a schema update option`: {bigqueryio.WithSchemaUpdateOptions("ALLOW_EVERYTHING")},
+		"WithSchemaUpdateOptions(): no option given": {bigqueryio.WithSchemaUpdateOptions()},
+	} {
+		if _, err := bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), want...); err == nil || !strings.Contains(err.Error(), opts) {
+			t.Errorf("error %v, want %q", err, opts)
+		}
+	}
+	if _, err := bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, bigqueryio.Row{}), bigqueryio.WithCreateDisposition(bigqueryio.CreateNever),
+		bigqueryio.WithSchemaUpdateOptions(bigqueryio.AllowFieldAddition)); err == nil || !strings.Contains(err.Error(), "give WithSchema with WithSchemaUpdateOptions") {
+		t.Errorf("Row without a schema: %v", err)
 	}
 }

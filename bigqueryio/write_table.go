@@ -1,8 +1,10 @@
 package bigqueryio
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
@@ -394,6 +396,132 @@ func (p *recordPlan) ignoreUnknownKeys() {
 	for i := range p.cols {
 		if p.cols[i].sub != nil {
 			p.cols[i].sub.ignoreUnknownKeys()
+		}
+	}
+}
+
+// SchemaUpdateOption lets Write change the schema of a table that exists,
+// before it appends rows that need the change (Java's
+// withSchemaUpdateOptions).
+type SchemaUpdateOption string
+
+const (
+	// AllowFieldAddition adds the columns of the write's schema (WithSchema,
+	// or inferred from the struct type) that the table lacks, at its end,
+	// NULLABLE (the service adds no REQUIRED column to a table that has
+	// rows) or REPEATED, RECORD columns with their fields.
+	AllowFieldAddition SchemaUpdateOption = "ALLOW_FIELD_ADDITION"
+	// AllowFieldRelaxation makes the table's REQUIRED columns that are
+	// NULLABLE in the write's schema NULLABLE.
+	AllowFieldRelaxation SchemaUpdateOption = "ALLOW_FIELD_RELAXATION"
+)
+
+// WithSchemaUpdateOptions lets Write patch the schema of a table that
+// exists (tables.patch) when it first meets it, so that the write's rows
+// fit: AllowFieldAddition, AllowFieldRelaxation. Rows of bigqueryio.Row
+// need WithSchema for it.
+func WithSchemaUpdateOptions(opts ...SchemaUpdateOption) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) {
+		args := make([]any, len(opts))
+		for i, o := range opts {
+			args[i] = string(o)
+		}
+		c.note("WithSchemaUpdateOptions", args...)
+		c.AllowAddition, c.AllowRelaxation, c.badUpdate = false, false, ""
+		for _, o := range opts {
+			switch o {
+			case AllowFieldAddition:
+				c.AllowAddition = true
+			case AllowFieldRelaxation:
+				c.AllowRelaxation = true
+			default:
+				c.badUpdate = string(o)
+			}
+		}
+	})
+}
+
+// checkSchemaUpdates checks WithSchemaUpdateOptions' options.
+func (c *writeConfig) checkSchemaUpdates() error {
+	calls := c.calls("WithSchemaUpdateOptions")
+	switch {
+	case len(calls) == 0:
+		return nil
+	case c.badUpdate != "":
+		return fmt.Errorf("%s: %q is not a schema update option: want AllowFieldAddition or AllowFieldRelaxation", calls[len(calls)-1], c.badUpdate)
+	case !c.AllowAddition && !c.AllowRelaxation:
+		return fmt.Errorf("%s: no option given", calls[len(calls)-1])
+	}
+	return nil
+}
+
+// updatedSchema is the table's schema with the changes the options allow
+// towards the write's schema, and whether there is any.
+func (c *writeConfig) updatedSchema(table, given bigquery.Schema) (bigquery.Schema, bool) {
+	out := make(bigquery.Schema, 0, len(table))
+	changed := false
+	for _, f := range table {
+		nf := *f
+		if g := topLevel(given, f.Name); g != nil {
+			if c.AllowRelaxation && f.Required && !g.Required && !g.Repeated {
+				nf.Required, changed = false, true
+			}
+			if f.Type == bigquery.RecordFieldType && g.Type == bigquery.RecordFieldType {
+				var sub bool
+				if nf.Schema, sub = c.updatedSchema(f.Schema, g.Schema); sub {
+					changed = true
+				}
+			}
+		}
+		out = append(out, &nf)
+	}
+	if c.AllowAddition {
+		for _, g := range given {
+			if topLevel(table, g.Name) == nil {
+				out = append(out, nullableField(g))
+				changed = true
+			}
+		}
+	}
+	return out, changed
+}
+
+// nullableField is a copy of f that is not REQUIRED, nor are its fields.
+func nullableField(f *bigquery.FieldSchema) *bigquery.FieldSchema {
+	nf := *f
+	nf.Required = false
+	nf.Schema = nil
+	for _, sub := range f.Schema {
+		nf.Schema = append(nf.Schema, nullableField(sub))
+	}
+	return &nf
+}
+
+// updateSchema patches the schema of the table res (which exists) so that
+// rows of the schema given fit, as WithSchemaUpdateOptions allows; a
+// concurrent patch (another worker's) is read again and taken.
+func (c writeConfig) updateSchema(ctx context.Context, res string, given bigquery.Schema) error {
+	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	tbl := tableOf(client, res)
+	for attempt := 0; ; attempt++ {
+		md, err := tbl.Metadata(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the table's schema (WithSchemaUpdateOptions): %w", err)
+		}
+		schema, changed := c.updatedSchema(md.Schema, given)
+		if !changed {
+			return nil
+		}
+		_, err = tbl.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
+		if err == nil {
+			return nil
+		}
+		if !isHTTP(err, http.StatusPreconditionFailed) || attempt >= 5 {
+			return fmt.Errorf("updating the table's schema (WithSchemaUpdateOptions) to %s: %w", columnNames(schema), err)
 		}
 	}
 }
