@@ -136,7 +136,7 @@ func TestWriteSchemaUpdateOptions(t *testing.T) {
 	_, s = beam.NewPipelineWithRoot()
 	for opts, want := range map[string][]bigqueryio.WriteOption{
 		`WithSchemaUpdateOptions("ALLOW_EVERYTHING"): "ALLOW_EVERYTHING" is not a schema update option`: {bigqueryio.WithSchemaUpdateOptions("ALLOW_EVERYTHING")},
-		"WithSchemaUpdateOptions(): no option given": {bigqueryio.WithSchemaUpdateOptions()},
+		"WithSchemaUpdateOptions(): no option given":                                                    {bigqueryio.WithSchemaUpdateOptions()},
 	} {
 		if _, err := bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), want...); err == nil || !strings.Contains(err.Error(), opts) {
 			t.Errorf("error %v, want %q", err, opts)
