@@ -350,6 +350,25 @@
 // built where the spec is known; a table to create for a decorator needs a
 // partitioning.
 //
+// # Schema changes
+//
+// WithSchemaUpdateOptions(AllowFieldAddition, AllowFieldRelaxation)
+// patches the schema of a table that exists (tables.patch) when a worker
+// first meets it, before it appends, so that the write's rows fit (Java's
+// withSchemaUpdateOptions): the columns of the write's schema (WithSchema,
+// or inferred from the struct type) that the table lacks are added at its
+// end, NULLABLE (the service adds no REQUIRED column to a table), and its
+// REQUIRED columns that the write's schema has NULLABLE become NULLABLE.
+// Rows already there read NULL in the new columns. A concurrent patch
+// (another worker's) is read again. Without it, a struct field the table
+// lacks fails the write naming the field. Rows of bigqueryio.Row need
+// WithSchema for it. A table's schema changed by someone else while the
+// write runs is not followed: the writer keeps the schema it read.
+//
+// WithIgnoreUnknownValues writes Rows whose keys the table lacks without
+// those keys (at every level of RECORDs) instead of sending them to
+// FailedRows; it applies to Row input alone.
+//
 // # Replacing a table
 //
 // WithWriteDisposition(WriteTruncate) replaces a table's rows with the
