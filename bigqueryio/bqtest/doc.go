@@ -217,7 +217,14 @@
 // writes the column of its name (case-insensitive) or of its
 // google.cloud.bigquery.storage.v1.column_name option.
 //
-// Not served: Arrow rows, schema updates (updated_schema), default value
+// tables.patch changes a table's schema as the service allows it
+// (NULLABLE or REPEATED columns added at the end, REQUIRED relaxed to
+// NULLABLE; columns removed, retyped or made stricter, REQUIRED ones
+// added, and columns added inside a RECORD are HTTP 400): rows already
+// there, and rows of streams appended before and made visible after, read
+// NULL in the new columns.
+//
+// Not served: Arrow rows, updated_schema in AppendRows answers, default value
 // expressions (missing_value_interpretations DEFAULT_VALUE is refused),
 // RANGE and INTERVAL columns, proto maps, NUMERIC/BIGNUMERIC precision and
 // scale parameters, expiry of uncommitted streams, quotas and throttling,
