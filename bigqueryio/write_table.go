@@ -363,9 +363,10 @@ func (c *writeConfig) checkSpecFunc() error {
 
 // specCalls lists the calls of the spec's options, for messages.
 func (c *writeConfig) specCalls() string {
+	options := slices.Collect(maps.Values(specOption))
 	var out []string
 	for _, g := range c.given {
-		if g.name == "WithTableSpecFunc" || slices.Contains(slices.Collect(maps.Values(specOption)), g.name) {
+		if g.name == "WithTableSpecFunc" || slices.Contains(options, g.name) {
 			out = append(out, g.call)
 		}
 	}

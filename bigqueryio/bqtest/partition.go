@@ -237,18 +237,12 @@ func (t *Table) nowPartition() string {
 // the rows whose value falls in it (NullPartition, UnpartitionedPartition
 // for the others).
 func (s *Server) PartitionRows(name, id string) ([][]bigquery.Value, error) {
-	res, err := TableResource(name)
+	t, err := s.tableNamed(name)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	t := s.tables[res]
-	s.mu.Unlock()
-	if t == nil {
-		return nil, fmt.Errorf("bqtest: no table %s", res)
-	}
 	if !t.partitioned() {
-		return nil, fmt.Errorf("bqtest: table %s is not partitioned", res)
+		return nil, fmt.Errorf("bqtest: table %s is not partitioned", t.name)
 	}
 	var out [][]bigquery.Value
 	for i, row := range t.Rows {
@@ -331,7 +325,7 @@ func checkSchemaUpdate(old, schema bigquery.Schema, prefix string) error {
 		case o.Type != n.Type:
 			return fmt.Errorf("Field %s has changed type from %s to %s", path, o.Type, n.Type)
 		case o.Repeated != n.Repeated || (!o.Required && n.Required):
-			return fmt.Errorf("Field %s has changed mode from %s to %s", path, modeName(o), modeName(n))
+			return fmt.Errorf("Field %s has changed mode from %s to %s", path, bqMode(o), bqMode(n))
 		}
 		if o.Type == bigquery.RecordFieldType {
 			if len(n.Schema) != len(o.Schema) {
@@ -351,16 +345,6 @@ func checkSchemaUpdate(old, schema bigquery.Schema, prefix string) error {
 		}
 	}
 	return nil
-}
-
-func modeName(f *bigquery.FieldSchema) string {
-	switch {
-	case f.Repeated:
-		return "REPEATED"
-	case f.Required:
-		return "REQUIRED"
-	}
-	return "NULLABLE"
 }
 
 // updateSchemaLocked gives the table t a new schema (checked), as a new

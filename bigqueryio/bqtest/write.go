@@ -196,6 +196,16 @@ func (s *Server) WriteStats() WriteStats {
 // streams and not yet committed or flushed are not among them. The rows
 // are the server's: do not modify them.
 func (s *Server) TableRows(name string) ([][]bigquery.Value, error) {
+	t, err := s.tableNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Rows[:len(t.Rows):len(t.Rows)], nil
+}
+
+// tableNamed is the current version of the table name (any form
+// TableResource takes), for the accessors of tests.
+func (s *Server) tableNamed(name string) (*table, error) {
 	res, err := TableResource(name)
 	if err != nil {
 		return nil, err
@@ -206,7 +216,7 @@ func (s *Server) TableRows(name string) ([][]bigquery.Value, error) {
 	if t == nil {
 		return nil, fmt.Errorf("bqtest: no table %s", res)
 	}
-	return t.Rows[:len(t.Rows):len(t.Rows)], nil
+	return t, nil
 }
 
 // WriteStreams returns the application-created write streams of a table
