@@ -362,8 +362,17 @@
 // Rows already there read NULL in the new columns. A concurrent patch
 // (another worker's) is read again. Without it, a struct field the table
 // lacks fails the write naming the field. Rows of bigqueryio.Row need
-// WithSchema for it. A table's schema changed by someone else while the
-// write runs is not followed: the writer keeps the schema it read.
+// WithSchema for it.
+//
+// The writer follows a table whose schema gains columns while it writes
+// (another client's patch): a Row with a key that is not a column makes
+// it read the table's schema again (at most once per key every 10 s per
+// worker), and if the key is now a column it takes the new schema and
+// sends the new writer schema with its next append, once the appends in
+// flight are answered (rows encoded before fit it too: columns are added
+// at the end). A schema changed otherwise (a column dropped or retyped) is
+// not followed, and such rows go to FailedRows as before. A struct's
+// fields are fixed when the pipeline is built: use WithSchemaUpdateOptions.
 //
 // WithIgnoreUnknownValues writes Rows whose keys the table lacks without
 // those keys (at every level of RECORDs) instead of sending them to

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // appendWindow is how many appends of one stream may wait for their
@@ -66,6 +67,10 @@ type writeTable struct {
 	spec    string // project.dataset.table
 	enc     *rowEncoder
 	streams string // the table its streams write to: its own, or WriteTruncate's staging table
+	base    string // the table's resource name, without a partition decorator
+	// missing is when a Row's key was last found not to be a column of the
+	// table, by reading its schema again (followSchema).
+	missing map[string]time.Time
 }
 
 // destination is a table's stream in the current bundle.
@@ -73,6 +78,7 @@ type destination struct {
 	table    *writeTable
 	res      string
 	ms       *managedwriter.ManagedStream
+	desc     *descriptorpb.DescriptorProto // the writer schema ms sends
 	next     int64 // the offset of the next batch
 	cur      appendBatch
 	inflight []*appendBatch
@@ -117,6 +123,9 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 		return err
 	}
 	row, err := d.table.enc.encode(nil, x)
+	if err != nil && d.table.enc.isRow && f.followSchema(ctx, d.table, x) {
+		row, err = d.table.enc.encode(nil, x)
+	}
 	if err == nil && len(row) > f.Cfg.MaxBatchSize {
 		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Cfg.MaxBatchSize)
 	}
@@ -275,7 +284,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if f.Cfg.IgnoreUnknown {
 		enc.plan.ignoreUnknownKeys()
 	}
-	t := &writeTable{spec: spec, enc: enc, streams: streams}
+	t := &writeTable{spec: spec, enc: enc, streams: streams, base: base}
 	f.tables[res] = t
 	return t, nil
 }
@@ -356,7 +365,15 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 		if err != nil {
 			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)
 		}
-		d.ms = ms
+		d.ms, d.desc = ms, d.table.enc.desc
+	}
+	if d.desc != d.table.enc.desc && len(d.inflight) > 0 {
+		// The writer schema changes (followSchema) with the next append:
+		// managedwriter sends it on a new connection, so the appends in
+		// flight on the old one are answered first.
+		if err := f.drain(ctx, d, failed, 0); err != nil {
+			return err
+		}
 	}
 	b := d.cur
 	d.cur = appendBatch{}
@@ -375,6 +392,12 @@ func (f *appendFn) send(ctx context.Context, d *destination, b *appendBatch) {
 	var opts []managedwriter.AppendOption
 	if !f.Cfg.AtLeastOnce {
 		opts = append(opts, managedwriter.WithOffset(b.offset))
+	}
+	if d.desc != d.table.enc.desc {
+		// The table's schema grew (followSchema): rows encoded before fit
+		// the new writer schema too, its columns being added at the end.
+		d.desc = d.table.enc.desc
+		opts = append(opts, managedwriter.UpdateSchemaDescriptor(d.desc))
 	}
 	f.m.appends.Inc(ctx, 1)
 	b.res, b.err = d.ms.AppendRows(ctx, b.rows, opts...)

@@ -1,9 +1,11 @@
 package bigqueryio_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"cloud.google.com/go/bigquery"
@@ -145,5 +147,65 @@ func TestWriteSchemaUpdateOptions(t *testing.T) {
 	if _, err := bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, bigqueryio.Row{}), bigqueryio.WithCreateDisposition(bigqueryio.CreateNever),
 		bigqueryio.WithSchemaUpdateOptions(bigqueryio.AllowFieldAddition)); err == nil || !strings.Contains(err.Error(), "give WithSchema with WithSchemaUpdateOptions") {
 		t.Errorf("Row without a schema: %v", err)
+	}
+}
+
+// TestWriteFollowsSchema: the table's schema gains a column while the
+// write runs (patched by another client when the first append reaches the
+// server; the writer waits for that answer after four appends in flight):
+// Rows with that key, which the writer's schema did not have, are written
+// with it, the writer reading the table's schema again and sending the
+// new writer schema on its stream; nothing is refused.
+func TestWriteFollowsSchema(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	if err := srv.AddTable("p.d.follow", bqtest.Table{Schema: simpleSchema}); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var patchErr error
+	srv.SetWriteFaults(bqtest.WriteFaults{OnAppend: func(int) error {
+		once.Do(func() {
+			ctx := context.Background()
+			c, err := bigquery.NewClient(ctx, "p", srv.RESTClientOptions()...)
+			if err != nil {
+				patchErr = err
+				return
+			}
+			defer c.Close()
+			grown := append(append(bigquery.Schema{}, simpleSchema...), &bigquery.FieldSchema{Name: "note", Type: bigquery.StringFieldType})
+			_, patchErr = c.Dataset("d").Table("follow").Update(ctx, bigquery.TableMetadataToUpdate{Schema: grown}, "")
+		})
+		return nil
+	}})
+	rows := make([]any, 200)
+	for i := range rows {
+		r := bigqueryio.Row{"id": int64(i), "name": fmt.Sprint("n", i)}
+		if i >= 50 {
+			r["note"] = fmt.Sprint("note", i)
+		}
+		rows[i] = r
+	}
+	p, s := beam.NewPipelineWithRoot()
+	res := bigqueryio.Write(s, "p.d.follow", beam.Create(s, rows...), writeOpts(srv,
+		bigqueryio.WithCreateDisposition(bigqueryio.CreateNever), bigqueryio.WithMaxAppendBytes(40))...)
+	passert.Empty(s, res.FailedRows)
+	run(t, p)
+	if patchErr != nil {
+		t.Fatalf("patching the schema: %v", patchErr)
+	}
+	got, err := srv.TableRows("p.d.follow")
+	if err != nil || len(got) != 200 {
+		t.Fatalf("%d rows (%v), want 200", len(got), err)
+	}
+	for _, r := range got {
+		id := r[0].(int64)
+		var want bigquery.Value
+		if id >= 50 {
+			want = fmt.Sprint("note", id)
+		}
+		if len(r) != 3 || r[2] != want {
+			t.Errorf("row %v: want note %v", r, want)
+		}
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
 
 // PartitionUnit is the span of time of one partition of a table
@@ -525,4 +528,82 @@ func (c writeConfig) updateSchema(ctx context.Context, res string, given bigquer
 			return fmt.Errorf("updating the table's schema (WithSchemaUpdateOptions) to %s: %w", columnNames(schema), err)
 		}
 	}
+}
+
+// schemaRecheck is how long a Row's key found not to be a column stays
+// so before the table's schema is read again for it.
+const schemaRecheck = 10 * time.Second
+
+// followSchema reads the table's schema again when the Row x has a key
+// that is not one of its columns, which another writer may have added
+// since the write read it (a schema update), and takes the new schema;
+// it reports whether the encoder changed. Each missing key is looked for
+// at most once per schemaRecheck.
+func (f *appendFn) followSchema(ctx context.Context, t *writeTable, x any) bool {
+	row, ok := x.(Row)
+	if !ok {
+		return false
+	}
+	var unknown []string
+	for k := range row {
+		if !t.enc.plan.has(k) && time.Since(t.missing[k]) > schemaRecheck {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return false
+	}
+	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: t.base + "/streams/_default", View: storagepb.WriteStreamView_FULL})
+	var enc *rowEncoder
+	if err == nil {
+		var schema bigquery.Schema
+		if schema, err = adapt.StorageTableSchemaToBQSchema(ws.GetTableSchema()); err == nil {
+			enc, err = newRowEncoder(schema, f.Type.T)
+		}
+	}
+	if err != nil {
+		log.Warnf(ctx, "bigqueryio.Write to %s: reading the table's schema again for the keys %v: %v", t.spec, unknown, err)
+		return false
+	}
+	if t.missing == nil {
+		t.missing = map[string]time.Time{}
+	}
+	found := false
+	for _, k := range unknown {
+		if enc.plan.has(k) {
+			found = true
+		} else {
+			t.missing[k] = time.Now()
+		}
+	}
+	if !found {
+		return false
+	}
+	if !extends(t.enc.schema, enc.schema) {
+		// A column removed or changed: rows encoded already, numbered by
+		// column, would be read as other columns' values.
+		log.Warnf(ctx, "bigqueryio.Write to %s: the table's schema changed other than by added columns, not followed: %s", t.spec, columnNames(enc.schema))
+		return false
+	}
+	if f.Cfg.IgnoreUnknown {
+		enc.plan.ignoreUnknownKeys()
+	}
+	log.Infof(ctx, "bigqueryio.Write to %s: the table's schema changed, now %s", t.spec, columnNames(enc.schema))
+	t.enc = enc
+	return true
+}
+
+// extends reports whether schema is old with columns added at the end (and
+// modes relaxed), so that rows encoded for old are rows of schema.
+func extends(old, schema bigquery.Schema) bool {
+	if len(schema) < len(old) {
+		return false
+	}
+	for i, o := range old {
+		n := schema[i]
+		if o.Name != n.Name || o.Type != n.Type || o.Repeated != n.Repeated || (n.Type == bigquery.RecordFieldType && !extends(o.Schema, n.Schema)) {
+			return false
+		}
+	}
+	return true
 }
