@@ -79,7 +79,7 @@ type destination struct {
 	res      string
 	ms       *managedwriter.ManagedStream
 	desc     *descriptorpb.DescriptorProto // the writer schema ms sends
-	next     int64 // the offset of the next batch
+	next     int64                         // the offset of the next batch
 	cur      appendBatch
 	inflight []*appendBatch
 }
