@@ -200,11 +200,13 @@ func TestWriteTruncateCommitRetried(t *testing.T) {
 	srv.AddDataset("p", "d", "")
 	cfg := writeTestConfig(t, srv, "p.d.tr", WithWriteDisposition(WriteTruncate))
 	typ := beam.EncodedType{T: reflect.TypeFor[onceRow]()}
+	kept.Lock()
+	kept.results = nil
+	kept.Unlock()
 	p, s := beam.NewPipelineWithRoot()
-	fn := &appendFn{Cfg: cfg, Type: typ, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
-	streams, _ := beam.ParDo2(s, fn, beam.Create(s, onceRows(200)...))
-	res := beam.ParDo(s, &commitFn{Cfg: cfg, Type: typ}, beam.GroupByKey(s, streams))
-	beam.ParDo0(s, keepResult, res)
+	res := Write(s, "p.d.tr", beam.Create(s, onceRows(200)...), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()),
+		WithRetries(5, 5*time.Millisecond), WithMaxAppendBytes(2000), WithWriteDisposition(WriteTruncate))
+	beam.ParDo0(s, keepResult, res.Results)
 	ptest.RunAndValidate(t, p)
 	before := srv.WriteStats()
 	if rows, _ := srv.TableRows("p.d.tr"); len(rows) != 200 || before.CopyJobs != 1 {

@@ -107,6 +107,9 @@ func tableOf(c *bigquery.Client, res string) *bigquery.Table {
 // exist) in the run run like it, and returns its resource name. A staging
 // table made meanwhile by another worker is taken.
 func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, error) {
+	if run == "" {
+		return "", fmt.Errorf("no run id for the staging table of %s (WriteTruncate's append step runs with the run id as a side input)", res)
+	}
 	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
 	if err != nil {
 		return "", err
