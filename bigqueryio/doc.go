@@ -387,8 +387,9 @@
 // bundle with the table's schema, partitioning, clustering and KMS key,
 // expiring after 24 hours); the commit step commits them all, runs a copy
 // job from the staging table onto the table in WRITE_TRUNCATE (readers
-// see the old rows or the new, never a part; the table keeps its
-// metadata) and deletes the staging table. A failed commit or copy job
+// see the old rows or the new, never a part; the copy replaces the
+// table's rows and schema, the KMS key passed on) and deletes the staging
+// table. A failed commit or copy job
 // deletes the staging table and fails the write with the table as it was.
 // The run id is drawn once per run (an Impulse, a side input), so a
 // pipeline run again (a template) replaces the table again; the copy job's
