@@ -534,7 +534,6 @@ func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	if err := cfg.checkOptions(table); err != nil {
 		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
 	}
-
 	return cfg, nil
 }
 
@@ -562,10 +561,10 @@ func (c *writeConfig) checkOptions(table string) error {
 	if err := c.checkSchemaUpdates(); err != nil {
 		return err
 	}
-	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {
-		return fmt.Errorf("%s: the table's spec (%s) only applies to a table CreateIfNeeded creates", c.calls("WithCreateDisposition")[len(c.calls("WithCreateDisposition"))-1], c.specCalls())
-	}
 	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
+	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {
+		return fmt.Errorf("%s: the table's spec (%s) only applies to a table CreateIfNeeded creates", last("WithCreateDisposition"), c.specCalls())
+	}
 	switch {
 	case c.Namespace == "":
 		return fmt.Errorf("%s: an empty metrics namespace", last("WithMetricsNamespace"))
