@@ -362,10 +362,99 @@
 // needs WithSchema, or CreateNever); CreateNever fails on a missing table.
 // WithWriteDisposition(WriteEmpty) refuses a table that has rows when the
 // write starts (its metadata's row count), WriteAppend (the default)
-// appends. WRITE_TRUNCATE is not supported: the Storage Write API cannot
-// replace a table's rows atomically (a commit only adds rows), so a
-// truncation would be a separate DELETE or load job, and a job failing
-// between the two would leave the table empty or half-written.
+// appends, WriteTruncate replaces (below).
+//
+// # Table features
+//
+// CreateIfNeeded makes the table as Beam Java's withTimePartitioning,
+// withClustering and withKmsKey do: WithTimePartitioning (by day, hour,
+// month or year, on a DATE, DATETIME or TIMESTAMP column or on the time
+// rows are written, with an expiration of partitions),
+// WithRangePartitioning (ranges of an INTEGER column), WithClustering (one
+// to four top-level columns of a type that clusters), WithTableDescription,
+// WithTableLabels and WithKMSKey (a Cloud KMS key,
+// projects/p/locations/l/keyRings/r/cryptoKeys/k). They are checked when
+// the pipeline is built against the schema (WithSchema or inferred): a
+// clustering or partitioning column that is not in it, or of a type that
+// cannot serve, more than four clustering columns, both partitionings, a
+// bad label or key are refused naming the option. A table that exists is
+// written as it is: its spec is not compared.
+//
+//	bigqueryio.Write(s, "p.d.daily", counts,
+//		bigqueryio.WithTimePartitioning(bigqueryio.TimePartitioning{
+//			Unit: bigqueryio.PartitionByDay, Column: "day", Expiration: 365 * 24 * time.Hour}),
+//		bigqueryio.WithClustering("word"))
+//
+// With WithTableFunc, WithTableSpecFunc(fn) gives each table its own spec:
+// fn is a registered func(table string) TableSpec of the table spec
+// (project.dataset.table); its spec is checked against the schema when the
+// table is created, and one that does not fit fails the write naming the
+// table.
+//
+// A partition decorator writes into one partition: "p.d.t$20261203" (or a
+// table spec WithTableFunc returns with one). The streams are created on
+// the decorated table (CreateWriteStream's parent), as the Storage Write
+// API takes it, and committed with the parent the service named them
+// under. For a table partitioned by ingestion time the rows land in that
+// partition; for one partitioned by a column or a range, the service
+// refuses rows whose value is in another partition (they go to
+// FailedRows). The decorator must name a partition of the spec's kind
+// (yyyymmdd for days, yyyymmddhh, yyyymm, yyyy, a range's start;
+// __NULL__ and __UNPARTITIONED__), which is checked when the pipeline is
+// built where the spec is known; a table to create for a decorator needs a
+// partitioning.
+//
+// # Schema changes
+//
+// WithSchemaUpdateOptions(AllowFieldAddition, AllowFieldRelaxation)
+// patches the schema of a table that exists (tables.patch) when a worker
+// first meets it, before it appends, so that the write's rows fit (Java's
+// withSchemaUpdateOptions): the columns of the write's schema (WithSchema,
+// or inferred from the struct type) that the table lacks are added at its
+// end, NULLABLE (the service adds no REQUIRED column to a table), and its
+// REQUIRED columns that the write's schema has NULLABLE become NULLABLE.
+// Rows already there read NULL in the new columns. A concurrent patch
+// (another worker's) is read again. Without it, a struct field the table
+// lacks fails the write naming the field. Rows of bigqueryio.Row need
+// WithSchema for it.
+//
+// The writer follows a table whose schema gains columns while it writes
+// (another client's patch): a Row with a key that is not a column makes
+// it read the table's schema again (at most once per key every 10 s per
+// worker), and if the key is now a column it takes the new schema and
+// sends the new writer schema with its next append, once the appends in
+// flight are answered (rows encoded before fit it too: columns are added
+// at the end). A schema changed otherwise (a column dropped or retyped) is
+// not followed, and such rows go to FailedRows as before. A struct's
+// fields are fixed when the pipeline is built: use WithSchemaUpdateOptions.
+//
+// WithIgnoreUnknownValues writes Rows whose keys the table lacks without
+// those keys (at every level of RECORDs) instead of sending them to
+// FailedRows; it applies to Row input alone.
+//
+// # Replacing a table
+//
+// WithWriteDisposition(WriteTruncate) replaces a table's rows with the
+// write's, at once. The Storage Write API cannot truncate, so the rows are
+// staged: each bundle appends to PENDING streams of a staging table
+// (<table>_sdfio_tmp_<run id>, in the table's dataset, made by the first
+// bundle with the table's schema, partitioning, clustering and KMS key,
+// expiring after 24 hours); the commit step commits them all, runs a copy
+// job from the staging table onto the table in WRITE_TRUNCATE (readers
+// see the old rows or the new, never a part; the copy replaces the
+// table's rows and schema, the KMS key passed on) and deletes the staging
+// table. A failed commit or copy job
+// deletes the staging table and fails the write with the table as it was.
+// The run id is drawn once per run (an Impulse, a side input), so a
+// pipeline run again (a template) replaces the table again; the copy job's
+// id is made of the streams it copies, so a retried commit step finds its
+// job and does not copy twice. A write of one table that gets no row
+// empties it; with WithTableFunc only the tables that get rows are
+// replaced, each on its own (not all at once). A pipeline that fails
+// before its commit step (an append refused) leaves the table as it was
+// and its staging table, which expires. WriteTruncate cannot be given
+// with WithAtLeastOnce, nor for a partition decorator. It needs
+// bigquery.jobs.create besides the rights of a write.
 //
 // WithTableFunc(fn) routes each element to the table fn names, each table
 // with its own streams and its own commit; Write's table is then "". fn is

@@ -539,6 +539,10 @@ const (
 	WriteAppend WriteDisposition = iota
 	// WriteEmpty fails the write when the table has rows before it.
 	WriteEmpty
+	// WriteTruncate replaces the table's rows with the write's, at once:
+	// the rows are committed to a staging table, which a copy job in
+	// WRITE_TRUNCATE then puts in the table's place (see the package doc).
+	WriteTruncate
 )
 
 // writeConfig is the serialisable configuration of a write; it travels in
@@ -559,10 +563,20 @@ type writeConfig struct {
 	MaxRetries   int
 	RetryBase    time.Duration
 	MaxBatchSize int // encoded bytes of one append, at most
+	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
+	// write_table.go).
+	Spec TableSpec
+	// IgnoreUnknown drops a Row's keys the table lacks
+	// (WithIgnoreUnknownValues).
+	IgnoreUnknown bool
+	// AllowAddition and AllowRelaxation are WithSchemaUpdateOptions'.
+	AllowAddition, AllowRelaxation bool
 
-	given    []givenOption
-	tableFn  any   // WithTableFunc's function, checked against the element type
-	schemaOK error // WithSchema could not take its schema
+	given     []givenOption
+	tableFn   any    // WithTableFunc's function, checked against the element type
+	specFn    any    // WithTableSpecFunc's function
+	badUpdate string // a schema update option WithSchemaUpdateOptions does not know
+	schemaOK  error  // WithSchema could not take its schema
 }
 
 func (c *writeConfig) note(name string, args ...any) {
@@ -604,8 +618,22 @@ func (c *writeConfig) checkOptions(table string) error {
 			return err
 		}
 		c.Table = res
+		if _, part := splitDecorator(table); part != "" {
+			if err := c.Spec.checkDecorator(table, part); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.checkSpecFunc(); err != nil {
+		return err
+	}
+	if err := c.checkSchemaUpdates(); err != nil {
+		return err
 	}
 	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
+	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {
+		return fmt.Errorf("%s: the table's spec (%s) only applies to a table CreateIfNeeded creates", last("WithCreateDisposition"), c.specCalls())
+	}
 	switch {
 	case c.Namespace == "":
 		return fmt.Errorf("%s: an empty metrics namespace", last("WithMetricsNamespace"))
@@ -615,8 +643,12 @@ func (c *writeConfig) checkOptions(table string) error {
 		return fmt.Errorf("%s: %w", last("WithSchema"), c.schemaOK)
 	case c.Create != CreateIfNeeded && c.Create != CreateNever:
 		return fmt.Errorf("%s: not a create disposition", last("WithCreateDisposition"))
-	case c.Disposition != WriteAppend && c.Disposition != WriteEmpty:
-		return fmt.Errorf("%s: not a write disposition (WRITE_TRUNCATE is not supported, see the package doc)", last("WithWriteDisposition"))
+	case c.Disposition != WriteAppend && c.Disposition != WriteEmpty && c.Disposition != WriteTruncate:
+		return fmt.Errorf("%s: not a write disposition", last("WithWriteDisposition"))
+	case c.AtLeastOnce && c.Disposition == WriteTruncate:
+		return fmt.Errorf("%s cannot be given with WithAtLeastOnce: the table is replaced by a copy job once every row is committed to a staging table, which needs the commit", last("WithWriteDisposition"))
+	case c.Disposition == WriteTruncate && strings.Contains(table, "$"):
+		return fmt.Errorf("%s replaces a whole table, not the partition %q names", last("WithWriteDisposition"), table)
 	case c.AtLeastOnce && c.Disposition == WriteEmpty:
 		// Checked per bundle, rows of the bundles before would make the
 		// table non-empty: only a commit at the end keeps it empty.
@@ -660,7 +692,7 @@ func WithCreateDisposition(d CreateDisposition) WriteOption {
 }
 
 // WithWriteDisposition says what to do with a table that has rows:
-// WriteAppend (the default) or WriteEmpty.
+// WriteAppend (the default), WriteEmpty or WriteTruncate.
 func WithWriteDisposition(d WriteDisposition) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithWriteDisposition", int(d)); c.Disposition = d })
 }

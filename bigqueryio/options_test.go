@@ -172,6 +172,9 @@ func queryOptions(opts ...SessionOption) []QueryOption {
 func routeA(struct{ ID int64 }) string { return "p.d.a" }
 func routeB(struct{ ID int64 }) string { return "p.d.b" }
 
+func specA(string) TableSpec { return TableSpec{Description: "a"} }
+func specB(string) TableSpec { return TableSpec{Description: "b"} }
+
 // repeatCases holds, for every option of the package, two calls with
 // different values (nil second for an option that takes none) and the
 // calls' text as the errors must show them.
@@ -204,10 +207,23 @@ func repeatCases() map[string][4]any {
 		"WithSchema":              {WithSchema(s1), WithSchema(s2), `WithSchema(id INTEGER)`, `WithSchema(id STRING)`},
 		"WithTableFunc":           {WithTableFunc(routeA), WithTableFunc(routeB), "WithTableFunc(github.com/sdfio/sdfio/bigqueryio.routeA)", "WithTableFunc(github.com/sdfio/sdfio/bigqueryio.routeB)"},
 		"WithMaxAppendBytes":      {WithMaxAppendBytes(1 << 20), WithMaxAppendBytes(1 << 10), "WithMaxAppendBytes(1048576)", "WithMaxAppendBytes(1024)"},
+		"WithTimePartitioning": {WithTimePartitioning(TimePartitioning{Unit: PartitionByDay}), WithTimePartitioning(TimePartitioning{Unit: PartitionByHour}),
+			"WithTimePartitioning({Unit:DAY Column: Expiration:0s})", "WithTimePartitioning({Unit:HOUR Column: Expiration:0s})"},
+		"WithRangePartitioning": {WithRangePartitioning(RangePartitioning{Column: "ID", End: 10, Interval: 1}), WithRangePartitioning(RangePartitioning{Column: "ID", End: 20, Interval: 1}),
+			"WithRangePartitioning({Column:ID Start:0 End:10 Interval:1})", "WithRangePartitioning({Column:ID Start:0 End:20 Interval:1})"},
+		"WithClustering":          {WithClustering("ID"), WithClustering("ID", "ID2"), `WithClustering("ID")`, `WithClustering("ID", "ID2")`},
+		"WithTableDescription":    {WithTableDescription("a"), WithTableDescription("b"), `WithTableDescription("a")`, `WithTableDescription("b")`},
+		"WithTableLabels":         {WithTableLabels(map[string]string{"a": "1"}), WithTableLabels(map[string]string{"a": "2"}), `WithTableLabels("map[a:1]")`, `WithTableLabels("map[a:2]")`},
+		"WithKMSKey":              {WithKMSKey("k1"), WithKMSKey("k2"), `WithKMSKey("k1")`, `WithKMSKey("k2")`},
+		"WithTableSpecFunc":       {WithTableSpecFunc(specA), WithTableSpecFunc(specB), "WithTableSpecFunc(github.com/sdfio/sdfio/bigqueryio.specA)", "WithTableSpecFunc(github.com/sdfio/sdfio/bigqueryio.specB)"},
+		"WithSchemaUpdateOptions": {WithSchemaUpdateOptions(AllowFieldAddition), WithSchemaUpdateOptions(AllowFieldRelaxation), `WithSchemaUpdateOptions("ALLOW_FIELD_ADDITION")`, `WithSchemaUpdateOptions("ALLOW_FIELD_RELAXATION")`},
 		// These two have rules of their own (TestOptionConflicts,
 		// TestQueryParameterErrors).
 		"WithSelectedFields":  {nil},
 		"WithQueryParameters": {nil},
+		// Refused for struct input, which this test writes; given twice
+		// with Rows it is accepted (TestWriteIgnoreUnknownValues).
+		"WithIgnoreUnknownValues": {nil},
 	}
 }
 
@@ -295,7 +311,11 @@ func TestOptionsGivenTwice(t *testing.T) {
 		}
 		if o, ok := tc[0].(WriteOption); ok {
 			_, s := beam.NewPipelineWithRoot()
-			_, err := TryWrite(s, table, beam.Create(s, row{1}), o, second.(WriteOption))
+			opts := []WriteOption{o, second.(WriteOption)}
+			if name == "WithTableSpecFunc" {
+				table, opts = "", append(opts, WithTableFunc(routeA))
+			}
+			_, err := TryWrite(s, table, beam.Create(s, row{1}), opts...)
 			check("bigqueryio.Write", err)
 		}
 		if transforms == 0 {

@@ -57,9 +57,13 @@ func init() {
 	register.Emitter2[string, streamDone]()
 	register.Emitter1[FailedRow]()
 	beamreg.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
+	beamreg.DoFn2x0[[]byte, func(string, streamDone)](&truncateKeyFn{})
+	beamreg.DoFn5x1[context.Context, beam.X, string, func(string, streamDone), func(FailedRow), error](&truncAppendFn{})
+	beamreg.DoFn1x1[[]byte, string](&runIDFn{})
 	register.Iter1[streamDone]()
 	register.Emitter1[TableResult]()
 	register.Function1x1(fixedTable)
+	beam.RegisterType(reflect.TypeFor[TableSpec]())
 	beam.RegisterType(reflect.TypeFor[streamDone]())
 	beam.RegisterType(reflect.TypeFor[TableResult]())
 	beam.RegisterType(reflect.TypeFor[FailedRow]())
@@ -107,9 +111,21 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		}
 		fn.TableFn, fn.HasTableFn = beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.tableFn)}, true
 	}
+	if cfg.specFn != nil {
+		fn.SpecFn = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}
+	}
 	s = s.Scope("bigqueryio.Write")
-	streams, failed := beam.ParDo2(s, fn, col)
-	results := beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams))
+	var streams, failed beam.PCollection
+	if cfg.Disposition == WriteTruncate {
+		run := beam.ParDo(s, runIDFn{}, beam.Impulse(s))
+		streams, failed = beam.ParDo2(s, &truncAppendFn{Fn: fn}, col, beam.SideInput{Input: run})
+		if cfg.tableFn == nil {
+			streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table))
+		}
+	} else {
+		streams, failed = beam.ParDo2(s, fn, col)
+	}
+	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams))
 	return WriteResult{Results: results, FailedRows: failed}, nil
 }
 
@@ -121,17 +137,28 @@ func checkWriteType(t reflect.Type, cfg writeConfig) error {
 		if cfg.Schema == "" && cfg.Create == CreateIfNeeded {
 			return fmt.Errorf("rows of bigqueryio.Row have no schema to create a table with: give WithSchema, or WithCreateDisposition(CreateNever)")
 		}
-		return nil
-	}
-	if t.Kind() != reflect.Struct {
+		if cfg.Schema == "" && (cfg.AllowAddition || cfg.AllowRelaxation) {
+			return fmt.Errorf("rows of bigqueryio.Row have no schema to update the table's to: give WithSchema with WithSchemaUpdateOptions")
+		}
+	} else if t.Kind() != reflect.Struct {
 		return fmt.Errorf("needs a struct type or bigqueryio.Row")
 	}
 	schema, err := writeSchema(cfg, t)
 	if err != nil {
 		return err
 	}
-	_, err = newRowEncoder(schema, t)
-	return err
+	if t != typeOfRow {
+		if cfg.IgnoreUnknown {
+			return fmt.Errorf("WithIgnoreUnknownValues applies to rows of bigqueryio.Row: a struct's fields are checked against the schema now")
+		}
+		if _, err := newRowEncoder(schema, t); err != nil {
+			return err
+		}
+	}
+	if schema != nil {
+		return cfg.Spec.check(schema, cfg.specName)
+	}
+	return nil
 }
 
 // writeSchema is WithSchema's schema, or the one inferred from t.

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // appendWindow is how many appends of one stream may wait for their
@@ -35,12 +36,15 @@ type appendFn struct {
 	Type       beam.EncodedType
 	TableFn    beam.EncodedFunc
 	HasTableFn bool
+	SpecFn     *beam.EncodedFunc // WithTableSpecFunc's function, nil without
 
 	mw     *managedwriter.Client
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
 	dests  map[string]*destination // by resource name, for the bundle
 	order  []string                // dests in the order they came
 	route  reflectx.Func1x1
+	spec   reflectx.Func1x1
+	run    string // WriteTruncate: the run's id (truncAppendFn)
 	m      writeMetrics
 }
 
@@ -60,8 +64,13 @@ func newWriteMetrics(c writeConfig) writeMetrics {
 // writeTable is what a DoFn knows of a destination table: checked
 // (created if needed, empty if it must be) and its rows' encoder.
 type writeTable struct {
-	spec string // project.dataset.table
-	enc  *rowEncoder
+	spec    string // project.dataset.table
+	enc     *rowEncoder
+	streams string // the table its streams write to: its own, or WriteTruncate's staging table
+	base    string // the table's resource name, without a partition decorator
+	// missing is when a Row's key was last found not to be a column of the
+	// table, by reading its schema again (followSchema).
+	missing map[string]time.Time
 }
 
 // destination is a table's stream in the current bundle.
@@ -69,7 +78,8 @@ type destination struct {
 	table    *writeTable
 	res      string
 	ms       *managedwriter.ManagedStream
-	next     int64 // the offset of the next batch
+	desc     *descriptorpb.DescriptorProto // the writer schema ms sends
+	next     int64                         // the offset of the next batch
 	cur      appendBatch
 	inflight []*appendBatch
 }
@@ -89,6 +99,9 @@ func (f *appendFn) Setup() {
 	f.m = newWriteMetrics(f.Cfg)
 	if f.HasTableFn {
 		f.route = reflectx.ToFunc1x1(f.TableFn.Fn)
+	}
+	if f.SpecFn != nil {
+		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
 }
 
@@ -110,6 +123,9 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 		return err
 	}
 	row, err := d.table.enc.encode(nil, x)
+	if err != nil && d.table.enc.isRow && f.followSchema(ctx, d.table, x) {
+		row, err = d.table.enc.encode(nil, x)
+	}
 	if err == nil && len(row) > f.Cfg.MaxBatchSize {
 		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Cfg.MaxBatchSize)
 	}
@@ -196,20 +212,26 @@ func (f *appendFn) dest(ctx context.Context, res string) (*destination, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &destination{table: t, res: res}
+	d := &destination{table: t, res: t.streams}
 	f.dests[res] = d
 	f.order = append(f.order, res)
 	return d, nil
 }
 
 // table checks the table res as the dispositions say, the first time the
-// DoFn meets it, and compiles the encoder of its rows.
+// DoFn meets it, and compiles the encoder of its rows. res may name a
+// partition (…/tables/t$20261203): the table is t, the streams are made
+// on res.
 func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if t, ok := f.tables[res]; ok {
 		return t, nil
 	}
-	p := strings.Split(res, "/")
+	base, part := splitDecorator(res)
+	p := strings.Split(base, "/")
 	spec := p[1] + "." + p[3] + "." + p[5]
+	if part != "" {
+		spec += "$" + part
+	}
 	if f.mw == nil {
 		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
 		if err != nil {
@@ -221,12 +243,30 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 	}
-	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition == WriteEmpty {
-		if err := f.checkTable(ctx, p[1], p[3], p[5], given); err != nil {
+	if f.Cfg.Create == CreateIfNeeded || f.Cfg.Disposition != WriteAppend {
+		ts, err := f.tableSpec(p[1]+"."+p[3]+"."+p[5], part, given)
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		if err := f.Cfg.checkTable(ctx, p[1], p[3], p[5], part, given, ts); err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
-	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: res + "/streams/_default", View: storagepb.WriteStreamView_FULL})
+	if given != nil && (f.Cfg.AllowAddition || f.Cfg.AllowRelaxation) {
+		if err := f.Cfg.updateSchema(ctx, base, given); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
+	streams := res
+	if f.Cfg.Disposition == WriteTruncate {
+		if part != "" {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: WriteTruncate replaces a whole table, not a partition", spec)
+		}
+		if streams, err = f.Cfg.makeStaging(ctx, res, f.run); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
+	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: base + "/streams/_default", View: storagepb.WriteStreamView_FULL})
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: reading the table's schema: %w", spec, err)
 	}
@@ -238,15 +278,38 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write of %v to %s: %w", f.Type.T, spec, err)
 	}
-	t := &writeTable{spec: spec, enc: enc}
+	if f.Cfg.IgnoreUnknown {
+		enc.plan.ignoreUnknownKeys()
+	}
+	t := &writeTable{spec: spec, enc: enc, streams: streams, base: base}
 	f.tables[res] = t
 	return t, nil
 }
 
-// checkTable creates the table if it is missing and CreateIfNeeded, and
-// refuses a table with rows WriteEmpty.
-func (f *appendFn) checkTable(ctx context.Context, project, dataset, table string, schema bigquery.Schema) error {
-	c, err := bigquery.NewClient(ctx, project, f.Cfg.restOptions()...)
+// tableSpec is the spec table is created with: the options', or
+// WithTableSpecFunc's for it, checked against the schema and the
+// partition a decorator names.
+func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableSpec, error) {
+	ts := f.Cfg.Spec
+	if f.spec != nil {
+		ts = f.spec.Call1x1(table).(TableSpec)
+		if err := ts.check(schema, func(field string) string { return "WithTableSpecFunc: TableSpec." + field }); err != nil {
+			return TableSpec{}, err
+		}
+	}
+	if part != "" {
+		if err := ts.checkDecorator(table, part); err != nil {
+			return TableSpec{}, err
+		}
+	}
+	return ts, nil
+}
+
+// checkTable creates the table if it is missing and CreateIfNeeded, as ts
+// says, and refuses a table with rows WriteEmpty. A write to a partition
+// (part) of a table to create needs a partitioned one.
+func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
+	c, err := bigquery.NewClient(ctx, project, cfg.restOptions()...)
 	if err != nil {
 		return err
 	}
@@ -254,10 +317,13 @@ func (f *appendFn) checkTable(ctx context.Context, project, dataset, table strin
 	tbl := c.DatasetInProject(project, dataset).Table(table)
 	md, err := tbl.Metadata(ctx)
 	if isHTTP(err, http.StatusNotFound) {
-		if f.Cfg.Create != CreateIfNeeded {
+		if cfg.Create != CreateIfNeeded {
 			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
 		}
-		err = tbl.Create(ctx, &bigquery.TableMetadata{Schema: schema})
+		if part != "" && ts.TimePartitioning == nil && ts.RangePartitioning == nil {
+			return fmt.Errorf("the table does not exist, and the partition decorator $%s needs a partitioned table: give WithTimePartitioning or WithRangePartitioning", part)
+		}
+		err = tbl.Create(ctx, ts.metadata(schema))
 		if isHTTP(err, http.StatusConflict) {
 			err = nil // made meanwhile by another worker
 		}
@@ -269,7 +335,7 @@ func (f *appendFn) checkTable(ctx context.Context, project, dataset, table strin
 	if err != nil {
 		return fmt.Errorf("reading the table's metadata: %w", err)
 	}
-	if f.Cfg.Disposition == WriteEmpty && md.NumRows > 0 {
+	if cfg.Disposition == WriteEmpty && md.NumRows > 0 {
 		return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", md.NumRows)
 	}
 	return nil
@@ -296,7 +362,15 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 		if err != nil {
 			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)
 		}
-		d.ms = ms
+		d.ms, d.desc = ms, d.table.enc.desc
+	}
+	if d.desc != d.table.enc.desc && len(d.inflight) > 0 {
+		// The writer schema changes (followSchema) with the next append:
+		// managedwriter sends it on a new connection, so the appends in
+		// flight on the old one are answered first.
+		if err := f.drain(ctx, d, failed, 0); err != nil {
+			return err
+		}
 	}
 	b := d.cur
 	d.cur = appendBatch{}
@@ -315,6 +389,12 @@ func (f *appendFn) send(ctx context.Context, d *destination, b *appendBatch) {
 	var opts []managedwriter.AppendOption
 	if !f.Cfg.AtLeastOnce {
 		opts = append(opts, managedwriter.WithOffset(b.offset))
+	}
+	if d.desc != d.table.enc.desc {
+		// The table's schema grew (followSchema): rows encoded before fit
+		// the new writer schema too, its columns being added at the end.
+		d.desc = d.table.enc.desc
+		opts = append(opts, managedwriter.UpdateSchemaDescriptor(d.desc))
 	}
 	f.m.appends.Inc(ctx, 1)
 	b.res, b.err = d.ms.AppendRows(ctx, b.rows, opts...)

@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/googleapis/gax-go/v2"
 )
 
@@ -16,7 +17,8 @@ import (
 // (BatchCommitWriteStreams: all of them or none), and outputs the table's
 // result. WithAtLeastOnce the rows are already there: it only sums them.
 type commitFn struct {
-	Cfg writeConfig
+	Cfg  writeConfig
+	Type beam.EncodedType // the element type, for WriteTruncate's schema
 
 	mw *managedwriter.Client
 	m  writeMetrics
@@ -32,14 +34,14 @@ func (f *commitFn) Teardown() {
 
 func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(*streamDone) bool, emit func(TableResult)) error {
 	p := strings.Split(res, "/")
-	spec := p[1] + "." + p[3] + "." + p[5]
+	spec := p[1] + "." + p[3] + "." + p[5] // with its partition decorator, if any
 	var names []string
 	var rows int64
 	seen := map[string]bool{}
 	var sd streamDone
 	for streams(&sd) {
 		rows += sd.Rows
-		if !seen[sd.Stream] {
+		if sd.Stream != "" && !seen[sd.Stream] {
 			seen[sd.Stream] = true
 			names = append(names, sd.Stream)
 		}
@@ -56,7 +58,13 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 		}
 		f.mw = mw
 	}
-	at, err := f.commit(ctx, res, spec, names)
+	var at time.Time
+	var err error
+	if f.Cfg.Disposition == WriteTruncate {
+		at, err = f.replace(ctx, res, spec, names)
+	} else {
+		at, err = f.commit(ctx, streamParent(names[0]), spec, names)
+	}
 	if err != nil {
 		return err
 	}
@@ -104,4 +112,14 @@ func (f *commitFn) commitTime(ctx context.Context, name string) (time.Time, erro
 		return time.Time{}, fmt.Errorf("bigqueryio.Write: reading committed stream %s: %w", name, err)
 	}
 	return ws.GetCommitTime().AsTime(), nil
+}
+
+// streamParent is the table a write stream belongs to, as the service
+// named the stream (…/tables/t/streams/s, or t$partition for a stream made
+// on a partition): the parent its commit names.
+func streamParent(stream string) string {
+	if i := strings.LastIndex(stream, "/streams/"); i >= 0 {
+		return stream[:i]
+	}
+	return stream
 }

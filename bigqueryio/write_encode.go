@@ -34,6 +34,9 @@ type rowEncoder struct {
 // recordPlan is how to encode the columns of a table or RECORD.
 type recordPlan struct {
 	cols []colPlan
+	// ignoreUnknown drops a Row's keys that are not columns
+	// (WithIgnoreUnknownValues) instead of refusing the row.
+	ignoreUnknown bool
 }
 
 // colPlan is one column: its proto field and, for a struct, the field that
@@ -294,7 +297,7 @@ func (p *recordPlan) appendMap(b []byte, m map[string]bigquery.Value, prefix str
 			return b, err
 		}
 	}
-	if found < len(m) {
+	if found < len(m) && !p.ignoreUnknown {
 		for k := range m {
 			if !p.has(k) {
 				return b, fmt.Errorf("column %s%s is not in the table's schema (%s)", prefix, k, p.names())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,26 @@ func failStreamFn(table string, sd streamDone) error {
 func init() {
 	beam.RegisterType(reflect.TypeFor[onceRow]())
 	register.Function2x1(failStreamFn)
+	register.Function1x0(keepResult)
+}
+
+// kept holds the results keepResult saw (the pipeline runs in this
+// process).
+var kept struct {
+	sync.Mutex
+	results []TableResult
+}
+
+func keepResult(r TableResult) {
+	kept.Lock()
+	kept.results = append(kept.results, r)
+	kept.Unlock()
+}
+
+func keptResults() []TableResult {
+	kept.Lock()
+	defer kept.Unlock()
+	return append([]TableResult(nil), kept.results...)
 }
 
 func writeTestConfig(t *testing.T, srv *bqtest.Server, table string, opts ...WriteOption) writeConfig {
@@ -163,5 +184,70 @@ func TestWriteBundleFailsAfterAppend(t *testing.T) {
 				t.Errorf("stream %s of the failed run was committed", ws.Name)
 			}
 		}
+	}
+}
+
+// TestWriteTruncateCommitRetried: the commit step of a WriteTruncate run
+// again after it succeeded (a retried bundle whose output was lost) finds
+// its copy job done and succeeds without committing or copying again: the
+// table keeps the write's rows, once each.
+func TestWriteTruncateCommitRetried(t *testing.T) {
+	srv, err := bqtest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.AddDataset("p", "d", "")
+	cfg := writeTestConfig(t, srv, "p.d.tr", WithWriteDisposition(WriteTruncate))
+	typ := beam.EncodedType{T: reflect.TypeFor[onceRow]()}
+	kept.Lock()
+	kept.results = nil
+	kept.Unlock()
+	p, s := beam.NewPipelineWithRoot()
+	res := Write(s, "p.d.tr", beam.Create(s, onceRows(200)...), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()),
+		WithRetries(5, 5*time.Millisecond), WithMaxAppendBytes(2000), WithWriteDisposition(WriteTruncate))
+	beam.ParDo0(s, keepResult, res.Results)
+	ptest.RunAndValidate(t, p)
+	before := srv.WriteStats()
+	if rows, _ := srv.TableRows("p.d.tr"); len(rows) != 200 || before.CopyJobs != 1 {
+		t.Fatalf("%d rows, %d copy jobs after the write: want 200 and 1", len(rows), before.CopyJobs)
+	}
+	var done []streamDone
+	for _, r := range keptResults() {
+		for _, name := range r.Streams {
+			for _, ws := range srv.WriteStreams(streamParent(name)) {
+				if ws.Name == name {
+					done = append(done, streamDone{Stream: ws.Name, Rows: ws.Rows})
+				}
+			}
+		}
+	}
+	if len(done) == 0 {
+		t.Fatal("no stream wrote to the staging table")
+	}
+	retry := &commitFn{Cfg: cfg, Type: typ}
+	retry.Setup()
+	defer retry.Teardown()
+	i := 0
+	next := func(sd *streamDone) bool {
+		if i == len(done) {
+			return false
+		}
+		*sd, i = done[i], i+1
+		return true
+	}
+	var got []TableResult
+	if err := retry.ProcessElement(context.Background(), cfg.Table, next, func(r TableResult) { got = append(got, r) }); err != nil {
+		t.Fatalf("the retried commit: %v", err)
+	}
+	after := srv.WriteStats()
+	if len(got) != 1 || got[0].Rows != 200 || after.CopyJobs != 1 || after.Commits != before.Commits {
+		t.Errorf("retried commit: results %+v, server %+v: want 200 rows and nothing committed or copied again", got, after)
+	}
+	if rows, _ := srv.TableRows("p.d.tr"); len(rows) != 200 {
+		t.Errorf("%d rows after the retry, want 200", len(rows))
+	}
+	if tables := srv.Tables(); len(tables) != 1 {
+		t.Errorf("tables %v: want the destination alone", tables)
 	}
 }

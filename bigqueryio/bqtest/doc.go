@@ -156,9 +156,33 @@
 //   - A read session reads the table as it was when the session was made
 //     (later commits do not change it); a table deleted or redefined by
 //     AddTable makes its old write streams NOT_FOUND.
-//   - REST: tables.insert (a table with the request's schema, in its
-//     dataset's location; notFound for a missing dataset, duplicate for an
-//     existing table), datasets.get of a dataset that only holds AddTable's
+//   - Partitions: a write stream made on a partition decorator
+//     (…/tables/t$20261203; CreateWriteStream's parent, or a _default
+//     stream's table) is named under it and writes into that partition, as
+//     the service documents decorators: for a table partitioned by
+//     ingestion time its rows land in that partition (without a decorator,
+//     in the partition of the time they become visible); for one
+//     partitioned by a column or a range, rows of another partition are
+//     refused in row_errors. A decorator on a table that is not
+//     partitioned, or naming no partition of its kind (yyyymmdd, yyyymmddhh,
+//     yyyymm, yyyy, a range's start, __NULL__, __UNPARTITIONED__), is
+//     INVALID_ARGUMENT. BatchCommitWriteStreams takes the streams of a
+//     partition with the table or the decorated table as parent.
+//     PartitionRows shows the rows of a partition.
+//   - REST: tables.insert (a table with the request's schema, time or
+//     range partitioning, clustering, description, labels, KMS key and
+//     expiration time, which tables.get reports back; a partitioning or
+//     clustering the service refuses — a column missing or of the wrong
+//     type, more than four clustering columns, both partitionings, DATE by
+//     hour — is HTTP 400; in its dataset's location; notFound for a missing
+//     dataset, duplicate for an existing table; Table's fields of the same
+//     names define them with AddTable), copy jobs (jobs.insert with
+//     configuration.copy, jobs.get: one source; WRITE_EMPTY, WRITE_APPEND,
+//     WRITE_TRUNCATE, which replaces the rows and schema at once and keeps
+//     the destination's metadata; CREATE_IF_NEEDED makes the destination
+//     like the source, CREATE_NEVER refuses a missing one; a destination
+//     partitioned otherwise is refused; WriteFaults.CopyJobError fails
+//     them; errors end the job DONE with an error result), datasets.get of a dataset that only holds AddTable's
 //     tables, and tabledata.insertAll (Beam Go's bigqueryio.Write): rows
 //     visible at once; a row that does not fit is in insertErrors and,
 //     without skipInvalidRows, the request writes nothing (the others are
@@ -195,11 +219,20 @@
 // writes the column of its name (case-insensitive) or of its
 // google.cloud.bigquery.storage.v1.column_name option.
 //
-// Not served: Arrow rows, schema updates (updated_schema), default value
+// tables.patch changes a table's schema as the service allows it
+// (NULLABLE or REPEATED columns added at the end, REQUIRED relaxed to
+// NULLABLE; columns removed, retyped or made stricter, REQUIRED ones
+// added, and columns added inside a RECORD are HTTP 400): rows already
+// there, and rows of streams appended before and made visible after, read
+// NULL in the new columns.
+//
+// Not served: Arrow rows, updated_schema in AppendRows answers, default value
 // expressions (missing_value_interpretations DEFAULT_VALUE is refused),
 // RANGE and INTERVAL columns, proto maps, NUMERIC/BIGNUMERIC precision and
 // scale parameters, expiry of uncommitted streams, quotas and throttling,
-// insertId de-duplication and templateSuffix of tabledata.insertAll.
+// insertId de-duplication and templateSuffix of tabledata.insertAll,
+// partition expiration and require_partition_filter (kept, not enforced),
+// copies of several sources, snapshots or into a partition decorator.
 //
 // Tests see what happened through TableRows (the rows readers see),
 // WriteStreams and PendingStreams (streams holding rows not visible, e.g.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	bq "google.golang.org/api/bigquery/v2"
 )
 
@@ -83,6 +84,7 @@ type queryState struct {
 
 type job struct {
 	QueryJob
+	copy       bool // a copy job (copy.go); QueryJob holds its project, id, location and error
 	schema     bq.TableSchema
 	rows       int
 	noLocation bool                 // a dry run answering without a location
@@ -340,11 +342,23 @@ func (s *Server) deleteTable(w http.ResponseWriter, res, proj, ds, tbl string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// patchTable answers tables.patch for the expiration time only.
+// patchTable answers tables.patch (and tables.update) for the expiration
+// time and the schema. A schema may add NULLABLE or REPEATED columns after
+// the others and relax REQUIRED columns to NULLABLE, as the service
+// allows; rows already there read NULL in the new columns (see
+// checkSchemaUpdate).
 func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, ds, tbl string) {
 	var in bq.Table
 	if !readBody(w, r, "tables.patch", &in) {
 		return
+	}
+	var schema bigquery.Schema
+	if in.Schema != nil {
+		var err error
+		if schema, err = schemaOfREST(in.Schema); err != nil {
+			restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid schema: "+err.Error())
+			return
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -352,6 +366,13 @@ func (s *Server) patchTable(w http.ResponseWriter, r *http.Request, res, proj, d
 	if t == nil {
 		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
 		return
+	}
+	if schema != nil {
+		if err := checkSchemaUpdate(t.Schema, schema, ""); err != nil {
+			restErrorReason(w, http.StatusBadRequest, "invalid", "Provided Schema does not match Table "+proj+":"+ds+"."+tbl+". "+err.Error())
+			return
+		}
+		t = s.updateSchemaLocked(t, schema)
 	}
 	if in.ExpirationTime != 0 {
 		t.expires = time.UnixMilli(in.ExpirationTime)
@@ -404,8 +425,12 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, proj string) 
 	}
 	params, mode, perr := parseParams(body)
 	cfg := in.Configuration
+	if cfg != nil && cfg.Copy != nil {
+		s.insertCopyJob(w, proj, &in)
+		return
+	}
 	if cfg == nil || cfg.Query == nil {
-		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query jobs only")
+		restErrorReason(w, http.StatusNotImplemented, "invalid", "bqtest serves query and copy jobs only")
 		return
 	}
 	q := cfg.Query
@@ -557,8 +582,13 @@ func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
 			Query: &bq.JobStatistics2{StatementType: "SELECT", ReferencedTables: j.referenced},
 		},
 	}
+	reason := "invalidQuery"
+	if j.copy {
+		out.Statistics = &bq.JobStatistics{Copy: &bq.JobStatistics5{CopiedRows: int64(j.rows)}}
+		reason = "invalid"
+	}
 	if j.Err != "" {
-		e := &bq.ErrorProto{Reason: "invalidQuery", Message: j.Err}
+		e := &bq.ErrorProto{Reason: reason, Message: j.Err}
 		out.Status.ErrorResult, out.Status.Errors = e, []*bq.ErrorProto{e}
 	}
 	return out
@@ -607,5 +637,6 @@ func restTable(res string, t *table) map[string]any {
 	if !t.expires.IsZero() {
 		out["expirationTime"] = strconv.FormatInt(t.expires.UnixMilli(), 10)
 	}
+	restTableMeta(out, &t.Table)
 	return out
 }

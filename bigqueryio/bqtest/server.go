@@ -63,6 +63,18 @@ type Table struct {
 	// Location is the table's location, which tables.get reports ("US"
 	// when empty).
 	Location string
+	// TimePartitioning or RangePartitioning partition the table, Clustering
+	// clusters it; Description, Labels and KMSKey (the Cloud KMS key of its
+	// encryption) describe it. tables.insert takes them and tables.get
+	// reports them, as the service does. A partition decorator
+	// (table$20261203) on a write stream's table writes into a partition
+	// (see PartitionRows).
+	TimePartitioning  *bigquery.TimePartitioning
+	RangePartitioning *bigquery.RangePartitioning
+	Clustering        *bigquery.Clustering
+	Description       string
+	Labels            map[string]string
+	KMSKey            string
 }
 
 type table struct {
@@ -71,6 +83,10 @@ type table struct {
 	rowBytes int64     // estimated bytes per row, for estimated_total_bytes_scanned
 	expires  time.Time // set by tables.patch; not enforced
 	origin   *table    // the first version of a table the Write API committed rows to (write.go)
+	// parts is, for a table partitioned by ingestion time, the partition
+	// of each row (rows past its end are in the partition of the table's
+	// creation).
+	parts []string
 
 	cacheMu sync.Mutex
 	cache   map[avroKey][]byte // WithResponseCache: Avro rows as first encoded
@@ -359,6 +375,9 @@ func newTable(res string, t Table) (*table, error) {
 	if _, err := avroSchemaJSON(t.Schema, false); err != nil {
 		return nil, err
 	}
+	if err := checkTableMeta(&t); err != nil {
+		return nil, fmt.Errorf("bqtest: table %s: %w", res, err)
+	}
 	var enc avroEncoder
 	for i, row := range t.Rows {
 		if err := checkRow(t.Schema, row, nil); err != nil {
@@ -372,7 +391,14 @@ func newTable(res string, t Table) (*table, error) {
 	if n := min(len(t.Rows), 100); n > 0 {
 		rowBytes = int64(len(enc.buf)/n) + 1
 	}
-	return &table{name: res, Table: t, rowBytes: rowBytes}, nil
+	tb := &table{name: res, Table: t, rowBytes: rowBytes}
+	if t.ingestionTime() {
+		now := t.nowPartition()
+		for range t.Rows {
+			tb.parts = append(tb.parts, now)
+		}
+	}
+	return tb, nil
 }
 
 func (s *Server) newID(prefix string) string {

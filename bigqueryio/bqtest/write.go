@@ -57,6 +57,7 @@ type wstream struct {
 	name    string
 	typ     storagepb.WriteStream_Type
 	table   string // resource name of its table
+	part    string // the partition its table's decorator named, "" for none
 	origin  *table // the table's first version when the stream was made
 	seq     int    // creation order
 	created time.Time
@@ -134,6 +135,11 @@ type WriteFaults struct {
 	// is already finalized INVALID_ARGUMENT with STREAM_FINALIZED, as an
 	// append to it is answered, instead of its row count again.
 	FinalizeAgainRefused bool
+
+	// CopyJobError, when not empty, fails every copy job (jobs.insert with
+	// configuration.copy) with this message: the job ends DONE with it as
+	// its error result, and its destination is left as it was.
+	CopyJobError string
 }
 
 // WriteStats counts what the Write API server (and tabledata.insertAll)
@@ -158,6 +164,7 @@ type WriteStats struct {
 	InsertAllRequests int   // tabledata.insertAll calls
 	InsertAllRows     int64 // rows tabledata.insertAll wrote
 	TablesCreated     int   // tables.insert calls that made a table
+	CopyJobs          int   // copy jobs that wrote their destination
 }
 
 // WriteStream describes an application-created write stream, for tests.
@@ -204,6 +211,16 @@ func (s *Server) WriteStats() WriteStats {
 // streams and not yet committed or flushed are not among them. The rows
 // are the server's: do not modify them.
 func (s *Server) TableRows(name string) ([][]bigquery.Value, error) {
+	t, err := s.tableNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Rows[:len(t.Rows):len(t.Rows)], nil
+}
+
+// tableNamed is the current version of the table name (any form
+// TableResource takes), for the accessors of tests.
+func (s *Server) tableNamed(name string) (*table, error) {
 	res, err := TableResource(name)
 	if err != nil {
 		return nil, err
@@ -214,7 +231,7 @@ func (s *Server) TableRows(name string) ([][]bigquery.Value, error) {
 	if t == nil {
 		return nil, fmt.Errorf("bqtest: no table %s", res)
 	}
-	return t.Rows[:len(t.Rows):len(t.Rows)], nil
+	return t, nil
 }
 
 // WriteStreams returns the application-created write streams of a table
@@ -272,24 +289,42 @@ func (t *table) lineage() *table {
 func sameTable(a, b *table) bool { return a != nil && b != nil && a.lineage() == b.lineage() }
 
 // appendTableLocked makes rows visible in the table t (the current version
-// of its name) by replacing it with a version that holds them.
-func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value) {
+// of its name) by replacing it with a version that holds them, and returns
+// that version. part is the partition a decorator named ("" for none): in
+// a table partitioned by ingestion time the rows land in it, or else in
+// the partition of the current time.
+func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value, part string) *table {
 	if len(rows) == 0 {
-		return
+		return t
 	}
 	var all [][]bigquery.Value
+	var parts []string
 	if t.origin == nil {
 		// The first version's rows may be the caller's slice (AddTable):
 		// never append into its spare capacity.
 		all = make([][]bigquery.Value, len(t.Rows), len(t.Rows)+len(rows))
 		copy(all, t.Rows)
+		parts = append([]string(nil), t.parts...)
 	} else {
 		// Later versions own their rows. Readers of older versions read
 		// only the rows before their length, so appending in place is safe.
-		all = t.Rows
+		all, parts = t.Rows, t.parts
+	}
+	for i, r := range rows {
+		if len(r) < len(t.Schema) { // written before columns were added
+			rows[i] = append(append(make([]bigquery.Value, 0, len(t.Schema)), r...), make([]bigquery.Value, len(t.Schema)-len(r))...)
+		}
 	}
 	all = append(all, rows...)
-	nt := &table{name: t.name, Table: t.Table, rowBytes: t.rowBytes, expires: t.expires, origin: t.lineage()}
+	if t.ingestionTime() {
+		if part == "" {
+			part = t.nowPartition()
+		}
+		for range rows {
+			parts = append(parts, part)
+		}
+	}
+	nt := &table{name: t.name, Table: t.Table, rowBytes: t.rowBytes, expires: t.expires, origin: t.lineage(), parts: parts}
 	nt.Rows = all
 	if nt.rowBytes == 0 {
 		var enc avroEncoder
@@ -300,14 +335,19 @@ func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value) {
 		nt.rowBytes = int64(len(enc.buf)/n) + 1
 	}
 	s.tables[t.name] = nt
+	return nt
 }
 
-func (s *Server) newWriteStreamLocked(res string, t *table, typ storagepb.WriteStream_Type) *wstream {
+// newWriteStreamLocked makes a stream of the table parent names (a
+// partition of it, with a decorator: the stream is named under that, as
+// its parent).
+func (s *Server) newWriteStreamLocked(parent string, t *table, typ storagepb.WriteStream_Type) *wstream {
 	if s.w.streams == nil {
 		s.w.streams = map[string]*wstream{}
 	}
 	s.w.seq++
-	ws := &wstream{name: res + "/streams/" + s.newID("w"), typ: typ, table: res, origin: t.lineage(), seq: s.w.seq, created: time.Now()}
+	res, part := splitDecorator(parent)
+	ws := &wstream{name: parent + "/streams/" + s.newID("w"), typ: typ, table: res, part: part, origin: t.lineage(), seq: s.w.seq, created: time.Now()}
 	if typ == storagepb.WriteStream_COMMITTED {
 		ws.committed = ws.created
 	}
@@ -344,17 +384,24 @@ func defaultStreamTable(name string) string {
 }
 
 // writeTableLocked returns the table res for a Write API call, or the
-// service's error.
+// service's error. res may name a partition with a decorator
+// (…/tables/t$20261203): the table must be partitioned so that it has it.
 func (s *Server) writeTableLocked(res string) (*table, error) {
 	if _, err := TableResource(res); err != nil || !strings.HasPrefix(res, "projects/") {
 		return nil, status.Errorf(codes.InvalidArgument, "Invalid table name %q: want projects/{project}/datasets/{dataset}/tables/{table}", res)
 	}
-	t := s.tables[res]
+	base, part := splitDecorator(res)
+	t := s.tables[base]
 	if t == nil {
 		return nil, storageErr(codes.NotFound, storagepb.StorageError_TABLE_NOT_FOUND, res, "Not found: Table "+res)
 	}
 	if t.Denied {
 		return nil, status.Errorf(codes.PermissionDenied, "Permission 'TABLES_UPDATE_DATA' denied on resource '%s' (or it may not exist).", res)
+	}
+	if part != "" {
+		if err := t.checkDecorator(base, part); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%v. Entity: %s", err, res)
+		}
 	}
 	return t, nil
 }
@@ -512,7 +559,7 @@ func (w *writeService) FlushRows(ctx context.Context, req *storagepb.FlushRowsRe
 			fmt.Sprintf("The stream is already flushed to offset %d, received %d. Entity: %s", ws.flushed-1, off, name))
 	}
 	k := off + 1 - ws.flushed
-	s.appendTableLocked(s.tables[ws.table], ws.rows[:k])
+	s.appendTableLocked(s.tables[ws.table], ws.rows[:k], ws.part)
 	ws.rows = ws.rows[k:]
 	ws.flushed = off + 1
 	s.w.stats.Flushes++
@@ -573,7 +620,7 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 		}
 		ws := s.w.streams[name]
 		switch {
-		case ws == nil || ws.table != req.GetParent():
+		case ws == nil || ws.table != t.name:
 			serr(storagepb.StorageError_STREAM_NOT_FOUND, fmt.Sprintf("Stream %s of table %s was not found.", name, req.GetParent()))
 		case ws.origin != t.lineage():
 			serr(storagepb.StorageError_TABLE_NOT_FOUND, fmt.Sprintf("The table of stream %s was deleted or replaced since the stream was made.", name))
@@ -591,13 +638,11 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 		s.w.stats.CommitErrors++
 		return &storagepb.BatchCommitWriteStreamsResponse{StreamErrors: errs}, nil
 	}
-	var rows [][]bigquery.Value
 	now := time.Now()
 	for _, ws := range streams {
-		rows = append(rows, ws.rows...)
+		t = s.appendTableLocked(t, ws.rows, ws.part)
 		ws.rows, ws.committed = nil, now
 	}
-	s.appendTableLocked(t, rows)
 	s.w.stats.Commits++
 	s.w.stats.StreamsCommitted += len(streams)
 	if fail {

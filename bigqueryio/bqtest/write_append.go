@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -170,8 +171,14 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 		}
 	}
 	var t *table
+	part := ""
 	if err == nil {
 		t, err = s.writeTableLocked(res)
+		if ws != nil {
+			part = ws.part
+		} else {
+			res, part = splitDecorator(res)
+		}
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -220,6 +227,9 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 
 	// Decode and check the rows outside the lock.
 	decoded, rowErrs := plan.decode(rows.GetRows().GetSerializedRows())
+	if rowErrs == nil && part != "" {
+		rowErrs = outsidePartition(&t.Table, decoded, part)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -258,7 +268,7 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	result := &storagepb.AppendRowsResponse_AppendResult{}
 	resp.Response = &storagepb.AppendRowsResponse_AppendResult_{AppendResult: result}
 	if ws == nil || ws.typ == storagepb.WriteStream_COMMITTED {
-		s.appendTableLocked(cur, decoded)
+		s.appendTableLocked(cur, decoded, part)
 	} else {
 		ws.rows = append(ws.rows, decoded...)
 	}
@@ -269,4 +279,21 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	s.w.stats.AppendsWritten++
 	s.w.stats.RowsAppended += int64(len(decoded))
 	return resp, written, nil
+}
+
+// outsidePartition refuses, in row_errors, the rows of a write into the
+// partition part of a table partitioned by a column that do not belong to
+// it: the service requires the decorator to match the data.
+func outsidePartition(t *Table, rows [][]bigquery.Value, part string) []*storagepb.RowError {
+	if t.ingestionTime() {
+		return nil
+	}
+	var errs []*storagepb.RowError
+	for i, row := range rows {
+		if got := t.partitionOf(row, ""); got != part {
+			errs = append(errs, &storagepb.RowError{Index: int64(i), Code: storagepb.RowError_FIELDS_ERROR,
+				Message: fmt.Sprintf("The row belongs to partition %s, not to partition %s that the stream writes to.", got, part)})
+		}
+	}
+	return errs
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	bq "google.golang.org/api/bigquery/v2"
@@ -80,6 +81,20 @@ func normalizeTypes(schema bigquery.Schema) {
 	}
 }
 
+// schemaOfREST is the schema of a REST request, its types normalized.
+func schemaOfREST(in *bq.TableSchema) (bigquery.Schema, error) {
+	fields, err := json.Marshal(in.Fields)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := bigquery.SchemaFromJSON(fields)
+	if err != nil {
+		return nil, err
+	}
+	normalizeTypes(schema)
+	return schema, nil
+}
+
 // tableID is the id a tables.insert body names ("" for none).
 func tableID(in *bq.Table) string {
 	if in.TableReference == nil {
@@ -89,7 +104,8 @@ func tableID(in *bq.Table) string {
 }
 
 // insertTable answers tables.insert: an empty table with the request's
-// schema, in its dataset's location.
+// schema, partitioning, clustering, description, labels, encryption and
+// expiration time, in its dataset's location.
 func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds string) {
 	in, id, ok := readInsert(w, r, "tables", "Table", tableID)
 	if !ok {
@@ -103,16 +119,11 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds st
 		restErrorReason(w, http.StatusBadRequest, "invalid", "bqtest: table "+proj+":"+ds+"."+id+" needs a schema")
 		return
 	}
-	fields, err := json.Marshal(in.Schema.Fields)
-	var schema bigquery.Schema
-	if err == nil {
-		schema, err = bigquery.SchemaFromJSON(fields)
-	}
+	schema, err := schemaOfREST(in.Schema)
 	if err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid schema: "+err.Error())
 		return
 	}
-	normalizeTypes(schema)
 	res := "projects/" + proj + "/datasets/" + ds + "/tables/" + id
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,10 +136,23 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds st
 		restErrorReason(w, http.StatusConflict, "duplicate", "Already Exists: Table "+proj+":"+ds+"."+id)
 		return
 	}
-	tb, err := newTable(res, Table{Schema: schema, Location: loc})
+	if strings.Contains(id, "$") {
+		restErrorReason(w, http.StatusBadRequest, "invalid", "Invalid table ID \""+id+"\": a partition decorator names a partition of a table, not a table to create")
+		return
+	}
+	spec := Table{Schema: schema, Location: loc}
+	tableMetaFromREST(in, &spec)
+	if err := checkTableMeta(&spec); err != nil {
+		restErrorReason(w, http.StatusBadRequest, "invalid", err.Error())
+		return
+	}
+	tb, err := newTable(res, spec)
 	if err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", err.Error())
 		return
+	}
+	if in.ExpirationTime != 0 {
+		tb.expires = time.UnixMilli(in.ExpirationTime)
 	}
 	s.tables[res] = tb
 	s.w.stats.TablesCreated++
@@ -220,7 +244,7 @@ func (s *Server) insertAll(w http.ResponseWriter, r *http.Request, proj, ds, tbl
 		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Table "+proj+":"+ds+"."+tbl)
 		return
 	}
-	s.appendTableLocked(cur, rows)
+	s.appendTableLocked(cur, rows, "")
 	s.w.stats.InsertAllRows += int64(len(rows))
 	s.mu.Unlock()
 	writeJSON(w, &bq.TableDataInsertAllResponse{Kind: "bigquery#tableDataInsertAllResponse", InsertErrors: insertErrs})

@@ -33,8 +33,8 @@ import (
 // service reads them, and its plans for the tables it was used on.
 type writerSchema struct {
 	md    protoreflect.MessageDescriptor
-	mu    sync.Mutex            // guards plans: connections share a writer schema
-	plans map[*table]planResult // by table lineage; a table's schema never changes
+	mu    sync.Mutex             // guards plans: connections share a writer schema
+	plans map[planKey]planResult // by table lineage and schema
 }
 
 // maxWriterSchemas bounds the server's cache of compiled writer schemas.
@@ -96,7 +96,9 @@ func newWriterSchema(d *descriptorpb.DescriptorProto) (*writerSchema, error) {
 // plan returns the plan that converts the rows of ws into rows of t, or the
 // status the service refuses the writer schema with.
 func (ws *writerSchema) plan(t *table, stream string) (*rowPlan, *status.Status) {
-	key := t.lineage()
+	// A table's plans hold until its schema changes (tables.patch, a copy
+	// job): a new schema has new fields.
+	key := planKey{t.lineage(), t.Schema[0]}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if r, ok := ws.plans[key]; ok {
@@ -114,10 +116,17 @@ func (ws *writerSchema) plan(t *table, stream string) (*rowPlan, *status.Status)
 		p = nil
 	}
 	if ws.plans == nil {
-		ws.plans = map[*table]planResult{}
+		ws.plans = map[planKey]planResult{}
 	}
 	ws.plans[key] = planResult{p, st}
 	return p, st
+}
+
+// planKey is a table (its lineage) with a schema (its first field, new
+// in every new schema).
+type planKey struct {
+	table *table
+	first *bigquery.FieldSchema
 }
 
 // extraFieldsError names the fields of a writer schema that the table does

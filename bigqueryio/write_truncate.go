@@ -1,0 +1,260 @@
+package bigqueryio
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/googleapis/gax-go/v2"
+)
+
+// WriteTruncate, in the Storage Write API, which cannot truncate (as Beam
+// Java's FILE_LOADS does with its temporary tables):
+//
+//  1. an Impulse draws a random id for the run (a side input, so fixed
+//     once computed: bundles retried see the same, each run of a pipeline
+//     built once, a template, its own);
+//  2. the first append bundle that meets a table creates it if needed
+//     (CreateIfNeeded) and a staging table beside it, in its dataset,
+//     named for the run, with its schema, partitioning, clustering and KMS
+//     key, expiring after stagingTTL; every bundle's PENDING streams write
+//     to the staging table;
+//  3. the commit step commits them to the staging table (all or none), then
+//     runs a copy job staging -> table in WRITE_TRUNCATE, which replaces
+//     the table's rows at once (readers see the old rows or the new, never
+//     a part), and deletes the staging table;
+//  4. a failed commit or copy job deletes the staging table and fails the
+//     write: the table is as it was. The copy job's id is made of the
+//     streams it copies, so a retried commit step finds it and does not
+//     copy again.
+//
+// A static table that gets no rows is still replaced, by an empty one:
+// an Impulse gives the commit step its key.
+
+// stagingTTL is how long a staging table lives if nothing deletes it (a
+// pipeline that dies between its appends and its copy job).
+const stagingTTL = 24 * time.Hour
+
+// newRunID is a random id of a run.
+func newRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stagingTable is the resource name of the staging table of the table res
+// in the run run.
+func stagingTable(res, run string) string { return res + "_sdfio_tmp_" + run }
+
+// copyJobID is the id of the copy job that replaces the table res with the
+// rows of streams (sorted).
+func copyJobID(res string, streams []string) string {
+	h := sha256.New()
+	h.Write([]byte(res))
+	for _, s := range streams {
+		h.Write([]byte{0})
+		h.Write([]byte(s))
+	}
+	return "sdfio_truncate_" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// runIDFn draws the id of a run (of a WriteTruncate).
+type runIDFn struct{}
+
+func (runIDFn) ProcessElement(_ []byte) string { return newRunID() }
+
+// truncAppendFn is appendFn with the run's id as a side input, for
+// WriteTruncate: the streams write to the run's staging tables.
+type truncAppendFn struct {
+	Fn *appendFn
+}
+
+func (f *truncAppendFn) Setup() { f.Fn.Setup() }
+
+// Beam Go gives a DoFn's side inputs to StartBundle and FinishBundle too.
+
+func (f *truncAppendFn) StartBundle(ctx context.Context, run string, emit func(string, streamDone), failed func(FailedRow)) {
+	f.Fn.run = run
+	f.Fn.StartBundle(ctx, emit, failed)
+}
+
+func (f *truncAppendFn) ProcessElement(ctx context.Context, x beam.X, run string, emit func(string, streamDone), failed func(FailedRow)) error {
+	f.Fn.run = run
+	return f.Fn.ProcessElement(ctx, x, emit, failed)
+}
+
+func (f *truncAppendFn) FinishBundle(ctx context.Context, run string, emit func(string, streamDone), failed func(FailedRow)) error {
+	return f.Fn.FinishBundle(ctx, emit, failed)
+}
+
+func (f *truncAppendFn) Teardown() { f.Fn.Teardown() }
+
+// tableOf is the client's handle of the table resource res.
+func tableOf(c *bigquery.Client, res string) *bigquery.Table {
+	p := strings.Split(res, "/")
+	return c.DatasetInProject(p[1], p[3]).Table(p[5])
+}
+
+// makeStaging creates the staging table of the table res (which must
+// exist) in the run run like it, and returns its resource name. A staging
+// table made meanwhile by another worker is taken.
+func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, error) {
+	if run == "" {
+		return "", fmt.Errorf("no run id for the staging table of %s (WriteTruncate's append step runs with the run id as a side input)", res)
+	}
+	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
+	if err != nil {
+		return "", err
+	}
+	defer client.Close()
+	md, err := tableOf(client, res).Metadata(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the table's metadata (WriteTruncate): %w", err)
+	}
+	staging := stagingTable(res, run)
+	err = tableOf(client, staging).Create(ctx, &bigquery.TableMetadata{
+		Schema: md.Schema, TimePartitioning: md.TimePartitioning, RangePartitioning: md.RangePartitioning,
+		Clustering: md.Clustering, EncryptionConfig: md.EncryptionConfig,
+		Description:    "sdfio bigqueryio.Write staging table (WriteTruncate) of " + md.FullID,
+		ExpirationTime: time.Now().Add(stagingTTL),
+	})
+	if err != nil && !isHTTP(err, http.StatusConflict) {
+		return "", fmt.Errorf("creating the staging table %s (WriteTruncate): %w", staging, err)
+	}
+	return staging, nil
+}
+
+// replace commits names to the staging table of the table res and copies
+// it over the table (WRITE_TRUNCATE), then deletes it; it returns when the
+// copy ended. See WriteTruncate above.
+func (f *commitFn) replace(ctx context.Context, res, spec string, names []string) (time.Time, error) {
+	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.restOptions()...)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+	}
+	defer client.Close()
+	// No rows: a staging table of its own, and no retry to recognize (an
+	// empty copy twice is one).
+	staging, jobID := stagingTable(res, newRunID()), copyJobID(res, []string{newRunID()})
+	if len(names) > 0 {
+		staging, jobID = streamParent(names[0]), copyJobID(res, names)
+		if job, err := client.JobFromID(ctx, jobID); err == nil {
+			// A retry of this step: the copy was started before.
+			st, err := waitJob(ctx, job)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: the copy job %s of an earlier attempt failed: %w", spec, jobID, err)
+			}
+			return endTime(st), f.dropStaging(ctx, client, staging, spec)
+		} else if !isHTTP(err, http.StatusNotFound) {
+			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: looking for the copy job %s: %w", spec, jobID, err)
+		}
+	}
+	fail := func(err error) (time.Time, error) {
+		if derr := f.dropStaging(ctx, client, staging, spec); derr != nil {
+			log.Warnf(ctx, "%v", derr)
+		}
+		return time.Time{}, err
+	}
+	if len(names) == 0 {
+		// No rows: the table is replaced by an empty one.
+		if err := f.emptyStaging(ctx, res, staging); err != nil {
+			return fail(fmt.Errorf("bigqueryio.Write to %s: %w", spec, err))
+		}
+	} else if _, err := f.commit(ctx, streamParent(names[0]), spec, names); err != nil {
+		return fail(err)
+	}
+	dst := tableOf(client, res)
+	md, err := dst.Metadata(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("bigqueryio.Write to %s: reading the table's metadata (WriteTruncate): %w", spec, err))
+	}
+	cp := dst.CopierFrom(tableOf(client, staging))
+	cp.JobID = jobID
+	cp.WriteDisposition = bigquery.WriteTruncate
+	cp.CreateDisposition = bigquery.CreateNever
+	cp.DestinationEncryptionConfig = md.EncryptionConfig
+	job, err := cp.Run(ctx)
+	var st *bigquery.JobStatus
+	if err == nil {
+		st, err = waitJob(ctx, job)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("bigqueryio.Write to %s: the copy job %s replacing the table with %s (WriteTruncate), the table left as it was: %w", spec, jobID, staging, err))
+	}
+	return endTime(st), f.dropStaging(ctx, client, staging, spec)
+}
+
+// emptyStaging makes the table res (CreateIfNeeded) and the staging table
+// staging, empty, for a write without rows.
+func (f *commitFn) emptyStaging(ctx context.Context, res, staging string) error {
+	if f.Cfg.Create == CreateIfNeeded {
+		schema, err := writeSchema(f.Cfg, f.Type.T)
+		if err != nil {
+			return err
+		}
+		p := strings.Split(res, "/")
+		if err := f.Cfg.checkTable(ctx, p[1], p[3], p[5], "", schema, f.Cfg.Spec); err != nil {
+			return err
+		}
+	}
+	_, err := f.Cfg.makeStaging(ctx, res, strings.TrimPrefix(staging, res+"_sdfio_tmp_"))
+	return err
+}
+
+// waitJob waits for job to end, and returns its error if it failed (Wait
+// returns only the errors of waiting).
+func waitJob(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus, error) {
+	st, err := job.Wait(ctx)
+	if err == nil {
+		err = st.Err()
+	}
+	return st, err
+}
+
+func endTime(st *bigquery.JobStatus) time.Time {
+	if st != nil && st.Statistics != nil && !st.Statistics.EndTime.IsZero() {
+		return st.Statistics.EndTime
+	}
+	return time.Now()
+}
+
+// dropStaging deletes a staging table, retrying transient failures; one
+// already gone is fine.
+func (f *commitFn) dropStaging(ctx context.Context, client *bigquery.Client, staging, spec string) error {
+	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	for retries := 0; ; retries++ {
+		err := tableOf(client, staging).Delete(ctx)
+		if err == nil || isHTTP(err, http.StatusNotFound) {
+			return nil
+		}
+		if retries >= f.Cfg.MaxRetries || !(isHTTP(err, http.StatusInternalServerError) || isHTTP(err, http.StatusServiceUnavailable) || isHTTP(err, http.StatusTooManyRequests)) {
+			return fmt.Errorf("bigqueryio.Write to %s: deleting the staging table %s (it expires in %v): %w", spec, staging, stagingTTL, err)
+		}
+		if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+			return err
+		}
+	}
+}
+
+// truncateKeyFn gives the commit step of a WriteTruncate of one table its
+// key, so that the table is replaced even when no row comes.
+type truncateKeyFn struct {
+	Table string
+}
+
+func (f *truncateKeyFn) ProcessElement(_ []byte, emit func(string, streamDone)) {
+	emit(f.Table, streamDone{})
+}
+
+// truncateKey is the key's PCollection of a WriteTruncate of one table.
+func truncateKey(s beam.Scope, table string) beam.PCollection {
+	return beam.ParDo(s, &truncateKeyFn{Table: table}, beam.Impulse(s))
+}

@@ -1,0 +1,189 @@
+package bigqueryio_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"google.golang.org/grpc/codes"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
+)
+
+var simpleSchema = bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType, Required: true}, {Name: "name", Type: bigquery.StringFieldType, Required: true}}
+
+// oldRows defines table as holding n old rows (ids from 1000) and a
+// description.
+func oldRows(t *testing.T, srv *bqtest.Server, table string, n int) [][]bigquery.Value {
+	t.Helper()
+	var rows [][]bigquery.Value
+	for i := range n {
+		rows = append(rows, []bigquery.Value{int64(1000 + i), "old"})
+	}
+	if err := srv.AddTable(table, bqtest.Table{Schema: simpleSchema, Rows: rows, Description: "kept", Clustering: &bigquery.Clustering{Fields: []string{"name"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// onlyTables fails unless the server's tables are exactly want (resource
+// names): no staging table is left behind.
+func onlyTables(t *testing.T, srv *bqtest.Server, want ...string) {
+	t.Helper()
+	if got := srv.Tables(); !reflect.DeepEqual(got, want) {
+		t.Errorf("tables %v, want %v", got, want)
+	}
+}
+
+// TestWriteTruncate: WithWriteDisposition(WriteTruncate) replaces the
+// rows of a table that had rows with exactly the write's (each once),
+// keeping the table's metadata; through WithTableFunc, each table that
+// gets rows is replaced or created; a write of no rows empties its table.
+// No write stream ever writes to a destination (rows are staged, then
+// copied in one job), and no staging table is left.
+func TestWriteTruncate(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	oldRows(t, srv, "p.d.tr", 5)
+	oldRows(t, srv, "p.d.dyn0", 3)
+	oldRows(t, srv, "p.d.gone", 4)
+	p, s := beam.NewPipelineWithRoot()
+	trunc := bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate)
+	col := beam.Create(s, anys(simpleRows(300))...)
+	res := bigqueryio.Write(s.Scope("one"), "p.d.tr", col, writeOpts(srv, trunc, bigqueryio.WithMaxAppendBytes(2000))...)
+	passert.Empty(s, res.FailedRows)
+	passert.Equals(s, beam.ParDo(s, resultText, res.Results), "p.d.tr 300 rows")
+	res = bigqueryio.Write(s.Scope("dyn"), "", col, writeOpts(srv, trunc, bigqueryio.WithTableFunc(simpleTable))...)
+	passert.Empty(s, res.FailedRows)
+	res = bigqueryio.Write(s.Scope("empty"), "p.d.gone", beam.CreateList(s, []Simple{}), writeOpts(srv, trunc)...)
+	passert.Equals(s, beam.ParDo(s, resultText, res.Results), "p.d.gone 0 rows")
+	run(t, p)
+
+	checkOnce(t, srv, "p.d.tr", 300, nil)
+	for i, tbl := range []string{"p.d.dyn0", "p.d.dyn1", "p.d.dyn2"} {
+		checkOnce(t, srv, tbl, 300, func(id int64) bool { return id%3 != int64(i) })
+	}
+	if got, err := srv.TableRows("p.d.gone"); err != nil || len(got) != 0 {
+		t.Errorf("p.d.gone holds %d rows (%v), want none", len(got), err)
+	}
+	if md := metadata(t, srv, "tr"); md.Description != "kept" || md.Clustering == nil || len(md.Schema) != 2 {
+		t.Errorf("p.d.tr's metadata: %q %+v %v, want it kept", md.Description, md.Clustering, md.Schema)
+	}
+	for _, tbl := range []string{"p.d.tr", "p.d.dyn0", "p.d.gone"} {
+		if ws := srv.WriteStreams(tbl); len(ws) != 0 {
+			t.Errorf("%s: write streams %v, want none on the destination", tbl, ws)
+		}
+	}
+	if st := srv.WriteStats(); st.CopyJobs != 5 || st.StreamsCommitted == 0 {
+		t.Errorf("server %+v: want 5 copy jobs and streams committed", st)
+	}
+	onlyTables(t, srv, "projects/p/datasets/d/tables/dyn0", "projects/p/datasets/d/tables/dyn1", "projects/p/datasets/d/tables/dyn2",
+		"projects/p/datasets/d/tables/gone", "projects/p/datasets/d/tables/tr")
+}
+
+// TestWriteTruncateCopyFails: when the copy job fails, the write fails
+// with the service's message naming the table and the job, the table
+// keeps its old rows, and the staging table is deleted.
+func TestWriteTruncateCopyFails(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	old := oldRows(t, srv, "p.d.tr", 5)
+	srv.SetWriteFaults(bqtest.WriteFaults{CopyJobError: "Quota exceeded: your project exceeded quota for copies per table"})
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.tr", beam.Create(s, anys(simpleRows(50))...), writeOpts(srv, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
+	err := workertest.RunFailing(t, p)
+	if err == nil {
+		t.Fatal("the write succeeded")
+	}
+	for _, want := range []string{"bigqueryio.Write to p.d.tr", "the copy job sdfio_truncate_", "the table left as it was", "Quota exceeded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q: want %q in it", err, want)
+		}
+	}
+	if got, err := srv.TableRows("p.d.tr"); err != nil || !reflect.DeepEqual(got, old) {
+		t.Errorf("p.d.tr holds %v (%v), want its old rows", got, err)
+	}
+	onlyTables(t, srv, "projects/p/datasets/d/tables/tr")
+}
+
+// TestWriteTruncateAppendFails: when the appends fail (permanently), the
+// write fails before any copy: the table keeps its old rows. The staging
+// table the failed pipeline leaves expires a day later (nothing deletes it:
+// a Beam pipeline has no step that runs on failure).
+func TestWriteTruncateAppendFails(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	old := oldRows(t, srv, "p.d.tr", 5)
+	srv.SetWriteFaults(bqtest.WriteFaults{AppendErrorCode: codes.PermissionDenied, AppendErrorMessage: "Permission denied."})
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.tr", beam.Create(s, anys(simpleRows(50))...), writeOpts(srv, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
+	err := workertest.RunFailing(t, p)
+	if err == nil || !strings.Contains(err.Error(), "Permission denied.") {
+		t.Fatalf("error %v: want the append's", err)
+	}
+	if got, err := srv.TableRows("p.d.tr"); err != nil || !reflect.DeepEqual(got, old) {
+		t.Errorf("p.d.tr holds %v (%v), want its old rows", got, err)
+	}
+	if st := srv.WriteStats(); st.CopyJobs != 0 || st.Commits != 0 {
+		t.Errorf("server %+v: want no commit and no copy", st)
+	}
+	var staging []string
+	for _, tbl := range srv.Tables() {
+		if strings.Contains(tbl, "tr_sdfio_tmp_") {
+			staging = append(staging, tbl)
+		}
+	}
+	if len(staging) != 1 {
+		t.Fatalf("tables %v: want the destination and one staging table", srv.Tables())
+	}
+	exp, _ := srv.TableExpiration(staging[0])
+	if d := time.Until(exp); d < 23*time.Hour || d > 25*time.Hour {
+		t.Errorf("staging table %s expires in %v, want a day", staging[0], d)
+	}
+}
+
+// TestWriteTruncateConstruction: WriteTruncate is refused with
+// WithAtLeastOnce and for a partition decorator.
+func TestWriteTruncateConstruction(t *testing.T) {
+	trunc := bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate)
+	for _, tc := range []struct {
+		tbl  string
+		opts []bigqueryio.WriteOption
+		want string
+	}{
+		{"p.d.t", []bigqueryio.WriteOption{trunc, bigqueryio.WithAtLeastOnce()}, "WithWriteDisposition(2) cannot be given with WithAtLeastOnce"},
+		{"p.d.t$20261203", []bigqueryio.WriteOption{trunc}, `WithWriteDisposition(2) replaces a whole table, not the partition "p.d.t$20261203" names`},
+		{"p.d.t", []bigqueryio.WriteOption{bigqueryio.WithWriteDisposition(7)}, "WithWriteDisposition(7): not a write disposition"},
+	} {
+		_, s := beam.NewPipelineWithRoot()
+		_, err := bigqueryio.TryWrite(s, tc.tbl, beam.Create(s, Simple{}), tc.opts...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.tbl, err, tc.want)
+		}
+	}
+}
+
+// TestWriteTruncateRunTwice: a pipeline built once and run twice (as a
+// template is) replaces the table each run: the second run, after the
+// table got other rows, leaves exactly the write's rows again.
+func TestWriteTruncateRunTwice(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.tr", beam.Create(s, anys(simpleRows(20))...), writeOpts(srv, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
+	run(t, p)
+	checkOnce(t, srv, "p.d.tr", 20, nil)
+	oldRows(t, srv, "p.d.tr", 5)
+	run(t, p)
+	checkOnce(t, srv, "p.d.tr", 20, nil)
+	onlyTables(t, srv, "projects/p/datasets/d/tables/tr")
+	if st := srv.WriteStats(); st.CopyJobs != 2 {
+		t.Errorf("%d copy jobs, want 2", st.CopyJobs)
+	}
+}
