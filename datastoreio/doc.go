@@ -258,5 +258,8 @@
 // initial splits and sub-ranges, the snapshot), a query read unsplit and
 // why, a kind without statistics; and every split of a running read the
 // tracker (KeyRangeTracker) accepts, with its primary and residual, so that
-// a runner's rebalancing shows in the worker's log.
+// a runner's rebalancing shows in the worker's log. At WARN: a kind for
+// which the service returns no __scatter__ keys (naming the kind, project,
+// database and namespace), which is read whole as one range by one worker,
+// with no initial splits and nothing the runner can split.
 package datastoreio

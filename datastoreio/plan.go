@@ -424,6 +424,12 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			return err
 		}
 		got = len(keys)
+		if got == 0 {
+			log.Warnf(ctx, "datastoreio: kind %s in project %s database %q namespace %q has no __scatter__ keys (%d asked): "+
+				"the read is one range of one sub-range, read whole by one worker: no initial splits, and nothing the runner can split while it reads. "+
+				"Datastore gives about one entity in 128 a __scatter__ property, so a kind of a few hundred entities may have none; a larger kind without them reads no faster on more workers",
+				q.Kind, fn.Project, fn.Database, ns, want)
+		}
 		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
 		if err != nil {
 			return err
