@@ -81,6 +81,23 @@ func TestLongReadLatestByDefaultPipeline(t *testing.T) {
 	}
 }
 
+// planMedium plans the read of the medium data set in splits initial
+// splits through the hook, whose service keeps versions for keep, with
+// opts.
+func planMedium(t *testing.T, keep time.Duration, splits int, opts ...datastoreio.ReadOption) []datastoreio.Range {
+	t.Helper()
+	project := loadMedium(t)
+	hook.reset()
+	hook.set(func(h *hookState) { h.keep = keep })
+	ranges, err := datastoreio.Plan(context.Background(), project, datastoreio.NewQuery("Item"), append([]datastoreio.ReadOption{
+		datastoreio.WithNamespace(medium.ns), datastoreio.WithNumQuerySplits(splits), datastoreio.WithKeysPerSplit(1),
+		datastoreio.WithClientOptions("hook")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges
+}
+
 // readAll reads every range with a RangeReader, failing t on an error.
 func readAll(t *testing.T, ranges []datastoreio.Range) []item {
 	t.Helper()
@@ -138,14 +155,7 @@ func containsAll(t *testing.T, err error, want ...string) {
 // snapshot, its age, the sub-range and the options that fix it; a minute
 // and a second before, it still reads.
 func TestSnapshotExpiryDetected(t *testing.T) {
-	project := loadMedium(t)
-	hook.reset()
-	hook.set(func(h *hookState) { h.keep = time.Hour })
-	ranges, err := datastoreio.Plan(context.Background(), project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"), datastoreio.WithSnapshot())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ranges := planMedium(t, time.Hour, 4, datastoreio.WithSnapshot())
 	if len(ranges) < 2 {
 		t.Fatalf("%d ranges, want at least 2", len(ranges))
 	}
@@ -206,15 +216,8 @@ func TestReadTimeExpiredAtStart(t *testing.T) {
 // TestSnapshotPointInTimeRecovery: WithSnapshot with a retention of seven
 // days takes its snapshot at a whole minute and reads it two hours later.
 func TestSnapshotPointInTimeRecovery(t *testing.T) {
-	project := loadMedium(t)
-	hook.reset()
-	hook.set(func(h *hookState) { h.keep = 7 * 24 * time.Hour })
-	ranges, err := datastoreio.Plan(context.Background(), project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"),
+	ranges := planMedium(t, 7*24*time.Hour, 2,
 		datastoreio.WithSnapshot(), datastoreio.WithVersionRetention(7*24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := ranges[0].ReadTime()
 	if at.IsZero() || !at.Equal(at.Truncate(time.Minute)) || time.Since(at) > 2*time.Minute {
 		t.Fatalf("snapshot at %v, want the last whole minute", at)
@@ -238,19 +241,12 @@ func TestSnapshotPointInTimeRecovery(t *testing.T) {
 // and the service's refusal comes back naming the snapshot, the retention
 // given and the option to leave out.
 func TestSnapshotRefusedNamesOptions(t *testing.T) {
-	project := loadMedium(t)
-	hook.reset()
-	hook.set(func(h *hookState) { h.keep = time.Hour })
-	ranges, err := datastoreio.Plan(context.Background(), project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"),
+	ranges := planMedium(t, time.Hour, 2,
 		datastoreio.WithSnapshot(), datastoreio.WithVersionRetention(2*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := ranges[0].ReadTime()
 	defer datastoreio.SetClock(func() time.Time { return at.Add(time.Hour + time.Minute) })()
 	hook.set(func(h *hookState) { h.ahead = time.Hour + time.Minute })
-	_, err = readEach(ranges, nil)
+	_, err := readEach(ranges, nil)
 	containsAll(t, err, "(FailedPrecondition)", "is 1h1m0s old: if the database no longer keeps it, WithVersionRetention(2h0m0s) is more than",
 		"leave WithSnapshot() out to read the latest data", "too old")
 	if _, _, refused := readsAt(); refused != 1 {

@@ -85,6 +85,16 @@ func (m *machine) run(args ...string) (stdout, stderr string, ok bool) {
 	return out.String(), errb.String(), err == nil
 }
 
+// mustRun is run, failing the test unless deps.sh succeeds.
+func (m *machine) mustRun() string {
+	m.t.Helper()
+	out, errOut, ok := m.run()
+	if !ok {
+		m.t.Fatalf("failed: %s\n%s", out, errOut)
+	}
+	return out
+}
+
 // says fails t unless out has every line of want, in order (each a
 // substring of one line).
 func says(t *testing.T, out string, want ...string) {
@@ -121,10 +131,7 @@ const emulatorJar = "platform/cloud-datastore-emulator/CloudDatastore.jar"
 func TestPlainDebian(t *testing.T) {
 	m := newMachine(t)
 	m.stub("apt-get", "exit 99") // a dry run never calls it
-	out, errOut, ok := m.run()
-	if !ok {
-		t.Fatalf("failed: %s\n%s", out, errOut)
-	}
+	out := m.mustRun()
 	keyring := filepath.Join(m.dir, "keyrings", "cloud.google.gpg")
 	says(t, out,
 		"java:                        installing (Debian package default-jre-headless)",
@@ -146,10 +153,7 @@ func TestGoogleSourcePresent(t *testing.T) {
 	m := newMachine(t)
 	m.stub("apt-get", "exit 99")
 	m.file("etc-apt/sources.list.d/gcloud.sources", "Types: deb\nURIs: https://packages.cloud.google.com/apt\nSuites: cloud-sdk\n")
-	out, errOut, ok := m.run()
-	if !ok {
-		t.Fatalf("failed: %s\n%s", out, errOut)
-	}
+	out := m.mustRun()
 	says(t, out, "Cloud Datastore emulator:    installing (google-cloud-cli google-cloud-cli-datastore-emulator from Google's Cloud SDK apt repository)",
 		"would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli google-cloud-cli-datastore-emulator")
 	notSays(t, out, "gpg --dearmor", "sources.list.d/google-cloud-sdk.list")
@@ -169,10 +173,7 @@ func TestGcloudWithoutComponent(t *testing.T) {
 	m.stub("gcloud", `[ "$1" = info ] && echo `+root+`; exit 0`)
 	m.stub("dpkg", "exit 1") // not a Debian package's file
 	m.stub("apt-get", "exit 99")
-	out, errOut, ok := m.run()
-	if !ok {
-		t.Fatalf("failed: %s\n%s", out, errOut)
-	}
+	out := m.mustRun()
 	says(t, out, "Cloud Datastore emulator:    installing (gcloud components install cloud-datastore-emulator)",
 		"would run: "+filepath.Join(m.bin, "gcloud")+" components install cloud-datastore-emulator --quiet")
 	notSays(t, out, "google-cloud-cli")
@@ -191,10 +192,7 @@ func TestGcloudFromApt(t *testing.T) {
 	m.stub("dpkg", `echo "google-cloud-cli: $2"`)
 	m.stub("apt-get", "exit 99")
 	m.file("etc-apt/sources.list.d/google-cloud-sdk.list", "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main\n")
-	out, errOut, ok := m.run()
-	if !ok {
-		t.Fatalf("failed: %s\n%s", out, errOut)
-	}
+	out := m.mustRun()
 	says(t, out, "installing (google-cloud-cli-datastore-emulator from Google's Cloud SDK apt repository)",
 		"apt-get install -y -q google-cloud-cli-datastore-emulator")
 	notSays(t, out, "gcloud components", "install -y -q google-cloud-cli google-cloud-cli-datastore-emulator")
@@ -235,10 +233,7 @@ func TestAllFound(t *testing.T) {
 	m.env["CLOUDSDK_ROOT_DIR"] = filepath.Join(m.dir, "sdk")
 	jar := m.file("sdk/"+emulatorJar, "")
 	m.file("avsc/node_modules/avsc/package.json", "{}")
-	out, errOut, ok := m.run()
-	if !ok {
-		t.Fatalf("failed: %s\n%s", out, errOut)
-	}
+	out := m.mustRun()
 	says(t, out, "avro-bin:", "python3-avro:", "python3-snappy:", "python3-zstandard:",
 		"java:                        found "+filepath.Join(m.bin, "java"),
 		"Cloud Datastore emulator:    found "+jar, "avsc:")
