@@ -147,7 +147,7 @@ define demo_run
 	else $(DEMO_DIR)/$(2) $(3) 2>$(DEMO_DIR)/$(2).log || { st=$$?; echo "$(2) failed; its log ($(DEMO_DIR)/$(2).log):"; tail -n 60 $(DEMO_DIR)/$(2).log; exit $$st; }; fi
 endef
 
-demo:
+demo: deps
 	@mkdir -p $(DEMO_DIR) && echo "building the 4 example programs (blockfile, avrostats, datastore, bigquery; Beam, Prism and the Google clients) into $(DEMO_DIR):" && \
 	echo "about 3 minutes from a cold build cache on 2 cores (168 s measured), seconds once built; then the 6 runs, about 16 s in all" && GOGC=$(DEMO_BUILD_GOGC) CGO_ENABLED=0 $(GO) build $(DEMO_BUILDFLAGS) -o $(DEMO_DIR)/ ./examples/...
 	$(call demo_run,blockfile: station statistics from testdata/readings.blk in 16 KiB initial bundles,blockfile,)

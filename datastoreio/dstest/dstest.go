@@ -291,7 +291,7 @@ func locate() (java, jar string, err error) {
 	}
 	jar, tried := emulatorJar()
 	if jar == "" {
-		return "", "", fmt.Errorf("%w: the Cloud Datastore emulator is not installed (`make deps` installs it, or see internal/setup/deps.sh); looked for %s", ErrMissing, strings.Join(tried, ", "))
+		return "", "", fmt.Errorf("%w: the Cloud Datastore emulator is not installed (from Google's Cloud SDK apt repository: apt-get install google-cloud-cli google-cloud-cli-datastore-emulator; or gcloud components install cloud-datastore-emulator; in a clone of sdfio, make deps installs it); looked for %s", ErrMissing, strings.Join(tried, ", "))
 	}
 	return java, jar, nil
 }
