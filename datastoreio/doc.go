@@ -27,12 +27,13 @@
 //
 // Options are typed by transform: a ReadOption (WithNamespace,
 // WithNumQuerySplits, WithKeysPerSplit, WithSubRangesPerSplit,
-// WithReadTime, WithLatestData) goes to Read and Plan, a WriteOption
+// WithSnapshot, WithReadTime, WithVersionRetention, WithLatestData) goes
+// to Read and Plan, a WriteOption
 // (WithRampupThrottlingDisabled, WithHintNumWorkers, WithAllocateIDs,
 // WithCommitRetries) to Write, DeleteEntity and DeleteKey, and an Option
 // (WithDatabase, WithClientOptions, WithMetricsNamespace) to both; one
 // given to the wrong transform does not compile. Values that cannot work
-// (negative counts, WithReadTime with WithLatestData, an option given twice
+// (negative counts, WithSnapshot with WithLatestData, an option given twice
 // with different values, WithAllocateIDs on a delete) are refused when the
 // pipeline is built, the error naming the transform and the option
 // (datastoreio.Read: WithKeysPerSplit(0): at least 1 key per split): Read
@@ -59,8 +60,8 @@
 //
 // # Splitting
 //
-// The read runs in two steps. The first, at run time, fixes the snapshot,
-// chooses the number of splits n with the rules of Beam Java's
+// The read runs in two steps. The first, at run time, fixes the snapshot
+// (WithSnapshot), chooses the number of splits n with the rules of Beam Java's
 // withNumQuerySplits (WithNumQuerySplits), and samples split keys: a
 // keys-only query of the kind ordered by __scatter__ asking (n-1)*k keys (k,
 // the keys per split, 32 by default, WithKeysPerSplit, as Java's
@@ -101,18 +102,35 @@
 //
 // # Snapshot
 //
-// By default the first step fixes one read time when the read starts (the
-// server's time when the server reports one, else the worker's clock, to the
-// microsecond) and every Range carries it: every query of every range,
-// split residual and retry reads that snapshot, so the output is one
-// consistent snapshot of the database. WithReadTime sets the time instead;
-// WithLatestData turns snapshots off. Firestore in Datastore mode keeps old
-// versions for an hour (seven days with point-in-time recovery, whole
-// minutes only), so a read must finish within that window.
+// By default every query reads the latest data, as Beam Java's DatastoreIO
+// does without a read time: a long read never expires, and ranges read at
+// different times may see different versions of the data (an entity
+// changed while the read runs is read as it was when its range read it).
+//
+// WithSnapshot makes the read one consistent snapshot: the first step fixes
+// one read time when the read starts (the server's time when the server
+// reports one, else the worker's clock, to the microsecond) and every Range
+// carries it, so every query of every range, split residual and retry reads
+// that snapshot. WithReadTime gives the time instead. The service keeps old
+// versions for an hour (DefaultVersionRetention), seven days with
+// point-in-time recovery (tell the read with WithVersionRetention; the
+// snapshot is then taken at a whole minute, as the service requires of
+// versions older than an hour), so a snapshot read must end within that
+// time. It is checked before each query, against the worker's clock: a
+// query of a snapshot older than the retention less SnapshotMargin (a
+// minute) is not sent, and the read fails with an error naming the
+// snapshot, its age and the options that fix it (leave WithSnapshot /
+// WithReadTime out, or WithVersionRetention); a WithReadTime already that
+// old fails when the read starts, before any work. A query the service
+// refuses (FAILED_PRECONDITION, INVALID_ARGUMENT, OUT_OF_RANGE) on a
+// snapshot older than an hour says the same. The plan's log says until when
+// the snapshot must be read.
+//
 // The Cloud Datastore emulator accepts read_time (it insists on microsecond
-// precision) but ignores it and always reads the latest data; the tests
-// therefore check that every request carries the one read time, not that
-// the emulator honours it.
+// precision) but ignores it and always reads the latest data, even at a
+// read time days old; the tests therefore check which read time every
+// request carries, and model the service's refusal of an expired snapshot
+// in a client interceptor with a clock of its own.
 //
 // # Errors and retries
 //
@@ -240,5 +258,8 @@
 // initial splits and sub-ranges, the snapshot), a query read unsplit and
 // why, a kind without statistics; and every split of a running read the
 // tracker (KeyRangeTracker) accepts, with its primary and residual, so that
-// a runner's rebalancing shows in the worker's log.
+// a runner's rebalancing shows in the worker's log. At WARN: a kind for
+// which the service returns no __scatter__ keys (naming the kind, project,
+// database and namespace), which is read whole as one range by one worker,
+// with no initial splits and nothing the runner can split.
 package datastoreio

@@ -31,3 +31,10 @@ func AlternateThrottle() func() {
 	adaptiveRand = func() float64 { return float64((n.Add(1) + 1) % 2) }
 	return func() { adaptiveRand = old }
 }
+
+// SetClock makes snapshot reads check their snapshot's age against f
+// instead of time.Now, and returns a function that restores time.Now.
+func SetClock(f func() time.Time) func() {
+	clock.Store(&f)
+	return func() { clock.Store(nil) }
+}

@@ -26,6 +26,12 @@ type Range struct {
 	// ReadTimeMicros is the snapshot read, in Unix microseconds; 0 reads the
 	// latest data.
 	ReadTimeMicros int64 `json:",omitempty"`
+	// Retention is how long the database keeps old versions
+	// (WithVersionRetention; 0 is DefaultVersionRetention), and
+	// SnapshotOption the option call that made the read a snapshot read:
+	// a snapshot read stops, naming it, before its snapshot expires.
+	Retention      time.Duration `json:",omitempty"`
+	SnapshotOption string        `json:",omitempty"`
 	Lo, Hi         string
 	Bounds         []string `json:",omitempty"`
 	// KeyOrder is the order (KeyOrder.String) Bounds are sorted in and

@@ -93,3 +93,41 @@ func TestMetricsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestNoScatterKeysWarns: a kind for which the service returns no
+// __scatter__ keys is read whole, as one range of one sub-range, and the
+// plan says so at WARN, naming the kind, the namespace and the cost; a
+// kind with scatter keys logs no such warning. (Before: an INFO line
+// only, "0 returned".)
+func TestNoScatterKeysWarns(t *testing.T) {
+	e, c := client(t)
+	ns := dstest.Namespace(t)
+	put(t, c, mixedItems(ns, "Unscattered", 40, 13))
+	hook.reset()
+	defer hook.reset()
+	hook.set(func(h *hookState) { h.noScatter = true })
+	l := logtest.Capture(t)
+	_, got, err := readPlanned(t, e.Project(), datastoreio.NewQuery("Unscattered"), datastoreio.WithNamespace(ns),
+		datastoreio.WithNumQuerySplits(4), datastoreio.WithClientOptions("hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 {
+		t.Errorf("read %d entities, want 40", len(got))
+	}
+	l.HasWarn(t, "datastoreio: kind Unscattered in project "+e.Project(), `namespace "`+ns+`" has no __scatter__ keys (96 asked)`,
+		"one range of one sub-range, read whole by one worker: no initial splits, and nothing the runner can split while it reads")
+	if w := l.Warnings(); len(w) != 1 {
+		t.Errorf("%d warnings, want 1: %q", len(w), w)
+	}
+
+	hook.reset()
+	l2 := logtest.Capture(t)
+	if _, _, err := readPlanned(t, e.Project(), datastoreio.NewQuery("Unscattered"), datastoreio.WithNamespace(ns),
+		datastoreio.WithNumQuerySplits(4), datastoreio.WithClientOptions("hook")); err != nil {
+		t.Fatal(err)
+	}
+	if w := l2.Warnings(); len(w) != 0 {
+		t.Errorf("a kind with scatter keys warned: %q", w)
+	}
+}

@@ -102,6 +102,14 @@ type hookState struct {
 	readTimes []time.Time
 	noTime    int // RunQuery requests without a read time
 	injected  int
+	// The service's refusal of an expired snapshot, which the emulator
+	// does not do: with keep > 0, a RunQuery whose read time is older
+	// than keep at the fake service's time (time.Now()+ahead) fails with
+	// FAILED_PRECONDITION, as Cloud Datastore refuses it, counted in
+	// refused.
+	keep, ahead time.Duration
+	refused     int
+	noScatter   bool // answer __scatter__ queries with no keys, as for a kind without them
 }
 
 func (h *hookState) reset() {
@@ -109,6 +117,7 @@ func (h *hookState) reset() {
 	defer h.mu.Unlock()
 	h.calls, h.failEvery, h.failFirst, h.failCode, h.failMsg, h.cutEvery, h.delay, h.delayKind = 0, 0, 0, codes.OK, "", 0, 0, ""
 	h.statBytes, h.readTimes, h.noTime, h.injected = 0, nil, 0, 0
+	h.keep, h.ahead, h.refused, h.noScatter = 0, 0, 0, false
 }
 
 func (h *hookState) set(f func(h *hookState)) {
@@ -149,7 +158,20 @@ func (h *hookState) intercept(ctx context.Context, method string, req, reply any
 	if fail || cut {
 		h.injected++
 	}
+	var expired *timestamppb.Timestamp
+	if t := rq.GetReadOptions().GetReadTime(); t != nil && h.keep > 0 && t.AsTime().Before(time.Now().Add(h.ahead-h.keep)) {
+		expired = t
+		h.refused++
+	}
+	noScatter := h.noScatter && len(rq.GetQuery().GetOrder()) > 0 && rq.GetQuery().GetOrder()[0].GetProperty().GetName() == "__scatter__"
 	h.mu.Unlock()
+	if expired != nil {
+		return status.Errorf(codes.FailedPrecondition, "the requested snapshot version %s is too old", expired.AsTime().Format(time.RFC3339Nano))
+	}
+	if noScatter {
+		reply.(*pb.RunQueryResponse).Batch = &pb.QueryResultBatch{MoreResults: pb.QueryResultBatch_NO_MORE_RESULTS, EntityResultType: pb.EntityResult_KEY_ONLY}
+		return nil
+	}
 	if strings.HasPrefix(kind, "__Stat_") && statBytes > 0 {
 		return answerStat(rq, reply.(*pb.RunQueryResponse), kind, statBytes)
 	}

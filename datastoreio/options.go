@@ -11,7 +11,8 @@ import (
 
 // ReadOption configures Read and Plan. The options of reads alone
 // (WithNamespace, WithNumQuerySplits, WithKeysPerSplit,
-// WithSubRangesPerSplit, WithReadTime, WithLatestData) return a ReadOption;
+// WithSubRangesPerSplit, WithSnapshot, WithReadTime, WithVersionRetention,
+// WithLatestData) return a ReadOption;
 // those of reads and writes alike, an Option. A WriteOption is not a
 // ReadOption: given to Read, it does not compile.
 type ReadOption interface{ applyRead(*readConfig) }
@@ -107,6 +108,8 @@ type readConfig struct {
 	keysPerSplit int
 	subRanges    int
 	readTime     time.Time
+	snapshot     bool          // WithSnapshot: one read time fixed when the read starts
+	retention    time.Duration // how long the database keeps old versions
 	latest       bool
 }
 
@@ -116,6 +119,7 @@ func newReadConfig(transform string, opts []ReadOption) (readConfig, error) {
 	c := readConfig{
 		commonConfig: commonConfig{metrics: Namespace},
 		keysPerSplit: DefaultKeysPerSplit, subRanges: DefaultSubRangesPerSplit,
+		retention: DefaultVersionRetention,
 	}
 	err := applyOptions(transform, "ReadOption", &c, opts, ReadOption.applyRead, (*readConfig).check)
 	return c, err
@@ -132,12 +136,29 @@ func (c *readConfig) check() error {
 		return fmt.Errorf("%s: at least 1 key per split", c.last("WithKeysPerSplit"))
 	case c.subRanges < 1:
 		return fmt.Errorf("%s: at least 1 sub-range per split", c.last("WithSubRangesPerSplit"))
-	case c.latest && c.last("WithReadTime") != "":
-		return fmt.Errorf("%s and %s exclude each other: a read reads one snapshot or the latest data", c.last("WithReadTime"), c.last("WithLatestData"))
+	case c.latest && c.snapshotOption() != "":
+		return fmt.Errorf("%s and %s exclude each other: a read reads one snapshot or the latest data", c.snapshotOption(), c.last("WithLatestData"))
+	case c.snapshot && c.last("WithReadTime") != "":
+		return fmt.Errorf("%s and %s exclude each other: the snapshot is the read's start or the time given", c.last("WithSnapshot"), c.last("WithReadTime"))
 	case c.last("WithReadTime") != "" && c.readTime.IsZero():
-		return errors.New("WithReadTime(time.Time{}): a zero time (leave it out to read a snapshot of the read's start)")
+		return errors.New("WithReadTime(time.Time{}): a zero time (give WithSnapshot() to read a snapshot of the read's start)")
+	case c.last("WithVersionRetention") != "" && c.snapshotOption() == "":
+		return fmt.Errorf("%s applies to snapshot reads only: give WithSnapshot() or WithReadTime (the default reads the latest data, which never expires)", c.last("WithVersionRetention"))
+	case c.retention < time.Minute:
+		return fmt.Errorf("%s: a retention under a minute (Datastore keeps old versions an hour, seven days with point-in-time recovery)", c.last("WithVersionRetention"))
+	case c.retention > DefaultVersionRetention && !c.readTime.IsZero() && !c.readTime.Equal(c.readTime.Truncate(time.Minute)):
+		return fmt.Errorf("%s with %s: versions older than an hour are kept at whole minutes only, so the read would fail after an hour: give a whole minute", c.last("WithReadTime"), c.last("WithVersionRetention"))
 	}
 	return nil
+}
+
+// snapshotOption is the call of the option that makes the read a snapshot
+// read (WithSnapshot or WithReadTime), "" for a read of the latest data.
+func (c *readConfig) snapshotOption() string {
+	if s := c.last("WithSnapshot"); s != "" {
+		return s
+	}
+	return c.last("WithReadTime")
 }
 
 // writeConfig is the configuration of a Write, DeleteEntity or DeleteKey.
@@ -262,17 +283,57 @@ func WithSubRangesPerSplit(n int) ReadOption {
 	return readOnlyOption(func(c *readConfig) { c.note("WithSubRangesPerSplit", n); c.subRanges = n })
 }
 
-// WithReadTime reads the database as it was at t (a snapshot read). The
-// server must keep versions that old: Firestore in Datastore mode keeps an
-// hour, seven days with point-in-time recovery (whole minutes only). It
-// cannot be given with WithLatestData.
+// DefaultVersionRetention is how long Firestore in Datastore mode keeps old
+// versions of entities, and so how long a snapshot stays readable, unless
+// point-in-time recovery is on (seven days; see WithVersionRetention).
+const DefaultVersionRetention = time.Hour
+
+// SnapshotMargin is how long before its snapshot expires a snapshot read
+// stops sending queries: a query of a snapshot older than the retention
+// less this margin is not sent, and the read fails naming the options that
+// fix it, rather than the service refusing it (or a page of it) later.
+const SnapshotMargin = time.Minute
+
+// WithSnapshot makes a read one consistent snapshot of the database: one
+// read time is fixed when the read starts (the server's time, to the
+// microsecond; to the minute with a WithVersionRetention over an hour) and
+// every query of every range, split and retry reads at it. The service
+// keeps old versions for DefaultVersionRetention (an hour) unless
+// point-in-time recovery is on (then give WithVersionRetention), so the
+// read must end within that time: a range that would query a snapshot
+// older than the retention less SnapshotMargin fails, naming the options.
+// Without WithSnapshot or WithReadTime a read reads the latest data, as
+// Beam Java's DatastoreIO does. It cannot be given with WithReadTime or
+// WithLatestData.
+func WithSnapshot() ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithSnapshot"); c.snapshot = true })
+}
+
+// WithReadTime reads the database as it was at t (a snapshot read, see
+// WithSnapshot). The service must keep versions that old for as long as
+// the read runs: an hour (DefaultVersionRetention), seven days with
+// point-in-time recovery (WithVersionRetention; whole minutes only). A t
+// already older than the retention less SnapshotMargin fails the read when
+// it starts. It cannot be given with WithSnapshot or WithLatestData.
 func WithReadTime(t time.Time) ReadOption {
 	return readOnlyOption(func(c *readConfig) { c.note("WithReadTime", t); c.readTime = t })
 }
 
-// WithLatestData turns a read's default snapshot off: each request reads
-// the latest data, so ranges read at different times may see different
-// versions. It cannot be given with WithReadTime.
+// WithVersionRetention tells a snapshot read (WithSnapshot, WithReadTime)
+// how long the database keeps old versions: DefaultVersionRetention (an
+// hour) unless point-in-time recovery is on, which keeps seven days (give
+// 7*24*time.Hour; the snapshot is then taken at a whole minute, as the
+// service requires of versions older than an hour). A snapshot read stops
+// SnapshotMargin before its snapshot is that old, with an error naming the
+// options. It is refused on a read of the latest data and below a minute.
+func WithVersionRetention(d time.Duration) ReadOption {
+	return readOnlyOption(func(c *readConfig) { c.note("WithVersionRetention", d); c.retention = d })
+}
+
+// WithLatestData makes each request of a read read the latest data, so
+// ranges read at different times may see different versions; it is the
+// default (as in Beam Java's DatastoreIO), and the option says so
+// explicitly. It cannot be given with WithSnapshot or WithReadTime.
 func WithLatestData() ReadOption {
 	return readOnlyOption(func(c *readConfig) { c.note("WithLatestData"); c.latest = true })
 }

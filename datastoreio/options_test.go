@@ -21,6 +21,7 @@ func TestOptionTypes(t *testing.T) {
 	readOnly := []any{
 		datastoreio.WithNamespace("ns"), datastoreio.WithNumQuerySplits(2), datastoreio.WithKeysPerSplit(4),
 		datastoreio.WithSubRangesPerSplit(2), datastoreio.WithReadTime(time.Unix(1, 0)), datastoreio.WithLatestData(),
+		datastoreio.WithSnapshot(), datastoreio.WithVersionRetention(time.Hour),
 	}
 	writeOnly := []any{
 		datastoreio.WithRampupThrottlingDisabled(), datastoreio.WithHintNumWorkers(3),
@@ -70,6 +71,16 @@ func TestReadOptionErrors(t *testing.T) {
 		{"read time and latest", []datastoreio.ReadOption{datastoreio.WithReadTime(at), datastoreio.WithLatestData()},
 			"WithReadTime(2026-01-02T03:04:05Z) and WithLatestData() exclude each other"},
 		{"zero read time", []datastoreio.ReadOption{datastoreio.WithReadTime(time.Time{})}, "WithReadTime(time.Time{}): a zero time"},
+		{"snapshot and latest", []datastoreio.ReadOption{datastoreio.WithSnapshot(), datastoreio.WithLatestData()},
+			"WithSnapshot() and WithLatestData() exclude each other"},
+		{"snapshot and read time", []datastoreio.ReadOption{datastoreio.WithSnapshot(), datastoreio.WithReadTime(at)},
+			"WithSnapshot() and WithReadTime(2026-01-02T03:04:05Z) exclude each other"},
+		{"retention of the latest data", []datastoreio.ReadOption{datastoreio.WithVersionRetention(2 * time.Hour)},
+			"WithVersionRetention(2h0m0s) applies to snapshot reads only: give WithSnapshot() or WithReadTime"},
+		{"retention under a minute", []datastoreio.ReadOption{datastoreio.WithSnapshot(), datastoreio.WithVersionRetention(time.Second)},
+			"WithVersionRetention(1s): a retention under a minute"},
+		{"point-in-time read time not a whole minute", []datastoreio.ReadOption{datastoreio.WithReadTime(at), datastoreio.WithVersionRetention(7 * 24 * time.Hour)},
+			"WithReadTime(2026-01-02T03:04:05Z) with WithVersionRetention(168h0m0s): versions older than an hour are kept at whole minutes only"},
 		{"namespace twice", []datastoreio.ReadOption{datastoreio.WithNamespace("a"), datastoreio.WithNamespace("b")},
 			`WithNamespace("a") and WithNamespace("b") are both given: give WithNamespace once`},
 		{"splits twice", []datastoreio.ReadOption{datastoreio.WithNumQuerySplits(2), datastoreio.WithNumQuerySplits(3)},

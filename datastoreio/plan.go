@@ -309,7 +309,10 @@ func planOf(transform, project string, q Query, opts []ReadOption) (*planFn, err
 	fn := &planFn{
 		Project: project, Database: c.database, Namespace: c.namespace,
 		Query: q, NumSplits: c.numSplits, KeysPerSplit: c.keysPerSplit, SubRangesPerSplit: c.subRanges,
-		Latest: c.latest, ClientOptions: c.clientOptions, MetricsNamespace: c.metrics,
+		Snapshot: c.snapshot, SnapshotOption: c.snapshotOption(), ClientOptions: c.clientOptions, MetricsNamespace: c.metrics,
+	}
+	if fn.SnapshotOption != "" {
+		fn.Retention = c.retention
 	}
 	if !c.readTime.IsZero() {
 		fn.ReadTimeMicros = c.readTime.UnixMicro()
@@ -340,7 +343,9 @@ type planFn struct {
 	NumSplits, KeysPerSplit      int
 	SubRangesPerSplit            int
 	ReadTimeMicros               int64
-	Latest                       bool
+	Snapshot                     bool          // WithSnapshot: fix the read time when the read starts
+	Retention                    time.Duration // of a snapshot read (0 for the latest data)
+	SnapshotOption               string        // the option call that made it a snapshot read
 	ClientOptions                string
 	MetricsNamespace             string
 }
@@ -359,6 +364,10 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 	var readTime time.Time
 	if fn.ReadTimeMicros != 0 {
 		readTime = time.UnixMicro(fn.ReadTimeMicros).UTC()
+		// A time given that is already too old fails before any work.
+		if err := (snapshot{readTime, fn.Retention, fn.SnapshotOption}).check(now()); err != nil {
+			return fmt.Errorf("datastoreio: the read of %s in project %s namespace %q: %w", fn.Query.describe(), fn.Project, ns, err)
+		}
 	}
 	q := fn.Query
 	var serverNow time.Time
@@ -370,7 +379,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			return fmt.Errorf("datastoreio: GQL %q: %w", fn.Query.GQL, err)
 		}
 	}
-	if readTime.IsZero() && !fn.Latest {
+	if fn.Snapshot {
 		// One snapshot for every range and retry: the server's time now.
 		if serverNow.IsZero() {
 			if serverNow, err = serverTime(ctx, c, ns, q.Kind); err != nil {
@@ -381,10 +390,16 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			serverNow = time.Now()
 		}
 		readTime = serverNow.Truncate(time.Microsecond)
+		if fn.Retention > DefaultVersionRetention {
+			// Point-in-time recovery keeps versions older than an hour at
+			// whole minutes only.
+			readTime = serverNow.Truncate(time.Minute)
+		}
 	}
 	base := Range{Project: fn.Project, Database: fn.Database, Namespace: ns, Query: q, ClientOptions: fn.ClientOptions, MetricsNamespace: fn.MetricsNamespace}
 	if !readTime.IsZero() {
 		base.ReadTimeMicros = readTime.UnixMicro()
+		base.Retention, base.SnapshotOption = fn.Retention, fn.SnapshotOption
 	}
 	n := fn.NumSplits
 	splittable, why := q.splittable()
@@ -409,6 +424,12 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 			return err
 		}
 		got = len(keys)
+		if got == 0 {
+			log.Warnf(ctx, "datastoreio: kind %s in project %s database %q namespace %q has no __scatter__ keys (%d asked): "+
+				"the read is one range of one sub-range, read whole by one worker: no initial splits, and nothing the runner can split while it reads. "+
+				"Datastore gives about one entity in 128 a __scatter__ property, so a kind of a few hundred entities may have none; a larger kind without them reads no faster on more workers",
+				q.Kind, fn.Project, fn.Database, ns, want)
+		}
 		order, err := serverKeyOrder(ctx, c, ns, q.Kind, keys, readTime)
 		if err != nil {
 			return err
@@ -438,7 +459,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 	// gave.
 	log.Infof(ctx, "datastoreio: planned the read of %s in project %s database %q namespace %q: %s, %d after the split rules; "+
 		"%d scatter keys asked, %d returned, %d kept as sub-range bounds: %d initial splits of %d sub-ranges, %s",
-		q.describe(), fn.Project, fn.Database, ns, asked(fn.NumSplits), n, want, got, kept, len(ranges), subRanges, snapshotOf(readTime))
+		q.describe(), fn.Project, fn.Database, ns, asked(fn.NumSplits), n, want, got, kept, len(ranges), subRanges, base.snapshot().describe())
 	for _, r := range ranges {
 		c.m.subRanges.Inc(ctx, r.SubRanges())
 		emit(r)
@@ -452,12 +473,4 @@ func asked(n int) string {
 		return "query splits from the statistics"
 	}
 	return fmt.Sprintf("%d query splits asked", n)
-}
-
-// snapshotOf names the snapshot a read reads.
-func snapshotOf(readTime time.Time) string {
-	if readTime.IsZero() {
-		return "reading the latest data"
-	}
-	return "reading the snapshot at " + readTime.UTC().Format(time.RFC3339Nano)
 }

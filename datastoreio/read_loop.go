@@ -178,6 +178,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 		return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
 	}
 	c.m.queries.Inc(ctx, 1)
+	snap := r.snapshot()
 	var (
 		cursor   datastore.Cursor
 		started  bool // an entity was emitted: cursor is after it
@@ -198,6 +199,9 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 		q := base.Limit(int(page))
 		if started {
 			q = q.Start(cursor).Offset(0)
+		}
+		if err := snap.check(now()); err != nil {
+			return false, fmt.Errorf("datastoreio: %s: after %d entities: %w", r.where(i), emitted, err)
 		}
 		it := c.client.Run(ctx, q)
 		var got int64
@@ -256,7 +260,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				if isTransient(runErr) {
 					how = fmt.Sprintf("failed %d times in a row", attempt)
 				}
-				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s): %w", r.where(i), how, emitted, status.Code(runErr), runErr)
+				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now()), runErr)
 			}
 			c.m.retries.Inc(ctx, 1)
 			if err := sleep(ctx, bo.Pause()); err != nil {

@@ -234,14 +234,15 @@ func (c readCase) check(t *testing.T, ns string, want []item, res readResult) {
 	}
 }
 
-// TestSnapshotFixedAtPlan: every range carries the one read time fixed when
-// the read was planned, and every query of the read sends it.
+// TestSnapshotFixedAtPlan: with WithSnapshot every range carries the one
+// read time fixed when the read was planned, and every query of the read
+// sends it.
 func TestSnapshotFixedAtPlan(t *testing.T) {
 	project := loadMedium(t)
 	hook.reset()
 	before := time.Now().Add(-time.Second)
 	ranges, got, err := readPlanned(t, project, datastoreio.NewQuery("Item"), datastoreio.WithNamespace(medium.ns),
-		datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"))
+		datastoreio.WithNumQuerySplits(4), datastoreio.WithKeysPerSplit(1), datastoreio.WithClientOptions("hook"), datastoreio.WithSnapshot())
 	if err != nil {
 		t.Fatal(err)
 	}

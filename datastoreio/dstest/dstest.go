@@ -289,15 +289,25 @@ func locate() (java, jar string, err error) {
 			return "", "", fmt.Errorf("%w: Java is not installed (no java on PATH and JAVA unset; apt-get install default-jre-headless)", ErrMissing)
 		}
 	}
-	var tried []string
+	jar, tried := emulatorJar()
+	if jar == "" {
+		return "", "", fmt.Errorf("%w: the Cloud Datastore emulator is not installed (from Google's Cloud SDK apt repository: apt-get install google-cloud-cli google-cloud-cli-datastore-emulator; or gcloud components install cloud-datastore-emulator; in a clone of sdfio, make deps installs it); looked for %s", ErrMissing, strings.Join(tried, ", "))
+	}
+	return java, jar, nil
+}
+
+// emulatorJar returns the emulator's jar under the first SDK root that has
+// it ("" when none has), and the paths it tried. internal/setup/deps.sh,
+// which `make deps` runs, looks in the same places, in the same order.
+func emulatorJar() (jar string, tried []string) {
 	for _, root := range sdkRoots() {
 		p := filepath.Join(root, "platform", "cloud-datastore-emulator", "CloudDatastore.jar")
 		if _, err := os.Stat(p); err == nil {
-			return java, p, nil
+			return p, nil
 		}
 		tried = append(tried, p)
 	}
-	return "", "", fmt.Errorf("%w: the Cloud Datastore emulator is not installed (apt-get install google-cloud-cli google-cloud-cli-datastore-emulator, or gcloud components install cloud-datastore-emulator); looked for %s", ErrMissing, strings.Join(tried, ", "))
+	return "", tried
 }
 
 func sdkRoots() []string {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,5 +86,52 @@ func TestNamespaceIsValidAndUnique(t *testing.T) {
 				t.Fatalf("namespace %q has %q", ns, r)
 			}
 		}
+	}
+}
+
+// TestDepsLooksWhereStartLooks: internal/setup/deps.sh, which `make deps`
+// runs to install the emulator when it is missing, finds it exactly where
+// Start does (so that it installs nothing where Start finds one, and
+// nothing Start would not find), here and with CLOUDSDK_ROOT_DIR pointing
+// at another SDK; and it lists the same SDK roots.
+func TestDepsLooksWhereStartLooks(t *testing.T) {
+	locate := func() string {
+		t.Helper()
+		out, err := exec.Command("/bin/bash", "../../internal/setup/deps.sh", "--locate-emulator").Output()
+		if _, exit := err.(*exec.ExitError); err != nil && !exit {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	check := func(what string) {
+		t.Helper()
+		if got, want := locate(), dstest.EmulatorJar(); got != want {
+			t.Errorf("%s: deps.sh finds the emulator at %q, Start at %q", what, got, want)
+		}
+		out, err := exec.Command("/bin/bash", "../../internal/setup/deps.sh", "--sdk-roots").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := strings.Fields(string(out))
+		if start := dstest.SDKRoots(); len(start) < len(roots) || !slices.Equal(start[:len(roots)], roots) {
+			t.Errorf("%s: deps.sh looks in %q, Start in %q", what, roots, start)
+		}
+	}
+	check("this machine")
+	if os.Getenv("CI") == "true" && dstest.EmulatorJar() == "" {
+		t.Error("CI=true and no emulator where Start looks: make deps should have installed it")
+	}
+	sdk := t.TempDir()
+	jar := filepath.Join(sdk, "platform", "cloud-datastore-emulator", "CloudDatastore.jar")
+	if err := os.MkdirAll(filepath.Dir(jar), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jar, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CLOUDSDK_ROOT_DIR", sdk)
+	check("CLOUDSDK_ROOT_DIR=" + sdk)
+	if got := locate(); got != jar {
+		t.Errorf("CLOUDSDK_ROOT_DIR=%s: deps.sh finds %q, want %s", sdk, got, jar)
 	}
 }

@@ -1,5 +1,5 @@
 // Command datastore reads a Cloud Datastore kind with sdfio's datastoreio:
-// the query is split on __scatter__ keys, every range reads one snapshot,
+// the query is split on __scatter__ keys, every range reads the latest data,
 // and the runner may split running ranges between sub-ranges. It prints how
 // many entities it read, how many distinct keys, and the read's metrics
 // (entities, queries, pages, initial splits, sub-ranges, splits accepted and

@@ -1,5 +1,6 @@
 // Package logtest captures what the module logs through Beam's log package,
-// for tests that check a read logs its plan and its accepted splits.
+// for tests that check a read logs its plan, its accepted splits and its
+// warnings.
 package logtest
 
 import (
@@ -18,10 +19,10 @@ type TB interface {
 	Cleanup(func())
 }
 
-// Log keeps the messages logged at INFO while it is installed.
+// Log keeps the messages logged at INFO and WARN while it is installed.
 type Log struct {
 	mu   sync.Mutex
-	msgs []string
+	msgs map[log.Severity][]string
 }
 
 // Capture installs a Log as Beam's logger until t ends (then Beam's
@@ -36,25 +37,44 @@ func Capture(t TB) *Log {
 
 // Log implements log.Logger.
 func (l *Log) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo {
+	if sev == log.SevInfo || sev == log.SevWarn {
 		l.mu.Lock()
-		l.msgs = append(l.msgs, msg)
+		if l.msgs == nil {
+			l.msgs = map[log.Severity][]string{}
+		}
+		l.msgs[sev] = append(l.msgs[sev], msg)
 		l.mu.Unlock()
 	}
 }
 
 // Messages returns the INFO messages so far.
-func (l *Log) Messages() []string {
+func (l *Log) Messages() []string { return l.at(log.SevInfo) }
+
+// Warnings returns the WARN messages so far.
+func (l *Log) Warnings() []string { return l.at(log.SevWarn) }
+
+func (l *Log) at(sev log.Severity) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs...)
+	return append([]string(nil), l.msgs[sev]...)
 }
 
 // Has fails t unless one INFO message so far contains every string of
 // want.
 func (l *Log) Has(t TB, want ...string) {
 	t.Helper()
-	msgs := l.Messages()
+	has(t, "INFO", l.Messages(), want)
+}
+
+// HasWarn fails t unless one WARN message so far contains every string of
+// want.
+func (l *Log) HasWarn(t TB, want ...string) {
+	t.Helper()
+	has(t, "WARN", l.Warnings(), want)
+}
+
+func has(t TB, sev string, msgs, want []string) {
+	t.Helper()
 	for _, m := range msgs {
 		all := true
 		for _, w := range want {
@@ -64,5 +84,5 @@ func (l *Log) Has(t TB, want ...string) {
 			return
 		}
 	}
-	t.Errorf("no INFO log saying all of %q in %q", want, msgs)
+	t.Errorf("no %s log saying all of %q in %q", sev, want, msgs)
 }
