@@ -226,4 +226,3 @@ func TestMigratedDatastore(t *testing.T) {
 	}
 	sameEvents(t, readFile(t, files[0]), in)
 }
-
