@@ -1,6 +1,7 @@
 package avroio
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
@@ -55,6 +57,7 @@ type writeOptions struct {
 	maxBlock     int64
 	meta         map[string][]byte
 	tempDir      string
+	staleAge     time.Duration
 	namespace    string
 	windowed     bool
 	dest         *destFunc    // WithDestination's function, checked by Write
@@ -175,6 +178,22 @@ func WithTempDirectory(dir string) WriteOption {
 	return writeOnlyOption(func(o *writeOptions) { o.tempDir = dir })
 }
 
+// WithStaleTempAge sets how long the temporary directory of another write
+// beside this one's must have gone unmodified before this write takes it
+// for the debris of a write that is no longer running and removes it
+// (see "When a write fails"): DefaultStaleTempAge (7 days) unless given.
+// It must be positive; set it below the longest a write of yours may run
+// between two of its steps and a live write's files may be removed (it
+// then fails, naming the file).
+func WithStaleTempAge(d time.Duration) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) {
+		o.staleAge = d
+		if d <= 0 {
+			o.fail("WithStaleTempAge(%v): the age must be positive", d)
+		}
+	})
+}
+
 // writeConfig is what every step of a write needs; it travels to the
 // workers inside the DoFns.
 type writeConfig struct {
@@ -197,6 +216,10 @@ type writeConfig struct {
 	NumShards int
 	// TempDir is the write's temporary directory, ending in "/".
 	TempDir string
+	// StaleTempAge is WithStaleTempAge: how old the newest file of
+	// another write's temporary directory must be for this write to
+	// remove it (write_temp.go).
+	StaleTempAge time.Duration
 	// Namespace is the Beam metrics namespace (WithMetricsNamespace).
 	Namespace string
 	// Windowed is WithWindowedWrites: a set of files per window and pane
@@ -332,9 +355,27 @@ type fileResult struct {
 // What no step can see is not covered: a bundle that fails while others
 // of the same write committed, on a runner that then runs the finalize
 // step anyway (Prism), commits the others' files when the failure is the
-// filesystem's or another DoFn's of the bundle's stage, and leaves their
-// temporary files when the finalize step does not run; Beam Java's
-// WriteFiles leaves temporary files after a failed pipeline too.
+// filesystem's or another DoFn's of the bundle's stage.
+//
+// A job that fails in another DoFn of a writing bundle's stage (a step
+// before Write returning an error) and runs no finalize step leaves the
+// bundle's temporary files and Begin's marker: Beam Go calls no method of
+// a DoFn whose bundle failed elsewhere, and tells no other step. A later
+// non-windowed Write whose temporary directory is in the same directory
+// (the prefix's, or the same WithTempDirectory) removes them, in its
+// finalize step, by this rule: every directory named
+// .temp-sdfio-<id>/ there (or .temp-sdfio-<id>-<id>/) but its own, whose
+// newest file was modified more than WithStaleTempAge ago (7 days by
+// default, DefaultStaleTempAge), files and all; nothing else. Several jobs
+// may write in one directory (on Dataflow, say): a running write changes
+// its directory whenever one of its bundles finishes, so a week without a
+// change is a write that ended; one that did run that long between two
+// bundles finds its files gone and fails naming them, rather than writing
+// anything wrong. It counts in temp_files_removed, is logged (INFO, each
+// directory), and when it cannot run (a filesystem that cannot say when a
+// file was modified, a listing that fails) it is logged as a WARN and the
+// write goes on. Beam Java's WriteFiles leaves temporary files after a
+// failed pipeline.
 //
 // # Windowed writes
 //
@@ -543,7 +584,8 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 	} else if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	cfg.TempDir = base + ".temp-sdfio-" + randomID() + "/"
+	cfg.TempDir = base + tempDirPrefix + randomID() + "/"
+	cfg.StaleTempAge = cmp.Or(o.staleAge, DefaultStaleTempAge)
 	return cfg, o.dest, nil
 }
 
@@ -1238,6 +1280,7 @@ func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func
 	}
 	defer fs.Close()
 	st, err := finalize(ctx, fs, fn.Config, all)
+	sweepStaleTempDirs(ctx, fs, fn.Config)
 	if st.removed > 0 {
 		fn.Config.counter("temp_files_removed").Inc(ctx, int64(st.removed))
 	}

@@ -417,6 +417,7 @@ func (fn *finalizeDestsFn) ProcessElement(ctx context.Context, _ []byte, results
 	}
 	defer fs.Close()
 	st, err := finalizeDests(ctx, fs, fn.Config, all, dests)
+	sweepStaleTempDirs(ctx, fs, fn.Config)
 	if st.removed > 0 {
 		fn.Config.counter("temp_files_removed").Inc(ctx, int64(st.removed))
 	}
