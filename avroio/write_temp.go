@@ -1,8 +1,13 @@
 package avroio
 
+// Temporary files and directories: a bundle's file under a name of its
+// own, the filesystem calls every step shares, and the removal of what
+// writes no longer running left.
+
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +16,154 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+
+	"github.com/sdfio/sdfio/avroio/container"
 )
+
+// tempFile is a container file being written to a temporary name.
+type tempFile struct {
+	path string
+	wc   *ioRecorder
+	cw   *container.Writer
+}
+
+// ioRecorder keeps the first error of the file it writes, so that a
+// failed Append can be told apart: the filesystem's fault (a failed
+// write), which a runner may retry, or the record's.
+type ioRecorder struct {
+	io.WriteCloser
+	err error
+}
+
+func (w *ioRecorder) Write(p []byte) (int, error) {
+	n, err := w.WriteCloser.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// dataFault reports whether err, from appending to f, is a fault of the
+// record (it cannot be encoded, or exceeds a limit) rather than of the
+// filesystem: the same record fails the same way on every attempt.
+func (f *tempFile) dataFault(err error) bool { return err != nil && f.wc.err == nil }
+
+func openTempFile(ctx context.Context, fs filesystem.Interface, cfg writeConfig, path string) (*tempFile, error) {
+	fwc, err := fs.OpenWrite(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: creating temporary file %s: %w", path, err)
+	}
+	wc := &ioRecorder{WriteCloser: fwc}
+	cw, err := container.NewWriter(wc, cfg.Schema, cfg.writerOptions())
+	if err != nil {
+		// The header could not be written: remove what was.
+		wc.Close()
+		if rm, ok := fs.(filesystem.Remover); ok {
+			rm.Remove(ctx, path)
+		}
+		return nil, fmt.Errorf("avroio.Write: temporary file %s: %w", path, err)
+	}
+	return &tempFile{path: path, wc: wc, cw: cw}, nil
+}
+
+// finish writes the last block and closes the file, which commits it on
+// object stores.
+func (f *tempFile) finish() (fileResult, error) {
+	err := f.cw.Close()
+	if cerr := f.wc.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fileResult{}, fmt.Errorf("avroio.Write: finishing temporary file %s: %w", f.path, err)
+	}
+	return fileResult{Temp: f.path, Shard: -1, Records: f.cw.Records(), Bytes: f.cw.Offset()}, nil
+}
+
+// abandon closes a file of a bundle that failed and tries to remove it;
+// whatever is left, the finalize step removes.
+func (f *tempFile) abandon(ctx context.Context, fs filesystem.Interface) {
+	f.cw.Close()
+	f.wc.Close()
+	if rm, ok := fs.(filesystem.Remover); ok {
+		rm.Remove(ctx, f.path)
+	}
+}
+
+// openTempFS opens the filesystem of the write's temporary directory, for
+// the write's DoFns.
+func openTempFS(ctx context.Context, cfg writeConfig) (filesystem.Interface, error) {
+	fs, err := filesystem.New(ctx, cfg.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: %w", err)
+	}
+	return fs, nil
+}
+
+// closeFS closes fs, if Setup opened it.
+func closeFS(fs filesystem.Interface) error {
+	if fs != nil {
+		return fs.Close()
+	}
+	return nil
+}
+
+// tempFiles lists the files in the temporary directory other than Begin's
+// marker.
+func tempFiles(ctx context.Context, fs filesystem.Interface, cfg writeConfig) ([]string, error) {
+	all, err := fs.List(ctx, cfg.TempDir+"*")
+	if err != nil {
+		return nil, fmt.Errorf("avroio.Write: listing the temporary directory %s: %w", cfg.TempDir, err)
+	}
+	marker := cfg.TempDir + begunMarker
+	left := all[:0]
+	for _, p := range all {
+		if p != marker {
+			left = append(left, p)
+		}
+	}
+	return left, nil
+}
+
+// removeAll removes the temporary files paths, counting them in n.
+func removeAll(ctx context.Context, fs filesystem.Interface, cfg writeConfig, paths []string, n *int) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	rm, ok := fs.(filesystem.Remover)
+	if !ok {
+		return fmt.Errorf("avroio.Write: %T cannot remove the %d leftover temporary files in %s", fs, len(paths), cfg.TempDir)
+	}
+	for _, p := range paths {
+		if err := rm.Remove(ctx, p); err != nil {
+			return fmt.Errorf("avroio.Write: removing leftover temporary file %s: %w", p, err)
+		}
+		if n != nil {
+			*n++
+		}
+	}
+	return nil
+}
+
+// makeLocalDir makes the directory of a local file where it is missing
+// (a WithTempDirectory elsewhere leaves the prefix's directory unmade); object
+// stores need none.
+func makeLocalDir(path string) error {
+	if strings.Contains(path, "://") {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o755)
+}
+
+// removeLocalDir removes the temporary directory of a write to the local
+// filesystem, which Beam's filesystem interface cannot do (object stores
+// have no directories to remove). It fails harmlessly when the directory is
+// not empty or not local.
+func removeLocalDir(dir string) {
+	if strings.Contains(dir, "://") {
+		return
+	}
+	os.Remove(strings.TrimSuffix(dir, "/"))
+}
 
 // Temporary directories of writes that are no longer running.
 //
