@@ -21,27 +21,42 @@ type finalizeFn struct {
 }
 
 func (fn *finalizeFn) ProcessElement(ctx context.Context, _ []byte, results func(*fileResult) bool, emit func(string)) error {
-	var all []fileResult
-	var r fileResult
-	for results(&r) {
-		all = append(all, r)
+	all := collect(results)
+	return runFinalize(ctx, fn.Config, emit, func(fs filesystem.Interface) (finalizeStats, error) {
+		return finalize(ctx, fs, fn.Config, all)
+	})
+}
+
+// collect is every value of a side input.
+func collect[T any](iter func(*T) bool) []T {
+	var all []T
+	var v T
+	for iter(&v) {
+		all = append(all, v)
 	}
-	fs, err := openTempFS(ctx, fn.Config)
+	return all
+}
+
+// runFinalize runs a finalize step's commit (fin) on the temporary
+// directory's filesystem, then removes what writes no longer running left
+// beside it (write_temp.go), counts and emits the files committed.
+func runFinalize(ctx context.Context, cfg writeConfig, emit func(string), fin func(filesystem.Interface) (finalizeStats, error)) error {
+	fs, err := openTempFS(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer fs.Close()
-	st, err := finalize(ctx, fs, fn.Config, all)
-	sweepStaleTempDirs(ctx, fs, fn.Config)
+	st, err := fin(fs)
+	sweepStaleTempDirs(ctx, fs, cfg)
 	if st.removed > 0 {
-		fn.Config.counter("temp_files_removed").Inc(ctx, int64(st.removed))
+		cfg.counter("temp_files_removed").Inc(ctx, int64(st.removed))
 	}
 	if err != nil {
 		return err
 	}
-	fn.Config.counter("files_written").Inc(ctx, int64(len(st.files)))
+	cfg.counter("files_written").Inc(ctx, int64(len(st.files)))
 	if st.emptyBytes > 0 {
-		fn.Config.counter("bytes_written").Inc(ctx, st.emptyBytes)
+		cfg.counter("bytes_written").Inc(ctx, st.emptyBytes)
 	}
 	for _, f := range st.files {
 		emit(f)
@@ -212,34 +227,10 @@ type finalizeDestsFn struct {
 }
 
 func (fn *finalizeDestsFn) ProcessElement(ctx context.Context, _ []byte, results func(*fileResult) bool, destIter func(*string) bool, emit func(string)) error {
-	var all []fileResult
-	var r fileResult
-	for results(&r) {
-		all = append(all, r)
-	}
-	var dests []string
-	var d string
-	for destIter(&d) {
-		dests = append(dests, d)
-	}
-	fs, err := openTempFS(ctx, fn.Config)
-	if err != nil {
-		return err
-	}
-	defer fs.Close()
-	st, err := finalizeDests(ctx, fs, fn.Config, all, dests)
-	sweepStaleTempDirs(ctx, fs, fn.Config)
-	if st.removed > 0 {
-		fn.Config.counter("temp_files_removed").Inc(ctx, int64(st.removed))
-	}
-	if err != nil {
-		return err
-	}
-	fn.Config.counter("files_written").Inc(ctx, int64(len(st.files)))
-	for _, f := range st.files {
-		emit(f)
-	}
-	return nil
+	all, dests := collect(results), collect(destIter)
+	return runFinalize(ctx, fn.Config, emit, func(fs filesystem.Interface) (finalizeStats, error) {
+		return finalizeDests(ctx, fs, fn.Config, all, dests)
+	})
 }
 
 // finalizeDests is finalize for a write with destinations. Each
