@@ -233,19 +233,16 @@ func removeStaleTempDirs(ctx context.Context, fs filesystem.Interface, cfg write
 	if err != nil {
 		return sw, fmt.Errorf("avroio.Write: listing the temporary directories in %s: %w", base, err)
 	}
-	type tempDir struct {
-		files  []string
-		newest time.Time
-	}
-	dirs := map[string]*tempDir{}
+	dirs := map[string][]string{} // the files of stale directories so far
+	fresh := map[string]bool{}    // directories of writes that may be running
 	for _, p := range paths {
 		rest, ok := strings.CutPrefix(p, base)
 		if !ok {
 			continue
 		}
 		name, _, _ := strings.Cut(rest, "/")
-		if !isTempDirName(name) || base+name == own {
-			continue
+		if !isTempDirName(name) || base+name == own || fresh[base+name] {
+			continue // a directory with a fresh file needs no more asking
 		}
 		t, err := lm.LastModified(ctx, p)
 		if err != nil {
@@ -254,25 +251,20 @@ func removeStaleTempDirs(ctx context.Context, fs filesystem.Interface, cfg write
 			}
 			return sw, fmt.Errorf("avroio.Write: when was %s modified: %w", p, err)
 		}
-		d := dirs[base+name]
-		if d == nil {
-			d = &tempDir{}
-			dirs[base+name] = d
+		if now.Sub(t) <= age {
+			fresh[base+name] = true
+			delete(dirs, base+name)
+			continue
 		}
-		d.files = append(d.files, p)
-		if t.After(d.newest) {
-			d.newest = t
-		}
+		dirs[base+name] = append(dirs[base+name], p)
 	}
 	names := make([]string, 0, len(dirs))
-	for name, d := range dirs {
-		if now.Sub(d.newest) > age {
-			names = append(names, name)
-		}
+	for name := range dirs {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if err := removeAll(ctx, fs, cfg, dirs[name].files, &sw.removed); err != nil {
+		if err := removeAll(ctx, fs, cfg, dirs[name], &sw.removed); err != nil {
 			return sw, err
 		}
 		removeLocalDir(name + "/")
