@@ -3,7 +3,6 @@ package avroio
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -52,33 +51,6 @@ func unionOfFixedSchema(n, size int) string {
 	return `{"type":"record","name":"R","fields":[{"name":"u","type":["null",` + strings.Join(br, ",") + `]}]}`
 }
 
-// writeEncoded writes a container file of schema holding the records
-// given already encoded.
-func writeEncoded(t testing.TB, dir, name, schema string, recs ...[]byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := container.NewWriter(f, schema, container.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.AppendEncoded(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // allocatedBy is the bytes allocated while f ran.
 func allocatedBy(f func()) int64 {
 	var before, after runtime.MemStats
@@ -99,9 +71,8 @@ func allocatedBy(f func()) int64 {
 // and a struct alike, and one value's size (not two) for a fixed that is
 // there.
 func TestFixedTypesCostWhatIsDecoded(t *testing.T) {
-	dir := t.TempDir()
 	const limit = 4 << 20 // far below any one fixed type's size
-	nulls := writeEncoded(t, dir, "nulls.avro", fixedTypesSchema(40, bigFixed), make([]byte, 40), make([]byte, 40))
+	nulls := fitFile(t, "nulls.avro", fixedTypesSchema(40, bigFixed), make([]byte, 40), make([]byte, 40))
 	if fi, err := os.Stat(nulls); err != nil || fi.Size() > 4<<10 {
 		t.Fatalf("the file of nulls: %v, %v", fi, err)
 	}
@@ -138,7 +109,7 @@ func TestFixedTypesCostWhatIsDecoded(t *testing.T) {
 	// schema's parse (its text is 400 KB; hamba/avro's parse allocates
 	// about 60 MiB, mostly garbage) and nothing per type (10,000 x 40 KB
 	// was 400 MB more).
-	union := writeEncoded(t, dir, "union.avro", unionOfFixedSchema(10000, 40_000), []byte{0})
+	union := fitFile(t, "union.avro", unionOfFixedSchema(10000, 40_000), []byte{0})
 	var got []any
 	var err error
 	n := allocatedBy(func() { got, err = readAllAny(t, newSource(t, union, RecordType)) })
@@ -166,7 +137,7 @@ func TestFixedTypesCostWhatIsDecoded(t *testing.T) {
 	const size = 8 << 20
 	one := append([]byte{2}, make([]byte, size)...)
 	one[size/2] = 7
-	present := writeEncoded(t, dir, "present.avro", fixedTypesSchema(1, size), one)
+	present := fitFile(t, "present.avro", fixedTypesSchema(1, size), one)
 	n = allocatedBy(func() { got, err = readAllAny(t, newSource(t, present, RecordType)) })
 	if err != nil || len(got) != 1 {
 		t.Fatalf("present: %d records, %v", len(got), err)
