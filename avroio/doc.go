@@ -224,7 +224,16 @@
 // matched, of kind filesource.ErrChanged. WithMaxAlloc bounds what one length
 // field in a file may make the reader allocate, and a header's metadata
 // and schema are bounded too, so that a hostile file costs memory in
-// proportion to WithMaxAlloc.
+// proportion to WithMaxAlloc. A valid file costs what the values read from
+// it take: a schema's fixed types cost nothing until a value of one is
+// decoded (a record declaring 40 fixed types of 60 MB, all null, is read
+// in under a megabyte). Compiling a schema is bounded by a limit too: for
+// Go types, decoded by hamba/avro, at container.MaxCompileCost times
+// WithMaxAlloc (a schema over it fails the read when the file is opened,
+// with an error naming the file and the limit; a union of 10,000 records
+// is refused so); for Records, avroio's own compile takes memory linear in
+// the schema's text, which the header's bound on it (WithMaxAlloc/64, at
+// least 64 KiB) limits.
 //
 // # Metrics
 //
@@ -248,7 +257,9 @@
 // finalize step, which removes every temporary file; a bundle whose
 // filesystem fails removes what it wrote, for the runner to retry it, and
 // a finalize step that runs anyway (Prism does, now and then) commits
-// nothing it has no evidence for. An element type that
+// nothing it has no evidence for; what a job that failed in another
+// step left, a later Write beside it removes once it is a week old
+// (WithStaleTempAge). An element type that
 // cannot hold the schema (a string for a record, a struct lacking a field
 // without a default) panics at construction. A value the schema cannot
 // hold exactly fails the write, naming the field and the record, instead

@@ -139,7 +139,10 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		default:
 			n.kind, n.goType = kFixed, "["+strconv.Itoa(n.size)+"]byte"
 			n.arrType = reflect.ArrayOf(n.size, reflect.TypeFor[byte]())
-			n.arrTypeWord = box.TypeWord(reflect.Zero(n.arrType).Interface())
+			// The type word without a value: a zero value of a
+			// [60_000_000]byte would cost 60 MB per fixed type of
+			// the schema, decoded or not.
+			n.arrTypeWord = box.TypeWordOf(n.arrType)
 		}
 	case avro.Enum:
 		es := s.(*avro.EnumSchema)

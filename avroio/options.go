@@ -3,8 +3,10 @@ package avroio
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
@@ -301,4 +303,208 @@ func (o readOptions) settings() sourceSettings {
 // its named types neither leak into nor clash with other schemas.
 func parseReaderSchema(json string) (avro.Schema, error) {
 	return avro.ParseWithCache(json, "", &avro.SchemaCache{})
+}
+
+// Defaults of the write options.
+const (
+	// DefaultShardNameTemplate is Beam Java's default shard name template.
+	DefaultShardNameTemplate = "-SSSSS-of-NNNNN"
+	// DefaultWriteCodec is the codec Write uses unless WithCodec says otherwise:
+	// snappy, as in Beam Java's AvroIO.
+	DefaultWriteCodec = "snappy"
+	// DefaultSyncInterval is the default number of bytes of serialized
+	// records per block: container.DefaultSyncInterval, as in Avro Java.
+	DefaultSyncInterval = container.DefaultSyncInterval
+)
+
+// WriteOption configures Write. The options of Write alone return a
+// WriteOption; WithMetricsNamespace, an option of every transform, is one
+// too. A read's option is not a WriteOption: given to Write, it does not
+// compile.
+type WriteOption interface{ applyWrite(*writeOptions) }
+
+// writeOnlyOption is an option of Write alone.
+type writeOnlyOption func(*writeOptions)
+
+func (f writeOnlyOption) applyWrite(o *writeOptions) { f(o) }
+
+type writeOptions struct {
+	numShards    int
+	suffix       string
+	template     string
+	codec        string
+	level        int
+	syncInterval int
+	maxBlock     int64
+	meta         map[string][]byte
+	tempDir      string
+	staleAge     time.Duration
+	namespace    string
+	windowed     bool
+	dest         *destFunc    // WithDestination's function, checked by Write
+	destType     reflect.Type // its argument's type
+	destCall     string       // WithDestination's call, for errors
+	// fileCalls are the calls of the options that shape the files (codec,
+	// level, sync interval, block size, metadata), which the container
+	// writer checks: its errors name them.
+	fileCalls []string
+	err       error // the first option that cannot work
+}
+
+func (o *writeOptions) fail(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (o *writeOptions) setNamespace(ns string) {
+	o.namespace = ns
+	if ns == "" {
+		o.fail(`WithMetricsNamespace(""): an empty metrics namespace`)
+	}
+}
+
+// fileOption is an option that shapes the files, noted as call.
+func fileOption(call string, f func(*writeOptions)) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.fileCalls = append(o.fileCalls, call); f(o) })
+}
+
+// WithNumShards sets the number of files: exactly n (empty files
+// included), or for 0, the default, as many as the runner makes bundles
+// (one file each). Fixed sharding groups the records by shard, a shuffle
+// of every record; prefer 0 unless the number of files matters. With
+// WithWindowedWrites, it is the number of files per window, pane and
+// destination (1 for 0, the default), and shards without records have
+// no file; with WithDestination, the number of files per destination.
+func WithNumShards(n int) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) {
+		o.numShards = n
+		if n < 0 {
+			o.fail("WithNumShards(%d): a negative number of shards", n)
+		}
+	})
+}
+
+// WithSuffix is appended to every file name, after the shard name (e.g.
+// ".avro").
+func WithSuffix(s string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.suffix = s })
+}
+
+// WithShardNameTemplate sets the part of a file name between the prefix
+// and the suffix (DefaultShardNameTemplate when not set): each run of 'S'
+// is replaced by the shard index and each run of 'N' by the number of
+// shards, zero-padded to the run's length (wider numbers are not cut); all
+// other characters are kept. A template without 'S' suits one file only.
+func WithShardNameTemplate(t string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.template = t })
+}
+
+// WithCodec sets the block codec by its Avro name: "null", "deflate",
+// "snappy" (the default), "zstandard" or "xz" (container.WritableCodecs),
+// at the codec's default level.
+func WithCodec(name string) WriteOption {
+	return fileOption(fmt.Sprintf("WithCodec(%q)", name), func(o *writeOptions) { o.codec, o.level = name, 0 })
+}
+
+// WithDeflateLevel selects the deflate codec at level 1 (fastest) to 9
+// (smallest); its default is 6.
+func WithDeflateLevel(level int) WriteOption {
+	return fileOption(fmt.Sprintf("WithDeflateLevel(%d)", level), func(o *writeOptions) { o.codec, o.level = "deflate", level })
+}
+
+// WithZstandardLevel selects the zstandard codec at a level of up to 22
+// (see container.WriterOptions.Level); its default is 3.
+func WithZstandardLevel(level int) WriteOption {
+	return fileOption(fmt.Sprintf("WithZstandardLevel(%d)", level), func(o *writeOptions) { o.codec, o.level = "zstandard", level })
+}
+
+// WithSyncInterval sets the number of bytes of serialized records after
+// which a block ends (DefaultSyncInterval when not set), from
+// container.MinSyncInterval to container.MaxSyncInterval.
+func WithSyncInterval(bytes int) WriteOption {
+	return fileOption(fmt.Sprintf("WithSyncInterval(%d)", bytes), func(o *writeOptions) { o.syncInterval = bytes })
+}
+
+// WithMaxBlockSize bounds the blocks of the files (their serialized
+// records, and those compressed), by default container.DefaultMaxAlloc:
+// the largest block Read, with its default WithMaxAlloc, reads. So what
+// Write writes with its defaults, Read reads with its defaults: a record
+// that would take a block past the bound ends the block first, and a
+// record that alone serializes to more fails the write naming it and its
+// size (as a record the schema cannot hold does: see "When a write
+// fails"). Raise it together with the readers' WithMaxAlloc.
+func WithMaxBlockSize(bytes int64) WriteOption {
+	return fileOption(fmt.Sprintf("WithMaxBlockSize(%d)", bytes), func(o *writeOptions) { o.maxBlock = bytes })
+}
+
+// WithMetadata adds user metadata to every file's header. Keys starting
+// with "avro." are reserved. Several WithMetadata options add up; a later
+// value for a key replaces an earlier one.
+func WithMetadata[V ~string | ~[]byte](m map[string]V) WriteOption {
+	return fileOption("WithMetadata(...)", func(o *writeOptions) {
+		if o.meta == nil {
+			o.meta = map[string][]byte{}
+		}
+		for k, v := range m {
+			o.meta[k] = []byte(v)
+		}
+	})
+}
+
+// WithTempDirectory sets the directory under which the write makes its
+// temporary directory (by default the directory of the prefix). It must
+// be on the same filesystem as the prefix, so that files can be renamed.
+func WithTempDirectory(dir string) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.tempDir = dir })
+}
+
+// WithStaleTempAge sets how long the temporary directory of another write
+// beside this one's must have gone unmodified before this write takes it
+// for the debris of a write that is no longer running and removes it
+// (see "When a write fails"): DefaultStaleTempAge (7 days) unless given.
+// It must be positive; set it below the longest a write of yours may run
+// between two of its steps and a live write's files may be removed (it
+// then fails, naming the file).
+func WithStaleTempAge(d time.Duration) WriteOption {
+	return writeOnlyOption(func(o *writeOptions) {
+		o.staleAge = d
+		if d <= 0 {
+			o.fail("WithStaleTempAge(%v): the age must be positive", d)
+		}
+	})
+}
+
+// WithWindowedWrites writes a set of files for each window and pane of
+// the input, as Beam Java's AvroIO.write().withWindowedWrites(): the
+// records are grouped by the input's windowing and trigger, and the files
+// of a pane are committed when the pane fires, so an unbounded input (a
+// watch, say) is written as it comes. Names carry the window and the pane
+// (see "Windowed writes" at Write); each window has one file per
+// destination unless WithNumShards says otherwise.
+func WithWindowedWrites() WriteOption {
+	return writeOnlyOption(func(o *writeOptions) { o.windowed = true })
+}
+
+// WithDestination routes each element to the destination fn returns for
+// it, a string appended to Write's prefix: with the prefix "/out/" and
+// the destination "eu/events", the files are /out/eu/events-00000-of-00002
+// and so on; with the prefix "/out/events-" and "eu", /out/events-eu-...
+// (Beam Java's FileIO.writeDynamic). Each destination has its own files,
+// shards and shard numbering. T must be the element type of the write; fn
+// must be a top-level function registered with Beam
+// (register.Function1x1(fn) in an init function), so that workers find it.
+// A destination with a ".." path element or a "://" fails the write, as a
+// record the schema cannot hold does.
+func WithDestination[T any](fn func(T) string) WriteOption {
+	call := fmt.Sprintf("WithDestination(%T)", fn)
+	return writeOnlyOption(func(o *writeOptions) {
+		o.destCall = call
+		if fn == nil {
+			o.fail("%s: a nil function", call)
+			return
+		}
+		o.dest = &destFunc{Fn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}}
+		o.destType = reflect.TypeFor[T]()
+	})
 }

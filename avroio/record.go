@@ -12,10 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/box"
 	"github.com/sdfio/sdfio/internal/wire"
 )
 
@@ -335,9 +337,12 @@ func (d *valueDecoder) value(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := reflect.New(reflect.ArrayOf(n, reflect.TypeFor[byte]())).Elem()
-		reflect.Copy(a, reflect.ValueOf(p))
-		return a.Interface(), nil
+		// One allocation of the value's size: Interface() of a
+		// reflect.Value would copy it into another.
+		t := reflect.ArrayOf(n, reflect.TypeFor[byte]())
+		a := reflect.New(t)
+		copy(unsafe.Slice((*byte)(a.UnsafePointer()), n), p)
+		return box.Pack(box.TypeWordOf(t), a.UnsafePointer()), nil
 	case tagList:
 		n, err := d.length()
 		if err != nil {

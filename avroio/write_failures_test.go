@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ import (
 func init() {
 	register.DoFn2x0[[]byte, func(evRecord)](&badEventFn{})
 	register.DoFn2x0[int64, func(evRecord)](&badChunkFn{})
+	register.DoFn2x1[[]byte, func(evRecord), error](&failAfterFn{})
 	filesystem.Register(closeFailScheme, newCloseFailFS)
 	filesystem.Register(tempFailScheme, newTempFailFS)
 }
@@ -329,4 +331,104 @@ func TestWriteFailuresOnPrism(t *testing.T) {
 			t.Logf("%d runs, %d left something", runs, bad)
 		})
 	}
+}
+
+// failAfterFn emits the records [0, N) and then fails: a step before Write,
+// in the writing bundle's stage, that fails the job.
+type failAfterFn struct{ N int64 }
+
+var errUpstream = errors.New("the step before Write failed on purpose")
+
+func (fn *failAfterFn) ProcessElement(_ []byte, emit func(evRecord)) error {
+	for i := int64(0); i < fn.N; i++ {
+		emit(makeEvent(i))
+	}
+	return errUpstream
+}
+
+// backdate sets the modification time of everything of the temporary
+// directories under dir (files first, then directories) to age ago.
+func backdate(t *testing.T, dir string, age time.Duration) {
+	t.Helper()
+	var files, dirs []string
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(path, ".temp-sdfio-") {
+			if d.IsDir() {
+				dirs = append(dirs, path)
+			} else {
+				files = append(files, path)
+			}
+		}
+		return err
+	})
+	then := time.Now().Add(-age)
+	for _, p := range append(files, dirs...) {
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWriteUpstreamFailureLeftNothing (issue 29, item 2): a runner-sharded
+// Write fed by a step that fails after 3,000 records left .temp-sdfio-<id>/
+// (temporary files and Begin's marker) in about half of Prism runs: Beam
+// Go tells a DoFn nothing when another DoFn of its bundle fails, and the
+// failed job runs no finalize step. A later write beside it now removes a
+// temporary directory that nothing modified for WithStaleTempAge (7 days
+// by default): after each failed run, what it left is made 8 days old (as
+// if the week had passed), and a second write to the same prefix leaves
+// only its own file. A directory of a write that may still be running
+// (modified a minute ago) stays, as does another of an old write elsewhere.
+// SDFIO_WRITE_FAILURE_RUNS=50 runs it 50 times; make test, once. A planted
+// stale directory makes it fail on the code before, whatever the run left.
+//
+// Under -race the workers are processes of their own (workertest.RunFailing).
+func TestWriteUpstreamFailureLeftNothing(t *testing.T) {
+	runs := writeFailureRuns(t)
+	leftByFailure := 0
+	for i := 0; i < runs; i++ {
+		dir := t.TempDir()
+		prefix := filepath.Join(dir, "out/part")
+		p, s := beam.NewPipelineWithRoot()
+		avroio.Write(s, prefix, eventSchema, beam.ParDo(s, &failAfterFn{N: 3000}, beam.Impulse(s)))
+		// Prism reports the step's error, or that of the finalize step it
+		// ran after it now and then, which commits nothing.
+		if err := workertest.RunFailing(t, p); err == nil || !strings.Contains(err.Error(), errUpstream.Error()) && !strings.Contains(err.Error(), "no file was committed") {
+			t.Fatalf("run %d: pipeline error %v, want %q", i, err, errUpstream)
+		}
+		if len(tempLeftovers(t, dir)) > 0 {
+			leftByFailure++
+		}
+		// A write that died a week ago (planted, so that every run has
+		// one), one that may be running (fresh), and an old one that is
+		// not beside this prefix.
+		planted := filepath.Join(dir, "out", ".temp-sdfio-"+strings.Repeat("ab", 16))
+		running := filepath.Join(dir, "out", ".temp-sdfio-"+strings.Repeat("cd", 16))
+		elsewhere := filepath.Join(dir, "other", ".temp-sdfio-"+strings.Repeat("ef", 16))
+		for _, d := range []string{planted, running, elsewhere} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "begun"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		backdate(t, dir, 8*24*time.Hour)
+		then := time.Now().Add(-time.Minute)
+		os.Chtimes(filepath.Join(running, "begun"), then, then)
+
+		p, s = beam.NewPipelineWithRoot()
+		avroio.Write(s, prefix, eventSchema, events(s, 0, 100))
+		runWritePipeline(t, p)
+		checkEvents(t, []string{prefix + "-00000-of-00001"}, 100)
+		e, r := "/other/"+filepath.Base(elsewhere), "/out/"+filepath.Base(running)
+		want := []string{e, e + "/begun", r, r + "/begun"}
+		if left := tempLeftovers(t, dir); !slices.Equal(left, want) {
+			t.Errorf("run %d: after the second write, left %v; want only %v", i, left, want)
+		}
+		if names := dirNames(t, filepath.Join(dir, "out")); len(names) != 2 {
+			t.Errorf("run %d: out/ holds %v, want the file and the running write's directory", i, names)
+		}
+	}
+	t.Logf("%d runs: the failed job left a temporary directory in %d, the later write removed every one", runs, leftByFailure)
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
@@ -499,4 +500,130 @@ func TestFinalizeDests(t *testing.T) {
 			t.Errorf("empty input left %v", got)
 		}
 	})
+}
+
+// TestRemoveStaleTempDirs: the rule by which a write removes the temporary
+// directories of writes no longer running (write_temp.go), on the local
+// filesystem and on memfs (an object store's flat names): a directory of
+// a write whose newest file is older than the age goes, files and all;
+// one with a fresh file stays, as do the write's own directory, names
+// that are not a write's temporary directory, final files, and
+// directories beside another prefix's directory.
+func TestRemoveStaleTempDirs(t *testing.T) {
+	id := func(c string) string { return strings.Repeat(c, 32) }
+	now := time.Now()
+	old, fresh := now.Add(-8*24*time.Hour), now.Add(-time.Hour)
+	t.Run("local", func(t *testing.T) {
+		dir := t.TempDir() + "/"
+		cfg := writeConfig{Prefix: dir + "part", TempDir: dir + ".temp-sdfio-" + id("0") + "/", StaleTempAge: 7 * 24 * time.Hour}
+		files := map[string]time.Time{
+			".temp-sdfio-" + id("0") + "/begun":             old, // our own
+			".temp-sdfio-" + id("a") + "/begun":             old, // stale
+			".temp-sdfio-" + id("a") + "/" + id("1"):        old,
+			".temp-sdfio-" + id("b") + "-" + id("c") + "/x": old, // a windowed write's, stale
+			".temp-sdfio-" + id("d") + "/begun":             old, // running: one fresh file
+			".temp-sdfio-" + id("d") + "/" + id("2"):        fresh,
+			".temp-sdfio-notanid/begun":                     old,
+			"part-00000-of-00001":                           old,
+			"sub/.temp-sdfio-" + id("e") + "/begun":         old,
+		}
+		for name, tm := range files {
+			p := dir + name
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(p, tm, tm)
+		}
+		// A stale directory left empty.
+		empty := dir + ".temp-sdfio-" + id("f")
+		os.Mkdir(empty, 0o755)
+		os.Chtimes(empty, old, old)
+		fs, err := openTempFS(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := removeStaleTempDirs(context.Background(), fs, cfg, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{dir + ".temp-sdfio-" + id("a") + "/", dir + ".temp-sdfio-" + id("b") + "-" + id("c") + "/", empty + "/"}
+		if sw.removed != 3 || !reflect.DeepEqual(sw.dirs, want) {
+			t.Errorf("removed %d files, directories %v; want 3, %v", sw.removed, sw.dirs, want)
+		}
+		for name := range files {
+			_, err := os.Stat(dir + name)
+			gone := strings.Contains(name, id("a")) || strings.Contains(name, id("b"))
+			if gone != (err != nil) {
+				t.Errorf("%s: gone %v, want %v", name, err != nil, gone)
+			}
+		}
+		for _, d := range append(want, dir+".temp-sdfio-"+id("0")+"/") {
+			if _, err := os.Stat(d); (err == nil) != (d == dir+".temp-sdfio-"+id("0")+"/") {
+				t.Errorf("directory %s: %v", d, err)
+			}
+		}
+	})
+	t.Run("memfs", func(t *testing.T) {
+		ctx := context.Background()
+		fs, err := filesystem.New(ctx, "memfs://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := "memfs://stale-" + id("9")[:8] + "/"
+		cfg := writeConfig{Prefix: base + "part", TempDir: base + ".temp-sdfio-" + id("0") + "/", StaleTempAge: time.Hour}
+		for _, p := range []string{".temp-sdfio-" + id("a") + "/begun", ".temp-sdfio-" + id("a") + "/" + id("1"), "part-00000-of-00001"} {
+			w, err := fs.OpenWrite(ctx, base+p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+		}
+		// Fresh: an hour and a second has not passed.
+		if sw, err := removeStaleTempDirs(ctx, fs, cfg, time.Now()); err != nil || sw.removed != 0 {
+			t.Fatalf("fresh: %+v, %v", sw, err)
+		}
+		sw, err := removeStaleTempDirs(ctx, fs, cfg, time.Now().Add(2*time.Hour))
+		if err != nil || sw.removed != 2 {
+			t.Fatalf("stale: %+v, %v", sw, err)
+		}
+		if left, _ := fs.List(ctx, base+"*"); len(left) != 1 || left[0] != base+"part-00000-of-00001" {
+			t.Errorf("left %v", left)
+		}
+	})
+}
+
+// TestPlaceShards: the evidence rule of fixed sharding on its own (the
+// part of the finalize steps that another IO could share): each group's
+// files in shard order, or the first fault, files in order first, then
+// missing shards by group.
+func TestPlaceShards(t *testing.T) {
+	f := func(g string, s int, tmp string) shardFile { return shardFile{Group: g, Shard: s, Temp: tmp} }
+	placed, fault := placeShards([]shardFile{f("b", 1, "t3"), f("a", 0, "t1"), f("b", 0, "t2"), f("a", 1, "t4")}, []string{"a", "b", "a"}, 2)
+	if fault != nil || !reflect.DeepEqual(placed, map[string][]string{"a": {"t1", "t4"}, "b": {"t2", "t3"}}) {
+		t.Fatalf("placed %v, fault %+v", placed, fault)
+	}
+	for _, c := range []struct {
+		files []shardFile
+		want  evidenceFault
+	}{
+		{[]shardFile{f("c", 0, "t1")}, evidenceFault{kind: faultUnknownGroup, group: "c", temp: "t1"}},
+		{[]shardFile{f("a", 2, "t1")}, evidenceFault{kind: faultBadShard, group: "a", shard: 2, temp: "t1"}},
+		{[]shardFile{f("a", -1, "t1")}, evidenceFault{kind: faultBadShard, group: "a", shard: -1, temp: "t1"}},
+		{[]shardFile{f("a", 1, "t1"), f("a", 1, "t2")}, evidenceFault{kind: faultTwice, group: "a", shard: 1, temp: "t2", other: "t1"}},
+		{[]shardFile{f("a", 0, "t1"), f("a", 1, "t2"), f("b", 1, "t3")}, evidenceFault{kind: faultMissing, group: "b", shard: 0}},
+		{nil, evidenceFault{kind: faultMissing, group: "a", shard: 0}},
+	} {
+		if _, fault := placeShards(c.files, []string{"b", "a"}, 2); fault == nil || *fault != c.want {
+			t.Errorf("%v: fault %+v, want %+v", c.files, fault, c.want)
+		}
+	}
+	if got := bundleFailures([]string{"z", "b", "m"}); got != "b (and 2 more bundles failed)" {
+		t.Errorf("bundleFailures: %q", got)
+	}
+	if got := bundleFailures(nil); got != "" {
+		t.Errorf("bundleFailures(nil): %q", got)
+	}
 }

@@ -628,6 +628,7 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"interval over max block", eventSchema, nil, []avroio.WriteOption{avroio.WithSyncInterval(8000), avroio.WithMaxBlockSize(4096)}, "sync interval 8000 is above MaxBlockSize 4096"},
 		{"metadata", eventSchema, nil, []avroio.WriteOption{avroio.WithMetadata(map[string]string{"avro.schema": "x"})}, "reserved"},
 		{"shards", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(-1)}, "negative"},
+		{"stale age", eventSchema, nil, []avroio.WriteOption{avroio.WithStaleTempAge(0)}, "WithStaleTempAge(0s): the age must be positive"},
 		{"template", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(2), avroio.WithShardNameTemplate("-of-NN")}, "has no S"},
 		{"field", eventSchema, func(s beam.Scope) beam.PCollection { return beam.Create(s, noID{"x"}) }, nil, `no field for field "id" of Avro record sdfio.test.Event`},
 	}

@@ -55,7 +55,7 @@ func For(t reflect.Type) Boxer {
 	if t.Kind() == reflect.Interface {
 		return Boxer{t: t, iface: true}
 	}
-	return Boxer{t: t, typ: TypeWord(reflect.Zero(t).Interface()), direct: Direct(t)}
+	return Boxer{t: t, typ: TypeWordOf(t), direct: Direct(t)}
 }
 
 // Type is the type Boxer boxes.
@@ -78,6 +78,17 @@ func (b Boxer) Box(p unsafe.Pointer) any {
 // TypeWord returns the type word of v: the Pack argument for values of v's
 // dynamic type.
 func TypeWord(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
+
+// TypeWordOf returns the type word of interfaces holding values of type t,
+// as TypeWord does for such a value, without making one: a value of a
+// large array type costs its size (reflect.Zero(t).Interface() of a
+// [60_000_000]byte allocates 60 MB). A reflect.Type's data word is the
+// runtime's type descriptor, which is what an interface's type word points
+// at (TestTypeWordOf checks it against TypeWord).
+func TypeWordOf(t reflect.Type) unsafe.Pointer {
+	type iface struct{ tab, data unsafe.Pointer }
+	return (*iface)(unsafe.Pointer(&t)).data
+}
 
 // Pack returns the interface value of type word typ and data word data:
 // for a type that is not pointer-shaped, data is a pointer to the value

@@ -186,6 +186,28 @@ func TestPack(t *testing.T) {
 	}
 }
 
+// TestTypeWordOf: the type word read off a reflect.Type is the one Go
+// puts in interfaces holding values of the type, for every kind of type,
+// and making it allocates nothing, even for a large array type (For
+// allocated the array's size before: 60 MB for a [60_000_000]byte).
+func TestTypeWordOf(t *testing.T) {
+	type big [1 << 20]byte
+	for _, v := range []any{int64(0), "", time.Time{}, wide{}, &wide{}, [3]byte{}, big{}, map[string]any{}, []any{}, struct{ p *int }{}} {
+		if got, want := TypeWordOf(reflect.TypeOf(v)), TypeWord(v); got != want {
+			t.Errorf("%T: TypeWordOf %p, TypeWord %p", v, got, want)
+		}
+	}
+	typ := reflect.TypeFor[big]()
+	if n := testing.AllocsPerRun(10, func() { _ = For(typ) }); n != 0 {
+		t.Errorf("For(%v) allocated %v times", typ, n)
+	}
+	var a big
+	a[7] = 9
+	if v := Pack(TypeWordOf(typ), unsafe.Pointer(&a)).(big); v[7] != 9 {
+		t.Errorf("packed a %v, read %d", typ, v[7])
+	}
+}
+
 func BenchmarkBox(b *testing.B) {
 	rows := make([]wide, 1024)
 	for i := range rows {
