@@ -63,7 +63,9 @@
 //     (hamba/avro cannot skip a null; add a field of any type tagged with
 //     its name, which stays zero). Beam Go's
 //     avroio matched fields through JSON: a struct with only `json` tags
-//     must gain `avro` tags. A union of null and one type goes into a
+//     must gain `avro` tags. Where the schema is known when the pipeline is
+//     built (WithReaderSchema; Write's schema) a field that names none of
+//     its fields panics then, naming it. A union of null and one type goes into a
 //     pointer (nil for null), as hamba/avro does. The type must be
 //     registered with beam.RegisterType, as every element type of a
 //     pipeline; Read panics at construction when it is not.

@@ -58,7 +58,7 @@ func ReadGeneric(s beam.Scope, filepattern string, opts ...ReadOption) beam.PCol
 
 func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption) beam.PCollection {
 	o := mustParse(name, opts, ReadOption.applyRead, EmptyMatchDisallow)
-	checkType(name, t)
+	checkType(name, t, o)
 	if strings.TrimSpace(pattern) == "" {
 		panic(name + ": empty file pattern")
 	}
@@ -81,7 +81,7 @@ func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption)
 func ReadAll(s beam.Scope, patterns beam.PCollection, t reflect.Type, opts ...ReadAllOption) beam.PCollection {
 	s = s.Scope("avroio.ReadAll")
 	o := mustParse("avroio.ReadAll", opts, ReadAllOption.applyReadAll, EmptyMatchAllowIfWildcard)
-	checkType("avroio.ReadAll", t)
+	checkType("avroio.ReadAll", t, o)
 	return filesource.ReadAll[beam.X](s, patterns, o.format(t), o.readAllOpts(t)...)
 }
 
@@ -94,14 +94,18 @@ func ReadAll(s beam.Scope, patterns beam.PCollection, t reflect.Type, opts ...Re
 func ReadFiles(s beam.Scope, files beam.PCollection, t reflect.Type, opts ...ReadFilesOption) beam.PCollection {
 	s = s.Scope("avroio.ReadFiles")
 	o := mustParse("avroio.ReadFiles", opts, ReadFilesOption.applyReadFiles, EmptyMatchAllow)
-	checkType("avroio.ReadFiles", t)
+	checkType("avroio.ReadFiles", t, o)
 	return filesource.ReadFiles[beam.X](s, files, o.format(t), o.readFilesOpts(t)...)
 }
 
 // checkType panics unless t can travel to the workers: a named type must
 // be registered with Beam (beam.RegisterType in an init function), or the
-// workers would decode records into an anonymous copy of it.
-func checkType(name string, t reflect.Type) {
+// workers would decode records into an anonymous copy of it. With a reader
+// schema (WithReaderSchema) the records' schema is known now, so a struct
+// field that names no field of it (a struct tagged `json:"..."` for Beam
+// Go's avroio, say) is refused now rather than when a worker opens the
+// first file.
+func checkType(name string, t reflect.Type, o readOptions) {
 	if t == nil {
 		panic(name + ": nil record type")
 	}
@@ -116,6 +120,13 @@ func checkType(name string, t reflect.Type) {
 	}
 	if err := checkReadable(t); err != nil {
 		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+	if o.readerSchema != "" && t != RecordType {
+		if rs, err := parseReaderSchema(o.readerSchema); err == nil {
+			if err := checkFields(t, rs); err != nil {
+				panic(fmt.Sprintf("%s: WithReaderSchema: %v", name, err))
+			}
+		}
 	}
 }
 

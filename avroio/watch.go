@@ -60,7 +60,7 @@ func WatchAllForNewFiles(s beam.Scope, patterns beam.PCollection, t reflect.Type
 
 func watchAndRead(s beam.Scope, name string, patterns beam.PCollection, t reflect.Type, pollInterval time.Duration, until Termination, opts []WatchOption) beam.PCollection {
 	o := mustParse(name, opts, WatchOption.applyWatch, EmptyMatchAllow)
-	checkType(name, t)
+	checkType(name, t, o)
 	if pollInterval <= 0 {
 		panic(fmt.Sprintf("%s: poll interval %v: must be positive", name, pollInterval))
 	}

@@ -372,6 +372,11 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 	if err := checkWritable(elem, parsedSchema(schema)); err != nil {
 		return fail("%v", err)
 	}
+	// A struct field that names no field of the schema would not be
+	// written (a struct tagged `json:"..."` for Beam Go's avroio, say).
+	if err := checkFields(elem, parsedSchema(schema)); err != nil {
+		return fail("%v", err)
+	}
 	if elem != RecordType && elem.Kind() != reflect.Interface {
 		if _, err := fitTypes(elem, parsedSchema(schema), fitWrite); err != nil {
 			return fail("%v", err)
