@@ -1,0 +1,162 @@
+package bigqueryio_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+
+	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+)
+
+func init() {
+	register.Function1x2(stampSimple)
+	register.Function1x1(seqSimple)
+}
+
+// stampSimple gives row i the event time i seconds.
+func stampSimple(r Simple) (beam.EventTime, Simple) { return beam.EventTime(r.ID * 1000), r }
+
+func seqSimple(i int64) Simple { return Simple{ID: i, Name: fmt.Sprintf("name-%d", i)} }
+
+// checkCopies fails unless the table holds ids 0..n-1 exactly copies
+// times each, and nothing else.
+func checkCopies(t *testing.T, srv *bqtest.Server, table string, n, copies int) {
+	t.Helper()
+	got, err := srv.TableRows(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, r := range got {
+		seen[r[0].(int64)]++
+	}
+	for i := 0; i < n; i++ {
+		if seen[int64(i)] != copies {
+			t.Errorf("%s: row %d written %d times, want %d", table, i, seen[int64(i)], copies)
+		}
+	}
+	if len(got) != n*copies {
+		t.Errorf("%s: %d rows, want %d", table, len(got), n*copies)
+	}
+}
+
+// TestWriteWindowed writes rows one second apart in fixed, sliding and
+// session windows, exactly once and WithAtLeastOnce: every row-in-window
+// is in the table once (a row of three sliding windows three times, as
+// Beam Java's BigQueryIO writes it), and each table's result counts them
+// all in one result. Before, the commit's GroupByKey failed the job on
+// the global window of the append step's output.
+func TestWriteWindowed(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	const n = 300
+	windows := []struct {
+		name   string
+		fn     *window.Fn
+		copies int
+	}{
+		{"fixed", window.NewFixedWindows(10 * time.Second), 1},
+		{"sliding", window.NewSlidingWindows(time.Second, 3*time.Second), 3},
+		{"session", window.NewSessions(1500 * time.Millisecond), 1},
+	}
+	p, s := beam.NewPipelineWithRoot()
+	rows := beam.ParDo(s, stampSimple, beam.Reshuffle(s, beam.Create(s, anys(simpleRows(n))...)))
+	for _, w := range windows {
+		for _, mode := range []string{"once", "alo"} {
+			table := fmt.Sprintf("p.d.%s_%s", w.name, mode)
+			s := s.Scope(table)
+			opts := writeOpts(srv, bigqueryio.WithMaxAppendBytes(2000))
+			if mode == "alo" {
+				opts = append(opts, bigqueryio.WithAtLeastOnce())
+			}
+			res := bigqueryio.Write(s, table, beam.WindowInto(s, w.fn, rows), opts...)
+			passert.Empty(s, res.FailedRows)
+			passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("%s %d rows", table, n*w.copies))
+		}
+	}
+	run(t, p)
+	for _, w := range windows {
+		for _, mode := range []string{"once", "alo"} {
+			checkCopies(t, srv, fmt.Sprintf("p.d.%s_%s", w.name, mode), n, w.copies)
+		}
+	}
+	if st := srv.WriteStats(); st.Commits != 3 {
+		t.Errorf("server %+v: want one commit per exactly-once table", st)
+	}
+}
+
+// TestWriteUnboundedRefused: an unbounded PCollection cannot be written
+// exactly once yet: refused when the pipeline is built, naming
+// WithAtLeastOnce; WithAtLeastOnce takes it.
+func TestWriteUnboundedRefused(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	now := time.Now()
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(now, now.Add(time.Second), time.Second)))
+	col := beam.ParDo(s, seqSimple, seq)
+	for _, table := range []string{"p.d.t", ""} {
+		var opts []bigqueryio.WriteOption
+		if table == "" {
+			opts = append(opts, bigqueryio.WithTableFunc(simpleTable))
+		}
+		_, err := bigqueryio.TryWrite(s, table, col, opts...)
+		if err == nil || !strings.Contains(err.Error(), "unbounded") || !strings.Contains(err.Error(), "WithAtLeastOnce") || !strings.HasPrefix(err.Error(), "bigqueryio.Write to ") {
+			t.Errorf("%q: error %v, want the unbounded input refused naming WithAtLeastOnce", table, err)
+		}
+	}
+	if _, err := bigqueryio.TryWrite(s, "p.d.t", col, bigqueryio.WithAtLeastOnce()); err != nil {
+		t.Errorf("WithAtLeastOnce of unbounded input: %v", err)
+	}
+}
+
+// TestWriteUnboundedAtLeastOnce writes an unbounded input (a periodic
+// sequence of 40 rows over 4 s), as it is and in fixed windows,
+// WithAtLeastOnce: rows are in the table while the pipeline still runs
+// (appended as they come, not at the end of the input), and at the end
+// each row is there once (no faults, so no duplicates).
+func TestWriteUnboundedAtLeastOnce(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	const n = 40
+	p, s := beam.NewPipelineWithRoot()
+	start := time.Now().Add(time.Second)
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+	rows := beam.ParDo(s, seqSimple, seq)
+	res := bigqueryio.Write(s, "p.d.stream", rows, writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
+	passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("p.d.stream %d rows", n))
+	bigqueryio.Write(s, "p.d.stream_fixed", beam.WindowInto(s, window.NewFixedWindows(time.Second), rows), writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
+
+	var partial atomic.Bool // a poll saw some rows but not all
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			got, _ := srv.TableRows("p.d.stream")
+			if len(got) > 0 && len(got) < n {
+				partial.Store(true)
+			}
+		}
+	}()
+	run(t, p)
+	close(done)
+	<-polled
+	if !partial.Load() {
+		t.Error("no poll saw the table partly written: rows waited for the end of the input")
+	}
+	checkCopies(t, srv, "p.d.stream", n, 1)
+	checkCopies(t, srv, "p.d.stream_fixed", n, 1)
+}
