@@ -1,6 +1,7 @@
 package bigqueryio_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
@@ -20,12 +22,29 @@ import (
 func init() {
 	register.Function1x2(stampSimple)
 	register.Function1x1(seqSimple)
+	register.Function4x0(ungroupSimple)
+	register.Function1x2(keySimple)
+	register.Iter1[Simple]()
+	register.Emitter1[Simple]()
 }
 
 // stampSimple gives row i the event time i seconds.
 func stampSimple(r Simple) (beam.EventTime, Simple) { return beam.EventTime(r.ID * 1000), r }
 
 func seqSimple(i int64) Simple { return Simple{ID: i, Name: fmt.Sprintf("name-%d", i)} }
+
+var panesCounter = beam.NewCounter(bigqueryio.Namespace, "test_panes")
+
+func keySimple(r Simple) (int64, Simple) { return 0, r }
+
+// ungroupSimple outputs the rows of a group, counting the groups (panes).
+func ungroupSimple(ctx context.Context, _ int64, rows func(*Simple) bool, emit func(Simple)) {
+	panesCounter.Inc(ctx, 1)
+	var r Simple
+	for rows(&r) {
+		emit(r)
+	}
+}
 
 // checkCopies fails unless the table holds ids 0..n-1 exactly copies
 // times each, and nothing else.
@@ -159,4 +178,27 @@ func TestWriteUnboundedAtLeastOnce(t *testing.T) {
 	}
 	checkCopies(t, srv, "p.d.stream", n, 1)
 	checkCopies(t, srv, "p.d.stream_fixed", n, 1)
+}
+
+// TestWriteUnboundedPanes writes, WithAtLeastOnce, the panes of one window
+// of an unbounded input (a trigger firing every 5 rows, discarding, over
+// 40 rows arriving in 4 s): several panes, each row once.
+func TestWriteUnboundedPanes(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	const n = 40
+	p, s := beam.NewPipelineWithRoot()
+	start := time.Now().Add(time.Second)
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+	rows := beam.WindowInto(s, window.NewFixedWindows(time.Hour), beam.ParDo(s, seqSimple, seq),
+		beam.Trigger(trigger.Repeat(trigger.AfterCount(5))), beam.PanesDiscard())
+	panes := beam.ParDo(s, ungroupSimple, beam.GroupByKey(s, beam.ParDo(s, keySimple, rows)))
+	bigqueryio.Write(s, "p.d.panes", panes, writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
+	m := run(t, p)
+	got := counter(t, m, "test_panes")
+	t.Logf("%d panes", got)
+	if got < 2 {
+		t.Errorf("%d panes, want several", got)
+	}
+	checkCopies(t, srv, "p.d.panes", n, 1)
 }
