@@ -69,7 +69,8 @@ func checkCopies(t *testing.T, srv *bqtest.Server, table string, n, copies int) 
 }
 
 // TestWriteWindowed writes rows one second apart in fixed, sliding and
-// session windows, exactly once and WithAtLeastOnce: every row-in-window
+// session windows, exactly once (appending, and WriteTruncate) and
+// WithAtLeastOnce: every row-in-window
 // is in the table once (a row of three sliding windows three times, as
 // Beam Java's BigQueryIO writes it), and each table's result counts them
 // all in one result. Before, the commit's GroupByKey failed the job on
@@ -90,12 +91,15 @@ func TestWriteWindowed(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, stampSimple, beam.Reshuffle(s, beam.Create(s, anys(simpleRows(n))...)))
 	for _, w := range windows {
-		for _, mode := range []string{"once", "alo"} {
+		for _, mode := range []string{"once", "alo", "trunc"} {
 			table := fmt.Sprintf("p.d.%s_%s", w.name, mode)
 			s := s.Scope(table)
 			opts := writeOpts(srv, bigqueryio.WithMaxAppendBytes(2000))
-			if mode == "alo" {
+			switch mode {
+			case "alo":
 				opts = append(opts, bigqueryio.WithAtLeastOnce())
+			case "trunc":
+				opts = append(opts, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))
 			}
 			res := bigqueryio.Write(s, table, beam.WindowInto(s, w.fn, rows), opts...)
 			passert.Empty(s, res.FailedRows)
@@ -104,12 +108,12 @@ func TestWriteWindowed(t *testing.T) {
 	}
 	run(t, p)
 	for _, w := range windows {
-		for _, mode := range []string{"once", "alo"} {
+		for _, mode := range []string{"once", "alo", "trunc"} {
 			checkCopies(t, srv, fmt.Sprintf("p.d.%s_%s", w.name, mode), n, w.copies)
 		}
 	}
-	if st := srv.WriteStats(); st.Commits != 3 {
-		t.Errorf("server %+v: want one commit per exactly-once table", st)
+	if st := srv.WriteStats(); st.Commits != 6 {
+		t.Errorf("server %+v: want one commit per exactly-once table (3) and per staging table of WriteTruncate (3)", st)
 	}
 }
 
