@@ -70,10 +70,9 @@ func checkCopies(t *testing.T, srv *bqtest.Server, table string, n, copies int) 
 
 // TestWriteWindowed writes rows one second apart in fixed, sliding and
 // session windows, exactly once (appending, and WriteTruncate) and
-// WithAtLeastOnce: every row-in-window
-// is in the table once (a row of three sliding windows three times, as
-// Beam Java's BigQueryIO writes it), and each table's result counts them
-// all in one result. Before, the commit's GroupByKey failed the job on
+// WithAtLeastOnce: every row-in-window is in the table once (a row of
+// three sliding windows three times, as Beam Java's BigQueryIO writes it),
+// and each table's result counts them all in one result. Before, the commit's GroupByKey failed the job on
 // the global window of the append step's output.
 func TestWriteWindowed(t *testing.T) {
 	srv := newServer(t)
