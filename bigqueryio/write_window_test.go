@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/streamtest"
 )
 
 func init() {
@@ -50,21 +50,14 @@ func ungroupSimple(ctx context.Context, _ int64, rows func(*Simple) bool, emit f
 // times each, and nothing else.
 func checkCopies(t *testing.T, srv *bqtest.Server, table string, n, copies int) {
 	t.Helper()
-	got, err := srv.TableRows(table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int64]int{}
-	for _, r := range got {
-		seen[r[0].(int64)]++
-	}
+	seen, rows := idCounts(t, srv, table)
 	for i := 0; i < n; i++ {
 		if seen[int64(i)] != copies {
 			t.Errorf("%s: row %d written %d times, want %d", table, i, seen[int64(i)], copies)
 		}
 	}
-	if len(got) != n*copies {
-		t.Errorf("%s: %d rows, want %d", table, len(got), n*copies)
+	if rows != n*copies {
+		t.Errorf("%s: %d rows, want %d", table, rows, n*copies)
 	}
 }
 
@@ -140,68 +133,36 @@ func TestWriteUnboundedRefused(t *testing.T) {
 }
 
 // TestWriteUnboundedAtLeastOnce writes an unbounded input (a periodic
-// sequence of 40 rows over 4 s), as it is and in fixed windows,
+// sequence of 40 rows over 4 s), as it is, in fixed windows, and as the
+// panes of one window (a trigger firing every 5 rows, discarding),
 // WithAtLeastOnce: rows are in the table while the pipeline still runs
-// (appended as they come, not at the end of the input), and at the end
-// each row is there once (no faults, so no duplicates).
+// (appended as they come, not at the end of the input), there are several
+// panes, and at the end each row is there once (no faults, so no
+// duplicates).
 func TestWriteUnboundedAtLeastOnce(t *testing.T) {
 	srv := newServer(t)
 	srv.AddDataset("p", "d", "")
 	const n = 40
 	p, s := beam.NewPipelineWithRoot()
-	start := time.Now().Add(time.Second)
-	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+	seq := streamtest.Sequence(s, n, 100*time.Millisecond)
 	rows := beam.ParDo(s, seqSimple, seq)
 	res := bigqueryio.Write(s, "p.d.stream", rows, writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
 	passert.Equals(s, beam.ParDo(s, resultText, res.Results), fmt.Sprintf("p.d.stream %d rows", n))
 	bigqueryio.Write(s, "p.d.stream_fixed", beam.WindowInto(s, window.NewFixedWindows(time.Second), rows), writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
+	triggered := beam.WindowInto(s, window.NewFixedWindows(time.Hour), rows,
+		beam.Trigger(trigger.Repeat(trigger.AfterCount(5))), beam.PanesDiscard())
+	panes := beam.ParDo(s, ungroupSimple, beam.GroupByKey(s, beam.ParDo(s, keySimple, triggered)))
+	bigqueryio.Write(s, "p.d.panes", panes, writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
 
-	var partial atomic.Bool // a poll saw some rows but not all
-	done := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			got, _ := srv.TableRows("p.d.stream")
-			if len(got) > 0 && len(got) < n {
-				partial.Store(true)
-			}
-		}
-	}()
-	run(t, p)
-	close(done)
-	<-polled
-	if !partial.Load() {
+	stop := streamtest.WatchPartial(func() int { got, _ := srv.TableRows("p.d.stream"); return len(got) }, n)
+	m := run(t, p)
+	if !stop() {
 		t.Error("no poll saw the table partly written: rows waited for the end of the input")
+	}
+	if got := counter(t, m, "test_panes"); got < 2 {
+		t.Errorf("%d panes, want several", got)
 	}
 	checkCopies(t, srv, "p.d.stream", n, 1)
 	checkCopies(t, srv, "p.d.stream_fixed", n, 1)
-}
-
-// TestWriteUnboundedPanes writes, WithAtLeastOnce, the panes of one window
-// of an unbounded input (a trigger firing every 5 rows, discarding, over
-// 40 rows arriving in 4 s): several panes, each row once.
-func TestWriteUnboundedPanes(t *testing.T) {
-	srv := newServer(t)
-	srv.AddDataset("p", "d", "")
-	const n = 40
-	p, s := beam.NewPipelineWithRoot()
-	start := time.Now().Add(time.Second)
-	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
-	rows := beam.WindowInto(s, window.NewFixedWindows(time.Hour), beam.ParDo(s, seqSimple, seq),
-		beam.Trigger(trigger.Repeat(trigger.AfterCount(5))), beam.PanesDiscard())
-	panes := beam.ParDo(s, ungroupSimple, beam.GroupByKey(s, beam.ParDo(s, keySimple, rows)))
-	bigqueryio.Write(s, "p.d.panes", panes, writeOpts(srv, bigqueryio.WithAtLeastOnce())...)
-	m := run(t, p)
-	got := counter(t, m, "test_panes")
-	t.Logf("%d panes", got)
-	if got < 2 {
-		t.Errorf("%d panes, want several", got)
-	}
 	checkCopies(t, srv, "p.d.panes", n, 1)
 }

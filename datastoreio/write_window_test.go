@@ -2,7 +2,6 @@ package datastoreio_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,10 +9,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/streamtest"
 )
 
 func init() {
@@ -88,31 +87,16 @@ func TestWriteUnbounded(t *testing.T) {
 	ns := dstest.Namespace(t)
 	const n = 30
 	p, s := beam.NewPipelineWithRoot()
-	start := time.Now().Add(time.Second)
-	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+	seq := streamtest.Sequence(s, n, 100*time.Millisecond)
 	ents := beam.ParDo(s, &wSeqFn{NS: ns, Kind: "WStream"}, seq)
 	datastoreio.Write(s, project, beam.WindowInto(s, window.NewFixedWindows(time.Second), ents), datastoreio.WithRampupThrottlingDisabled())
 
-	var partial atomic.Bool
-	done, polled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			keys, err := c.GetAll(context.Background(), datastore.NewQuery("WStream").Namespace(ns).KeysOnly(), nil)
-			if err == nil && len(keys) > 0 && len(keys) < n {
-				partial.Store(true)
-			}
-		}
-	}()
+	stop := streamtest.WatchPartial(func() int {
+		keys, _ := c.GetAll(context.Background(), datastore.NewQuery("WStream").Namespace(ns).KeysOnly(), nil)
+		return len(keys)
+	}, n)
 	wRun(t, p)
-	close(done)
-	<-polled
-	if !partial.Load() {
+	if !stop() {
 		t.Error("no poll saw the kind partly written: entities waited for the end of the input")
 	}
 	wSameMultiset(t, "streamed", wReadAll(t, c, ns, "WStream"), wWant([]string{ns}, "WStream", 0, n, 0))
