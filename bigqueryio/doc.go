@@ -353,8 +353,21 @@
 // WithAtLeastOnce appends to each table's _default stream (Beam Java's
 // STORAGE_API_AT_LEAST_ONCE): rows are visible as they are appended,
 // nothing is committed, and an append retried after the service wrote it,
-// or a retried bundle, writes its rows again. Unbounded input needs it:
-// the exactly-once commit waits for the end of the global window.
+// or a retried bundle, writes its rows again.
+//
+// Windows and unbounded input: Write takes a PCollection in any windowing
+// (fixed, sliding, session windows, several panes of a trigger), in both
+// modes. Its own steps run in the global window: each element-in-window
+// is one row, as in Beam Java's BigQueryIO, so a row in three sliding
+// windows is written three times, and each pane's elements are rows of
+// their own; the commit, and the TableResult, cover every window at once.
+// An unbounded PCollection (one from a source that never ends, such as
+// avroio's WatchForNewFiles or periodic.Impulse) is refused when the
+// pipeline is built unless WithAtLeastOnce is given: an exactly-once
+// commit runs once the input ends, which it never does (exactly-once
+// streaming writes are not there yet). WithAtLeastOnce writes it as it
+// comes, each bundle's rows visible once the bundle ends; its
+// WriteResult.Results has a table's result only when the input ends.
 //
 // Tables: WithCreateDisposition(CreateIfNeeded), the default, creates a
 // missing table (tables.insert, through the REST API, WithRESTEndpoint)

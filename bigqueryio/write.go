@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/windowing"
 )
 
 // maxAppendBytes is the default and largest size of the encoded rows of
@@ -114,7 +115,17 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if cfg.specFn != nil {
 		fn.SpecFn = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}
 	}
+	if windowing.Unbounded(col) && !cfg.AtLeastOnce {
+		dest := table
+		if dest == "" {
+			dest = "the tables of WithTableFunc"
+		}
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: the PCollection is unbounded, and exactly-once writes of unbounded input are not there yet: their commit runs once the input ends, which it never does; give WithAtLeastOnce (rows appended to each table's _default stream, visible as they are written), or make the input bounded", dest)
+	}
 	s = s.Scope("bigqueryio.Write")
+	// The write's own steps run in the global window: each element-in-
+	// window is one row, and the commit sees every stream once.
+	col = windowing.Global(s, col)
 	var streams, failed beam.PCollection
 	if cfg.Disposition == WriteTruncate {
 		run := beam.ParDo(s, runIDFn{}, beam.Impulse(s))

@@ -237,14 +237,7 @@ func simpleRows(n int) []Simple {
 // exactly once each.
 func checkOnce(t *testing.T, srv *bqtest.Server, table string, n int, skip func(int64) bool) {
 	t.Helper()
-	got, err := srv.TableRows(table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int64]int{}
-	for _, r := range got {
-		seen[r[0].(int64)]++
-	}
+	seen, rows := idCounts(t, srv, table)
 	want := 0
 	for i := 0; i < n; i++ {
 		if skip != nil && skip(int64(i)) {
@@ -258,9 +251,24 @@ func checkOnce(t *testing.T, srv *bqtest.Server, table string, n int, skip func(
 			t.Errorf("%s: row %d written %d times", table, i, seen[int64(i)])
 		}
 	}
-	if len(got) != want {
-		t.Errorf("%s: %d rows, want %d", table, len(got), want)
+	if rows != want {
+		t.Errorf("%s: %d rows, want %d", table, rows, want)
 	}
+}
+
+// idCounts counts the rows of table by their first column, an id, and
+// all of them.
+func idCounts(t *testing.T, srv *bqtest.Server, table string) (map[int64]int, int) {
+	t.Helper()
+	got, err := srv.TableRows(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, r := range got {
+		seen[r[0].(int64)]++
+	}
+	return seen, len(got)
 }
 
 // TestWriteExactlyOnceFaults writes 3000 rows in small appends over

@@ -189,7 +189,12 @@
 // are gax's Backoff, each drawn at random up to a cap growing 1.5 times a
 // retry to 2 minutes). Upserts and
 // deletes are idempotent, so a retried commit, or a retried bundle, leaves
-// the same data. Any other error fails the bundle at once, naming the
+// the same data. Write, DeleteEntity and DeleteKey take a PCollection in any
+// windowing and bounded or unbounded input: they group nothing, and each
+// bundle's mutations are committed before the bundle ends, so the entities
+// of a stream are written while it runs. An element of several windows
+// (sliding) is upserted or deleted once per bundle it comes in, which
+// leaves the same data. Any other error fails the bundle at once, naming the
 // project, database, namespace, kind and key of the batch's mutations.
 //
 // A full batch is committed in the background while the next one is built

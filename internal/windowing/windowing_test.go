@@ -1,0 +1,78 @@
+package windowing
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+)
+
+func init() {
+	register.Function1x2(stamp)
+	register.Function1x1(half)
+	register.Function2x1(keys)
+	register.Iter1[int64]()
+}
+
+func TestMain(m *testing.M) { ptest.MainWithDefault(m, "prism") }
+
+// stamp gives element i the event time i seconds.
+func stamp(i int64) (beam.EventTime, int64) { return beam.EventTime(i * 1000), i }
+
+// keys is the key of a group.
+func keys(k int, _ func(*int64) bool) int { return k }
+
+func half(i int64) int64 { return i / 2 }
+
+// TestUnbounded: Beam marks a splittable DoFn's continuation output, and
+// what follows it, unbounded; Create and its ParDos bounded.
+func TestUnbounded(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	bounded := beam.Create(s, int64(1))
+	if Unbounded(bounded) || Unbounded(beam.ParDo(s, half, bounded)) {
+		t.Errorf("Create seen as unbounded: %v", bounded)
+	}
+	now := time.Now()
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(now, now.Add(time.Second), time.Second)))
+	if !Unbounded(seq) || !Unbounded(beam.ParDo(s, half, seq)) {
+		t.Errorf("periodic.Sequence seen as bounded: %v", seq)
+	}
+}
+
+// TestGlobal: 10 elements one second apart in sliding windows of 3 s
+// every 1 s are 30 elements-in-windows; in the global window they are 30
+// elements, and one GroupByKey (no IntervalWindow) sees them all.
+func TestGlobal(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	var xs []any
+	for i := int64(0); i < 10; i++ {
+		xs = append(xs, i)
+	}
+	col := beam.ParDo(s, stamp, beam.Create(s, xs...))
+	for name, fn := range map[string]*window.Fn{
+		"fixed":   window.NewFixedWindows(2 * time.Second),
+		"sliding": window.NewSlidingWindows(time.Second, 3*time.Second),
+		"session": window.NewSessions(1500 * time.Millisecond),
+	} {
+		s := s.Scope(name)
+		g := Global(s, beam.WindowInto(s, fn, col))
+		copies := 1
+		if name == "sliding" {
+			copies = 3
+		}
+		passert.Count(s, g, name, 10*copies)
+		passert.Count(s, beam.ParDo(s, keys, beam.GroupByKey(s, beam.AddFixedKey(s, g))), name+" groups", 1)
+		passert.Equals(s, stats.Sum(s, g), int64(45*copies))
+	}
+	if Global(s, col) != col {
+		t.Error("Global of a global-window PCollection added a step")
+	}
+	ptest.RunAndValidate(t, p)
+}
