@@ -70,20 +70,24 @@ type splitClient interface {
 // the runner splits and asks for progress.
 //
 // TrySplit(f > 0) asks the service to split the stream (rule 9 of the split
-// contract, on sdf.Core's two-phase split): under the lock it converts f,
-// a fraction of the remaining work, into a fraction of the whole stream
-// with the progress the server reported (StreamStats.Progress, interpolated
-// by the rows claimed in the current response); outside it, bounded by the
-// split timeout, it calls SplitReadStream and then reads the primary at the
-// reader's next offset, to confirm that the primary still holds that row;
-// claims wait meanwhile. The split commits only then: the restriction
-// becomes the primary stream, the residual is the remainder from offset 0.
-// An empty primary or remainder refuses the split and every later one on
-// the tracker (the stream can no longer be split); FAILED_PRECONDITION or
-// OUT_OF_RANGE from the primary (the reader is already past the split)
-// refuses it and the reader goes on with the original, the remainder never
-// read. A split of a restriction with a bounded End (after a checkpoint) is
-// refused.
+// contract, on sdf.Core's two-phase split with Prepare): under the lock it
+// converts f, a fraction of the remaining work, into a fraction of the whole
+// stream with the progress the server reported (StreamStats.Progress,
+// interpolated by the rows claimed in the current response); outside it,
+// bounded by the split timeout, it calls SplitReadStream and then reads one
+// response of the primary, half way to the expected split row or at the
+// reader's next row, to learn rows the primary still holds. TrySplit waits
+// for that at most the split wait (0 for a tracker from NewStreamTracker;
+// the read's WithSplitWait for the SDF's): otherwise it refuses, and the
+// split prepared in the background is committed by the next TrySplit if the
+// reader has not claimed the last row seen in the primary. Claims never
+// wait. Committed, the restriction becomes the primary stream, the residual
+// is the remainder from offset 0. An empty primary or remainder refuses the
+// split and every later one on the tracker (the stream can no longer be
+// split); FAILED_PRECONDITION or OUT_OF_RANGE from the primary at the
+// reader's next row (the reader is already past the split) refuses it and
+// the reader goes on with the original, the remainder never read. A split
+// of a restriction with a bounded End (after a checkpoint) is refused.
 type StreamTracker struct {
 	core    sdf.Core[StreamRestriction]
 	client  splitClient
@@ -112,8 +116,9 @@ type respInfo struct {
 var _ beamsdf.RTracker = (*StreamTracker)(nil)
 
 // NewStreamTracker returns a tracker of r that splits through client (it
-// may be nil: then only checkpoints split), each split bounded by timeout
-// (sdf.DefaultSplitTimeout when 0).
+// may be nil: then only checkpoints split), each split's RPCs bounded by
+// timeout (sdf.DefaultSplitTimeout when 0); its TrySplit never waits for
+// them (see StreamTracker).
 func NewStreamTracker(r StreamRestriction, client splitClient, timeout time.Duration) *StreamTracker {
 	t := &StreamTracker{client: client, timeout: timeout, refusal: map[string]int64{}}
 	t.core.Init("bigqueryio.StreamTracker", r, r.Start, r.End, cutStream)

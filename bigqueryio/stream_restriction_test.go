@@ -216,20 +216,9 @@ func TestSplitTrackerRefusals(t *testing.T) {
 	srv := newTestServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(3))
 	numbersTable(t, srv, 20)
 	s := subject(t, srv)
-	ctx := context.Background()
 	read := func(tr *StreamTracker, splitAfter int, split func()) []int64 {
 		t.Helper()
-		var got []int64
-		err := s.Read(ctx, tr, func(row []bigquery.Value) {
-			got = append(got, row[0].(int64))
-			if len(got) == splitAfter {
-				split()
-			}
-		})
-		if err != nil || !tr.IsDone() {
-			t.Fatalf("read: %v, done %v (%v)", err, tr.IsDone(), tr)
-		}
-		return got
+		return readIDs(t, s, tr, splitAfter, split)
 	}
 	rest := s.Restriction.(StreamRestriction)
 	want := make([]int64, 20)
@@ -356,17 +345,7 @@ func TestSplitDoesNotStall(t *testing.T) {
 	ctx := context.Background()
 	read := func(tr *StreamTracker, splitAfter int, split func()) []int64 {
 		t.Helper()
-		var got []int64
-		err := s.Read(ctx, tr, func(row []bigquery.Value) {
-			got = append(got, row[0].(int64))
-			if len(got) == splitAfter {
-				split()
-			}
-		})
-		if err != nil || !tr.IsDone() {
-			t.Fatalf("read of %v: %v, done %v (%v)", tr.Restriction(), err, tr.IsDone(), tr)
-		}
-		return got
+		return readIDs(t, s, tr, splitAfter, split)
 	}
 	srv.SetFaults(bqtest.Faults{SplitDelay: rpc})
 
@@ -429,4 +408,21 @@ func TestSplitDoesNotStall(t *testing.T) {
 	if sync < rpc {
 		t.Errorf("a split that waits for its RPCs answered in %v, before the RPC's %v", sync, rpc)
 	}
+}
+
+// readIDs reads tr's restriction with s, calling split after splitAfter
+// rows, and returns the ids read; the read must end done.
+func readIDs(t *testing.T, s sdftest.Subject[[]bigquery.Value], tr *StreamTracker, splitAfter int, split func()) []int64 {
+	t.Helper()
+	var got []int64
+	err := s.Read(context.Background(), tr, func(row []bigquery.Value) {
+		got = append(got, row[0].(int64))
+		if len(got) == splitAfter {
+			split()
+		}
+	})
+	if err != nil || !tr.IsDone() {
+		t.Fatalf("read of %v: %v, done %v (%v)", tr.Restriction(), err, tr.IsDone(), tr)
+	}
+	return got
 }

@@ -41,9 +41,10 @@ type IOSplit[R any] struct {
 	// that the reader has not claimed yet must be readable from Primary.
 	// When the split is exact at j (the primary holds [Start, j), the
 	// residual everything from j), Pos is j. When all that is known is that
-	// the primary holds position k (BigQuery's primary stream, checked by
-	// reading row k from it), Pos is k: the reader's next record must then
-	// be k or one before it.
+	// the primary holds the positions from the snapshot's Next to h
+	// (BigQuery's primary stream, checked by reading rows from it), Pos is
+	// h: the reader's next record, at or after Next, must then be h or
+	// before it.
 	Pos int64
 	// End is where the primary's positions end from the commit on: a split
 	// point claimed at or past End is refused. It is Pos for an exact
@@ -277,6 +278,13 @@ func (c *Core[R]) waitHoldLocked() {
 //     Otherwise it refuses with nothing changed. Committing replaces the
 //     restriction by the primary, moves End, and counts the split.
 //
+// With opts.Prepare the caller never waits for the I/O longer than
+// opts.Wait: past it, SplitWithIO refuses (RefusedPending) and phase 3 runs
+// when the I/O ends, in the background, keeping the split as the prepared
+// one instead of committing it; the next call with Prepare commits a
+// prepared split that still holds at once, in phase 1, without planning
+// (IOSplitResult.Prepared), and drops one that no longer does.
+//
 // Every refusal leaves the tracker as it was, and is counted in SplitStats,
 // as TrySplit's are. The I/O's own failure is returned in
 // the result, never held by the tracker: the reader goes on with the
@@ -334,18 +342,24 @@ func (c *Core[R]) SplitWithIO(ctx context.Context, opts IOSplitOptions, plan Spl
 		go c.background(snap, flight, out, cancel, ioCtx, timeout, opts.Settled)
 		return IOSplitResult[R]{Primary: snap.Restriction, Refusal: RefusedPending, Dropped: refused.Dropped}
 	}
-	var o ioOutcome[R]
+	return c.settle(snap, flight, awaitIO(ioCtx, out), cancel, ioCtx, timeout, nil, NotRefused)
+}
+
+// awaitIO waits for the I/O's outcome until its deadline; late says it did
+// not come in time.
+func awaitIO[R any](ioCtx context.Context, out <-chan ioOutcome[R]) ioOutcome[R] {
 	select {
-	case o = <-out:
+	case o := <-out:
+		return o
 	case <-ioCtx.Done():
 		// Prefer a result that came at the same time.
 		select {
-		case o = <-out:
+		case o := <-out:
+			return o
 		default:
-			o.late = ioCtx.Err()
+			return ioOutcome[R]{late: ioCtx.Err()}
 		}
 	}
-	return c.settle(snap, flight, o, cancel, ioCtx, timeout, nil, NotRefused)
 }
 
 // ioOutcome is what the I/O of a split returned; late is the deadline's
@@ -360,16 +374,7 @@ type ioOutcome[R any] struct {
 // background waits for a prepared split's I/O, up to its deadline, and
 // keeps its split as the prepared one if it still holds.
 func (c *Core[R]) background(snap Snapshot[R], flight *ioFlight, out <-chan ioOutcome[R], cancel context.CancelFunc, ioCtx context.Context, timeout time.Duration, settled func(Refusal, error)) {
-	var o ioOutcome[R]
-	select {
-	case o = <-out:
-	case <-ioCtx.Done():
-		select {
-		case o = <-out:
-		default:
-			o.late = ioCtx.Err()
-		}
-	}
+	o := awaitIO(ioCtx, out)
 	keep := func(s IOSplit[R]) { c.prep = &prepared[R]{split: s, epoch: snap.Epoch} }
 	res := c.settle(snap, flight, o, cancel, ioCtx, timeout, keep, NotRefused)
 	if settled != nil {
