@@ -426,3 +426,16 @@ func readIDs(t *testing.T, s sdftest.Subject[[]bigquery.Value], tr *StreamTracke
 	}
 	return got
 }
+
+// TestStreamSplitConcurrent: splits that never wait (WithSplitWait(0)),
+// asked for again once prepared, race the reader: every trial reads each row
+// once, whether the prepared split commits or the reader passed it.
+func TestStreamSplitConcurrent(t *testing.T) {
+	srv := newTestServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(3))
+	numbersTable(t, srv, 60)
+	s := subject(t, srv, WithSplitWait(0))
+	rep := sdftest.AssertSplitAtFractionConcurrent(t, s, 5, 0.5, 100)
+	if rep.NonTrivial == 0 {
+		t.Errorf("%v: no prepared split committed while the reader raced it", rep)
+	}
+}
