@@ -360,9 +360,11 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 		// read at the reader's next row.
 		end := int64(sdf.Unbounded)
 		pos := next
-		held, err := firstHeld(ctx, client, prim, ahead)
-		if ahead > next && (passedSplit(err) || errors.Is(err, io.EOF)) {
-			held, err = firstHeld(ctx, client, prim, next)
+		at := ahead
+		held, err := firstHeld(ctx, client, prim, at)
+		if at > next && (passedSplit(err) || errors.Is(err, io.EOF)) {
+			at = next
+			held, err = firstHeld(ctx, client, prim, at)
 		}
 		switch {
 		case errors.Is(err, io.EOF):
@@ -373,7 +375,7 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 			why.Store(refusedPassed)
 			return none, false, nil
 		case err != nil:
-			return none, false, fmt.Errorf("reading primary %s at offset %d: %w", prim, next, err)
+			return none, false, fmt.Errorf("reading primary %s at offset %d: %w", prim, at, err)
 		default:
 			// The primary holds [next, held]: the split holds while the
 			// reader has not claimed held.
