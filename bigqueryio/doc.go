@@ -137,24 +137,40 @@
 //     p + f*(1-p) of the whole stream, p being the progress the server
 //     reports (StreamStats.Progress at_response_start and at_response_end),
 //     interpolated by the rows claimed in the current response;
-//   - SplitReadStream runs outside the tracker's lock with a deadline
-//     (WithSplitTimeout); GetProgress never waits for it, claims wait at most
-//     the deadline;
+//   - a split never holds the runner: Beam Go answers split requests on the
+//     worker's control loop, so a split that waited for its RPCs would stall
+//     every bundle of the worker, and Beam's splitAtFraction contract says a
+//     split must not wait on I/O. TrySplit starts the split's RPCs
+//     (SplitReadStream, then a read of the primary) on their own goroutine,
+//     with a deadline (WithSplitTimeout), and waits for them at most
+//     WithSplitWait (DefaultSplitWait, 10ms). Done by then, the split
+//     commits at once; otherwise TrySplit refuses it and the RPCs go on in
+//     the background, preparing the split for the runner's next request,
+//     which commits it at once, under the tracker's lock, whatever fraction
+//     it asks for, if the reader has not passed it meanwhile; a prepared
+//     split the reader passed is dropped (its remainder never read) and a
+//     new one started. GetProgress and claims never wait for the RPCs. A
+//     runner that asks once per bundle and never again after a refusal
+//     (Prism) splits only when the RPCs finish within the wait;
 //   - an empty primary or remainder means the stream cannot be split: the
 //     split is refused, and so is every later one on that stream;
-//   - otherwise the reader's next row is read from the primary (one response,
-//     as Beam Java does) to confirm the primary still holds it; only then
-//     does the split commit: the reader switches to the primary at its next
+//   - otherwise the primary is read (one response, as Beam Java confirms a
+//     split) to learn rows it still holds: first half way from the reader to
+//     the expected split row, so that a split prepared in the background
+//     still holds when the reader has moved on, else at the reader's next
+//     row. The split holds while the reader has not claimed the last of
+//     those rows; committed, the reader switches to the primary at its next
 //     offset and the residual restriction is the remainder from offset 0.
-//     FAILED_PRECONDITION or OUT_OF_RANGE there means the reader is already
-//     past j: the split is refused, the remainder is never read, the reader
-//     goes on with the original.
+//     FAILED_PRECONDITION or OUT_OF_RANGE at the reader's next row means the
+//     reader is already past j: the split is refused, the remainder is never
+//     read, the reader goes on with the original.
 //
 // TrySplit(0) (a checkpoint) bounds the restriction at the next offset of
 // the same stream; such a bounded restriction is not split again through the
 // service. Beam Go's data source holds its own lock while it asks for a
-// split, so its progress reports wait for the split's RPCs too: keep the
-// split timeout short.
+// split, so its progress reports wait for the split too: at most the split
+// wait. Refusals are counted by reason (StreamTracker.Refusals), those of
+// the background as "background: <reason>".
 //
 // # Output
 //

@@ -49,6 +49,7 @@ type readConfig struct {
 	Endpoint       string
 	Insecure       bool
 	SplitTimeout   time.Duration
+	SplitWait      time.Duration
 	MaxRetries     int
 	RetryBase      time.Duration
 	// IgnoreUnknownFields leaves zero the struct fields that match no
@@ -219,7 +220,7 @@ func (o queryOnlyOption) applyQuery(c *readConfig) { o(c) }
 // newReadConfig is the configuration of a Read of table (the resource
 // name) with opts, checked; transform names it in errors.
 func newReadConfig(transform, table string, opts []ReadOption) (readConfig, error) {
-	cfg := readConfig{Table: table, Format: int32(Avro), Namespace: Namespace}
+	cfg := readConfig{Table: table, Format: int32(Avro), Namespace: Namespace, SplitWait: DefaultSplitWait}
 	if err := applyOptions(transform, &cfg, opts, ReadOption.applyRead); err != nil {
 		return readConfig{}, err
 	}
@@ -228,7 +229,7 @@ func newReadConfig(transform, table string, opts []ReadOption) (readConfig, erro
 
 // newQueryConfig is the configuration of a Query with opts, checked.
 func newQueryConfig(opts []QueryOption) (readConfig, error) {
-	cfg := readConfig{Format: int32(Avro), Namespace: Namespace}
+	cfg := readConfig{Format: int32(Avro), Namespace: Namespace, SplitWait: DefaultSplitWait}
 	if err := applyOptions("bigqueryio.Query", &cfg, opts, QueryOption.applyQuery); err != nil {
 		return readConfig{}, err
 	}
@@ -292,6 +293,8 @@ func (c *readConfig) checkOptions() error {
 		return fmt.Errorf("%s: a negative retry count or backoff", c.last("WithRetries"))
 	case c.SplitTimeout < 0:
 		return fmt.Errorf("%s: a negative timeout", c.last("WithSplitTimeout"))
+	case c.SplitWait < 0:
+		return fmt.Errorf("%s: a negative wait", c.last("WithSplitWait"))
 	case c.Format != int32(Avro) && c.Format != int32(Arrow):
 		return fmt.Errorf("%s: data format %d is neither Avro nor Arrow", c.last("WithDataFormat"), c.Format)
 	case c.Namespace == "":
@@ -401,9 +404,25 @@ func WithInsecure() CommonOption {
 }
 
 // WithSplitTimeout bounds a dynamic split's RPCs (default
-// sdf.DefaultSplitTimeout); the reader waits at most this long for one.
+// sdf.DefaultSplitTimeout), which run in the background: a split they
+// have not prepared by then is dropped.
 func WithSplitTimeout(d time.Duration) SessionOption {
 	return sessionOption(func(c *readConfig) { c.note("WithSplitTimeout", d); c.SplitTimeout = d })
+}
+
+// DefaultSplitWait is how long a runner's split request waits for the
+// split's RPCs when WithSplitWait is not given.
+const DefaultSplitWait = 10 * time.Millisecond
+
+// WithSplitWait is how long a runner's split request waits for the split's
+// RPCs (SplitReadStream, and a read of the primary) before it is refused
+// and the split prepared in the background for the runner's next request
+// (default DefaultSplitWait; 0 never waits; see the package doc). Beam Go
+// answers splits on the worker's control loop, so every bundle of the
+// worker may wait this long; a wait at least the split timeout makes every
+// split wait for its RPCs, as splits did before.
+func WithSplitWait(d time.Duration) SessionOption {
+	return sessionOption(func(c *readConfig) { c.note("WithSplitWait", d); c.SplitWait = d })
 }
 
 // WithRetries sets how many times in a row a ReadRows (of Read and Query)

@@ -264,11 +264,14 @@ func (fn *slowFn) ProcessElement(ctx context.Context, e Event, emit func(Event))
 
 // TestPipelineRunnerSplit: Prism splits a slow one-stream read; at least
 // one SplitReadStream must be accepted, and the output must be exact.
+// Prism asks a bundle for one split only, and never again once refused, so
+// the split waits for its RPCs here (WithSplitWait): under -race on a loaded
+// machine they may take longer than DefaultSplitWait.
 func TestPipelineRunnerSplit(t *testing.T) {
 	srv := newServer(t, bqtest.WithBlockRows(1), bqtest.WithResponseRows(4))
 	rows := eventsTable(t, srv, 40)
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(1))...)
+	col := bigqueryio.Read(s, "p.d.events", reflect.TypeOf(Event{}), readOpts(srv, bigqueryio.WithMaxStreams(1), bigqueryio.WithSplitWait(time.Minute))...)
 	slow := beam.ParDo(s, &slowFn{DelayMs: 150}, col)
 	passert.Equals(s, fingerprintOf(s, slow), expected(rows))
 	start := time.Now()

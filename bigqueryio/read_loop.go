@@ -88,7 +88,9 @@ func (fn *readStreamFn) RestrictionSize(_ StreamElement, r StreamRestriction) fl
 }
 
 func (fn *readStreamFn) CreateTracker(r StreamRestriction) *StreamTracker {
-	return NewStreamTracker(r, fn.client, fn.Cfg.SplitTimeout)
+	t := NewStreamTracker(r, fn.client, fn.Cfg.SplitTimeout)
+	t.wait = fn.Cfg.SplitWait
+	return t
 }
 
 func (fn *readStreamFn) rowPlanFor(info sessionInfo) (*rowPlan, error) {

@@ -60,7 +60,7 @@ func TestResidualChains(t *testing.T) {
 						if rnd.Intn(2) > 0 {
 							f = rnd.Float64()
 						}
-						_, res, err := tr.TrySplit(f)
+						_, res, err := runnerSplit(tr, f)
 						if err != nil {
 							t.Errorf("TrySplit(%v) of %v: %v", f, r, err)
 						}

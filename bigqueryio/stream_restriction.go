@@ -70,27 +70,33 @@ type splitClient interface {
 // the runner splits and asks for progress.
 //
 // TrySplit(f > 0) asks the service to split the stream (rule 9 of the split
-// contract, on sdf.Core's two-phase split): under the lock it converts f,
-// a fraction of the remaining work, into a fraction of the whole stream
-// with the progress the server reported (StreamStats.Progress, interpolated
-// by the rows claimed in the current response); outside it, bounded by the
-// split timeout, it calls SplitReadStream and then reads the primary at the
-// reader's next offset, to confirm that the primary still holds that row;
-// claims wait meanwhile. The split commits only then: the restriction
-// becomes the primary stream, the residual is the remainder from offset 0.
-// An empty primary or remainder refuses the split and every later one on
-// the tracker (the stream can no longer be split); FAILED_PRECONDITION or
-// OUT_OF_RANGE from the primary (the reader is already past the split)
-// refuses it and the reader goes on with the original, the remainder never
-// read. A split of a restriction with a bounded End (after a checkpoint) is
-// refused.
+// contract, on sdf.Core's two-phase split with Prepare): under the lock it
+// converts f, a fraction of the remaining work, into a fraction of the whole
+// stream with the progress the server reported (StreamStats.Progress,
+// interpolated by the rows claimed in the current response); outside it,
+// bounded by the split timeout, it calls SplitReadStream and then reads one
+// response of the primary, half way to the expected split row or at the
+// reader's next row, to learn rows the primary still holds. TrySplit waits
+// for that at most the split wait (0 for a tracker from NewStreamTracker;
+// the read's WithSplitWait for the SDF's): otherwise it refuses, and the
+// split prepared in the background is committed by the next TrySplit if the
+// reader has not claimed the last row seen in the primary. Claims never
+// wait. Committed, the restriction becomes the primary stream, the residual
+// is the remainder from offset 0. An empty primary or remainder refuses the
+// split and every later one on the tracker (the stream can no longer be
+// split); FAILED_PRECONDITION or OUT_OF_RANGE from the primary at the
+// reader's next row (the reader is already past the split) refuses it and
+// the reader goes on with the original, the remainder never read. A split
+// of a restriction with a bounded End (after a checkpoint) is refused.
 type StreamTracker struct {
 	core    sdf.Core[StreamRestriction]
 	client  splitClient
 	timeout time.Duration
+	wait    time.Duration // how long TrySplit waits for the RPCs (WithSplitWait)
+
+	noSplit atomic.Bool // the service said the stream cannot be split
 
 	// Under core's lock.
-	noSplit  bool     // the service said the stream cannot be split
 	resp     respInfo // the response the reader is claiming rows of
 	refusal  map[string]int64
 	lastFrac float64 // the last fraction done GetProgress reported
@@ -110,8 +116,9 @@ type respInfo struct {
 var _ beamsdf.RTracker = (*StreamTracker)(nil)
 
 // NewStreamTracker returns a tracker of r that splits through client (it
-// may be nil: then only checkpoints split), each split bounded by timeout
-// (sdf.DefaultSplitTimeout when 0).
+// may be nil: then only checkpoints split), each split's RPCs bounded by
+// timeout (sdf.DefaultSplitTimeout when 0); its TrySplit never waits for
+// them (see StreamTracker).
 func NewStreamTracker(r StreamRestriction, client splitClient, timeout time.Duration) *StreamTracker {
 	t := &StreamTracker{client: client, timeout: timeout, refusal: map[string]int64{}}
 	t.core.Init("bigqueryio.StreamTracker", r, r.Start, r.End, cutStream)
@@ -260,26 +267,45 @@ func (t *StreamTracker) TrySplit(f float64) (primary, residual any, err error) {
 	}
 	f = min(f, 1)
 	var why atomic.Value
-	res := t.core.SplitWithIO(context.Background(), sdf.IOSplitOptions{Timeout: t.timeout, HoldClaims: true},
+	reason := func(r sdf.Refusal) string {
+		if w, ok := why.Load().(string); ok && (r == sdf.RefusedByIO || r == sdf.RefusedPassed) {
+			return w
+		}
+		return r.String()
+	}
+	opts := sdf.IOSplitOptions{Timeout: t.timeout, Prepare: true, Wait: t.wait,
+		Settled: func(r sdf.Refusal, err error) {
+			if r == sdf.NotRefused {
+				return
+			}
+			t.count("background: "+reason(r), 1)
+			log.Debugf(context.Background(), "bigqueryio: split prepared in the background refused (%s): %v", reason(r), err)
+		}}
+	res := t.core.SplitWithIO(context.Background(), opts,
 		func(s sdf.Snapshot[StreamRestriction]) sdf.SplitIO[StreamRestriction] {
 			return t.planLocked(s, f, &why)
 		})
+	if res.Dropped != sdf.NotRefused {
+		t.count("prepared split dropped: "+res.Dropped.String(), 1)
+	}
 	if !res.Accepted {
-		reason := res.Refusal.String()
-		if w, ok := why.Load().(string); ok {
-			reason = w
-		}
-		t.core.Lock()
-		if reason == refusedEmpty {
-			t.noSplit = true
-		}
-		t.refusal[reason]++
-		t.core.Unlock()
+		t.count(reason(res.Refusal), 1)
 		return res.Primary, nil, nil
 	}
 	// A runner's rebalancing, made visible in the worker's log.
-	log.Infof(context.Background(), "bigqueryio: split accepted at fraction %.3g of the rest: primary %v, residual %v", f, res.Primary, res.Residual)
+	how := ""
+	if res.Prepared {
+		how = " (prepared in the background after an earlier request)"
+	}
+	log.Infof(context.Background(), "bigqueryio: split accepted at fraction %.3g of the rest: primary %v, residual %v%s", f, res.Primary, res.Residual, how)
 	return res.Primary, res.Residual, nil
+}
+
+// count counts n refusals for reason.
+func (t *StreamTracker) count(reason string, n int64) {
+	t.core.Lock()
+	t.refusal[reason] += n
+	t.core.Unlock()
 }
 
 const (
@@ -290,7 +316,7 @@ const (
 // planLocked decides a split from a snapshot, under the lock.
 func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64, why *atomic.Value) sdf.SplitIO[StreamRestriction] {
 	rest := s.Restriction
-	if t.client == nil || t.noSplit || rest.End != sdf.Unbounded {
+	if t.client == nil || t.noSplit.Load() || rest.End != sdf.Unbounded {
 		return nil
 	}
 	p, ok := t.fractionLocked()
@@ -302,6 +328,14 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 		return nil
 	}
 	next := s.Next
+	// The row half way from the reader to where the split should lie:
+	// the rows up to the reader's are the fraction p of the stream.
+	ahead := next
+	if p > 0 && s.Claimed.Started {
+		if j := whole * float64(next) / p; j > float64(next) && j < math.MaxInt64/2 {
+			ahead = next + int64((j-float64(next))/2)
+		}
+	}
 	client := t.client
 	return func(ctx context.Context) (sdf.IOSplit[StreamRestriction], bool, error) {
 		var none sdf.IOSplit[StreamRestriction]
@@ -312,23 +346,25 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 		prim, rem := resp.GetPrimaryStream().GetName(), resp.GetRemainderStream().GetName()
 		if prim == "" || rem == "" {
 			t.emptyHalves.Add(1)
+			t.noSplit.Store(true)
 			why.Store(refusedEmpty)
 			return none, false, nil
 		}
 		// Confirm that the primary holds the reader's next row, as Java's
-		// reader does: read one response of the primary at that offset.
-		rctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		// reader does, by reading one response of the primary; its rows
+		// are rows the primary holds. The split is answered later than it
+		// is asked for (it is prepared in the background), so the reader
+		// may have moved on by then: first read ahead, half way to where
+		// the split should lie, so that the split still holds when the
+		// reader gets there; when the primary does not hold that row,
+		// read at the reader's next row.
 		end := int64(sdf.Unbounded)
-		rc, err := client.ReadRows(rctx, &storagepb.ReadRowsRequest{ReadStream: prim, Offset: next})
-		if err == nil {
-			var r *storagepb.ReadRowsResponse
-			// A response without rows (by either count, or by its
-			// payload) is skipped; the first that holds some is the
-			// primary's next row.
-			for err == nil && (r == nil || !holdsRows(r)) {
-				r, err = rc.Recv()
-			}
+		pos := next
+		at := ahead
+		held, err := firstHeld(ctx, client, prim, at)
+		if at > next && (passedSplit(err) || errors.Is(err, io.EOF)) {
+			at = next
+			held, err = firstHeld(ctx, client, prim, at)
 		}
 		switch {
 		case errors.Is(err, io.EOF):
@@ -339,15 +375,47 @@ func (t *StreamTracker) planLocked(s sdf.Snapshot[StreamRestriction], f float64,
 			why.Store(refusedPassed)
 			return none, false, nil
 		case err != nil:
-			return none, false, fmt.Errorf("reading primary %s at offset %d: %w", prim, next, err)
+			return none, false, fmt.Errorf("reading primary %s at offset %d: %w", prim, at, err)
+		default:
+			// The primary holds [next, held]: the split holds while the
+			// reader has not claimed held.
+			pos = held
 		}
 		estRem := int64(float64(max(rest.EstRows, 0)) * (1 - whole))
 		return sdf.IOSplit[StreamRestriction]{
 			Primary:  StreamRestriction{Stream: prim, Start: rest.Start, End: sdf.Unbounded, EstRows: max(rest.EstRows-estRem, 0)},
 			Residual: StreamRestriction{Stream: rem, Start: 0, End: sdf.Unbounded, EstRows: estRem},
-			Pos:      next,
+			Pos:      pos,
 			End:      end,
 		}, true, nil
+	}
+}
+
+// firstHeld reads the first response of stream that holds rows, from row
+// off, and returns the offset of its last row: the stream holds every row
+// from off to there. io.EOF means the stream ends at off.
+func firstHeld(ctx context.Context, client splitClient, stream string, off int64) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rc, err := client.ReadRows(ctx, &storagepb.ReadRowsRequest{ReadStream: stream, Offset: off})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		r, err := rc.Recv()
+		if err != nil {
+			return 0, err
+		}
+		// A response without rows (by either count, or by its payload)
+		// is skipped; the first that holds some holds the row at off.
+		if !holdsRows(r) {
+			continue
+		}
+		n, err := rowCount(r)
+		if err != nil || n <= 0 {
+			return off, nil // it holds the row at off, at least
+		}
+		return off + n - 1, nil
 	}
 }
 

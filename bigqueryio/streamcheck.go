@@ -63,7 +63,9 @@ func (c *StreamCheck) Restriction() StreamRestriction { return c.first }
 
 // NewTracker is the SDF's CreateTracker.
 func (c *StreamCheck) NewTracker(r StreamRestriction) *StreamTracker {
-	return NewStreamTracker(r, c.client, c.cfg.SplitTimeout)
+	t := NewStreamTracker(r, c.client, c.cfg.SplitTimeout)
+	t.wait = c.cfg.SplitWait
+	return t
 }
 
 // Size is the SDF's RestrictionSize.

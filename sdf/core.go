@@ -89,6 +89,11 @@ type Core[R any] struct {
 
 	// io is the split with I/O in flight, nil when none (split_io.go).
 	io *ioFlight
+	// prep is the split prepared in the background, nil when none.
+	prep *prepared[R]
+	// bg is the last split whose I/O went on in the background, until
+	// WaitSplitIO saw it settle.
+	bg *ioFlight
 }
 
 // Init sets the core to track rest, whose positions are [start, end); kind
@@ -100,7 +105,7 @@ func (c *Core[R]) Init(kind string, rest R, start, end int64, cut Cutter[R]) {
 	c.start, c.end = start, end
 	c.started, c.stopped, c.fast, c.err = false, false, false, nil
 	c.first, c.lastSplit, c.lastRecord, c.splitPoints = 0, 0, 0, 0
-	c.epoch, c.accepted, c.refused, c.io = 0, 0, 0, nil
+	c.epoch, c.accepted, c.refused, c.io, c.prep, c.bg = 0, 0, 0, nil, nil, nil
 }
 
 // Lock locks the core: every Locked method needs it held, and the owning

@@ -59,7 +59,13 @@
 // nothing else changed the restriction meanwhile; otherwise it refuses with
 // nothing changed. GetProgress never waits on that I/O; claims either go on
 // (the commit's re-check keeps them safe) or, with IOSplitOptions.HoldClaims,
-// wait for the commit, at most the deadline.
+// wait for the commit, at most the deadline. The caller of such a split
+// waits for the I/O up to the deadline, unless IOSplitOptions.Prepare: then
+// it waits at most IOSplitOptions.Wait and is refused past it, while the I/O
+// goes on in the background and prepares the split, which the next call
+// commits at once if the reader has not passed it. Runners answer splits on
+// the worker's control loop and Beam's splitAtFraction must not wait on I/O:
+// a split asked for by a runner should Prepare.
 //
 // # Progress units
 //

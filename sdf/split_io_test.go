@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -738,4 +739,126 @@ func within(t *testing.T, what string, f func()) {
 	case <-time.After(time.Second):
 		t.Fatalf("%s blocked while a split's I/O was in flight", what)
 	}
+}
+
+// TestSplitWithIOPrepared: with Prepare the split answers at once, never
+// waiting on its I/O (Beam's splitAtFraction contract); the I/O prepares the
+// split in the background and the next call commits it under the lock while
+// the reader has not passed it, or drops it and plans anew. (Before: every
+// split waited for its I/O, up to the timeout.)
+func TestSplitWithIOPrepared(t *testing.T) {
+	ctx := context.Background()
+	// gated plans a split at 55 whose I/O waits for gate.
+	gated := func(gate chan struct{}, plans *int) sdf.SplitPlan[streamRest] {
+		return func(s sdf.Snapshot[streamRest]) sdf.SplitIO[streamRest] {
+			*plans++
+			return func(ctx context.Context) (sdf.IOSplit[streamRest], bool, error) {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return sdf.IOSplit[streamRest]{}, false, ctx.Err()
+				}
+				return sdf.IOSplit[streamRest]{
+					Primary:  streamRest{"p", s.Restriction.Start, 55},
+					Residual: streamRest{"r", 0, sdf.Unbounded},
+					Pos:      55, End: 55,
+				}, true, nil
+			}
+		}
+	}
+	var settled []sdf.Refusal
+	var mu sync.Mutex
+	opts := sdf.IOSplitOptions{Prepare: true, Timeout: time.Minute, Settled: func(r sdf.Refusal, _ error) {
+		mu.Lock()
+		settled = append(settled, r)
+		mu.Unlock()
+	}}
+	s0 := streamRest{"s0", 0, sdf.Unbounded}
+
+	t.Run("committed by the next call", func(t *testing.T) {
+		tr := newStreamTracker(newFakeService(100), s0, exact)
+		claimRows(t, tr, 0, 10)
+		gate, plans := make(chan struct{}), 0
+		start := time.Now()
+		res := tr.core.SplitWithIO(ctx, opts, gated(gate, &plans))
+		if d := time.Since(start); res.Accepted || res.Refusal != sdf.RefusedPending || d > time.Second {
+			t.Fatalf("first call: %+v after %v; want refused at once as pending", res, d)
+		}
+		if res := tr.core.SplitWithIO(ctx, opts, gated(gate, &plans)); res.Refusal != sdf.RefusedBusy {
+			t.Errorf("call during the I/O: %+v, want busy", res)
+		}
+		claimRows(t, tr, 10, 20) // the reader never waits
+		close(gate)
+		if err := tr.core.WaitSplitIO(ctx); err != nil || !tr.core.HasPreparedSplit() {
+			t.Fatalf("after the I/O: %v, prepared %v", err, tr.core.HasPreparedSplit())
+		}
+		res = tr.core.SplitWithIO(ctx, opts, gated(gate, &plans))
+		if !res.Accepted || !res.Prepared || res.Residual != (streamRest{"r", 0, sdf.Unbounded}) || tr.GetRestriction() != (streamRest{"p", 0, 55}) || plans != 1 {
+			t.Fatalf("second call: %+v, restriction %v, %d plans; want the prepared split committed", res, tr.GetRestriction(), plans)
+		}
+		claimRows(t, tr, 20, 55)
+		if tr.TryClaim(int64(55)) || !tr.IsDone() {
+			t.Errorf("row 55 claimed past the committed end, or not done: %v", tr)
+		}
+		if acc, ref := tr.core.SplitStats(); acc != 1 || ref != 2 {
+			t.Errorf("SplitStats %d, %d; want 1 accepted, 2 refused", acc, ref)
+		}
+	})
+
+	t.Run("dropped when the reader passed it", func(t *testing.T) {
+		tr := newStreamTracker(newFakeService(100), s0, exact)
+		claimRows(t, tr, 0, 10)
+		gate, plans := make(chan struct{}), 0
+		if res := tr.core.SplitWithIO(ctx, opts, gated(gate, &plans)); res.Refusal != sdf.RefusedPending {
+			t.Fatalf("%+v, want pending", res)
+		}
+		close(gate)
+		if err := tr.core.WaitSplitIO(ctx); err != nil || !tr.core.HasPreparedSplit() {
+			t.Fatalf("after the I/O: %v, prepared %v", err, tr.core.HasPreparedSplit())
+		}
+		claimRows(t, tr, 10, 56) // past the split at 55
+		gate2 := make(chan struct{})
+		res := tr.core.SplitWithIO(ctx, opts, gated(gate2, &plans))
+		if res.Accepted || res.Dropped != sdf.RefusedPassed || res.Refusal != sdf.RefusedPending || plans != 2 {
+			t.Errorf("after the reader passed: %+v, %d plans; want the prepared split dropped and a new one planned", res, plans)
+		}
+		if tr.GetRestriction() != s0 {
+			t.Errorf("restriction %v, want %v unchanged", tr.GetRestriction(), s0)
+		}
+		close(gate2)
+		if err := tr.core.WaitSplitIO(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The new split lies at 55 too, which the reader passed: the
+		// background commit check drops it at once.
+		if tr.core.HasPreparedSplit() {
+			t.Error("a split the reader had passed was kept as prepared")
+		}
+		claimRows(t, tr, 56, 100)
+	})
+
+	t.Run("timeout and errors are settled in the background", func(t *testing.T) {
+		tr := newStreamTracker(newFakeService(100), s0, exact)
+		claimRows(t, tr, 0, 10)
+		mu.Lock()
+		settled = nil
+		mu.Unlock()
+		o := opts
+		o.Timeout = 20 * time.Millisecond
+		plans := 0
+		res := tr.core.SplitWithIO(ctx, o, gated(make(chan struct{}), &plans))
+		if res.Refusal != sdf.RefusedPending {
+			t.Fatalf("%+v, want pending", res)
+		}
+		if err := tr.core.WaitSplitIO(ctx); err != nil || tr.core.HasPreparedSplit() {
+			t.Fatalf("after the deadline: %v, prepared %v", err, tr.core.HasPreparedSplit())
+		}
+		mu.Lock()
+		got := slices.Clone(settled)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != sdf.RefusedTimeout {
+			t.Errorf("settled %v, want [timeout]", got)
+		}
+		claimRows(t, tr, 10, 100)
+	})
 }
