@@ -1,6 +1,7 @@
 package windowing
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+
+	"github.com/sdfio/sdfio/internal/testtmp"
 )
 
 func init() {
@@ -21,7 +24,9 @@ func init() {
 	register.Iter1[int64]()
 }
 
-func TestMain(m *testing.M) { ptest.MainWithDefault(m, "prism") }
+func TestMain(m *testing.M) {
+	os.Exit(testtmp.Main(func() int { return ptest.MainRetWithDefault(m, "prism") }))
+}
 
 // stamp gives element i the event time i seconds.
 func stamp(i int64) (beam.EventTime, int64) { return beam.EventTime(i * 1000), i }
