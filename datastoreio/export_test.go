@@ -32,9 +32,10 @@ func AlternateThrottle() func() {
 	return func() { adaptiveRand = old }
 }
 
-// SetClock makes snapshot reads check their snapshot's age against f
-// instead of time.Now, and returns a function that restores time.Now.
-func SetClock(f func() time.Time) func() {
-	clock.Store(&f)
+// SetClock makes reads of the snapshot at `at` check their snapshot's age
+// against f instead of time.Now (reads of other snapshots keep the real
+// time), and returns a function that restores time.Now.
+func SetClock(at time.Time, f func() time.Time) func() {
+	clock.Store(&snapshotClock{at: at, now: f})
 	return func() { clock.Store(nil) }
 }

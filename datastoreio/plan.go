@@ -365,7 +365,7 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(Range)
 	if fn.ReadTimeMicros != 0 {
 		readTime = time.UnixMicro(fn.ReadTimeMicros).UTC()
 		// A time given that is already too old fails before any work.
-		if err := (snapshot{readTime, fn.Retention, fn.SnapshotOption}).check(now()); err != nil {
+		if err := (snapshot{readTime, fn.Retention, fn.SnapshotOption}).check(now(readTime)); err != nil {
 			return fmt.Errorf("datastoreio: the read of %s in project %s namespace %q: %w", fn.Query.describe(), fn.Project, ns, err)
 		}
 	}

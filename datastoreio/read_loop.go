@@ -200,7 +200,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 		if started {
 			q = q.Start(cursor).Offset(0)
 		}
-		if err := snap.check(now()); err != nil {
+		if err := snap.check(now(snap.at)); err != nil {
 			return false, fmt.Errorf("datastoreio: %s: after %d entities: %w", r.where(i), emitted, err)
 		}
 		it := c.client.Run(ctx, q)
@@ -260,7 +260,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				if isTransient(runErr) {
 					how = fmt.Sprintf("failed %d times in a row", attempt)
 				}
-				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now()), runErr)
+				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now(snap.at)), runErr)
 			}
 			c.m.retries.Inc(ctx, 1)
 			if err := sleep(ctx, bo.Pause()); err != nil {

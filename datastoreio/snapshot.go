@@ -9,13 +9,21 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// clock, when set, is the time snapshot reads check their snapshot's age
-// against instead of time.Now (a test's fake clock).
-var clock atomic.Pointer[func() time.Time]
+// clock, when set, is a test's fake clock for the snapshot read at one read
+// time: reads of other snapshots running meanwhile (in other tests of the
+// process) keep the real time.
+var clock atomic.Pointer[snapshotClock]
 
-func now() time.Time {
-	if f := clock.Load(); f != nil {
-		return (*f)()
+type snapshotClock struct {
+	at  time.Time
+	now func() time.Time
+}
+
+// now is the time a snapshot read at `at` checks its snapshot's age
+// against: time.Now, or the fake clock set for that snapshot.
+func now(at time.Time) time.Time {
+	if c := clock.Load(); c != nil && c.at.Equal(at) {
+		return c.now()
 	}
 	return time.Now()
 }

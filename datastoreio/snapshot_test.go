@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,15 +164,15 @@ func TestSnapshotExpiryDetected(t *testing.T) {
 	if at.IsZero() {
 		t.Fatal("WithSnapshot planned no read time")
 	}
-	var fake time.Time
-	defer datastoreio.SetClock(func() time.Time { return fake })()
+	var fake atomic.Int64 // UnixNano of the fake clock
+	defer datastoreio.SetClock(at, func() time.Time { return time.Unix(0, fake.Load()) })()
 	got, err := readEach(ranges, func(i int) {
 		// Range 0 is read 59m59s after the snapshot, the others 59m after.
 		age := datastoreio.DefaultVersionRetention - datastoreio.SnapshotMargin - time.Second
 		if i > 0 {
 			age += time.Second
 		}
-		fake = at.Add(age)
+		fake.Store(at.Add(age).UnixNano())
 		hook.set(func(h *hookState) { h.ahead = age })
 	})
 	containsAll(t, err, "sub-range 0 ", "of split 2/", "the snapshot at "+at.Format(time.RFC3339Nano)+" (WithSnapshot()) is 59m0s old",
@@ -222,7 +223,7 @@ func TestSnapshotPointInTimeRecovery(t *testing.T) {
 	if at.IsZero() || !at.Equal(at.Truncate(time.Minute)) || time.Since(at) > 2*time.Minute {
 		t.Fatalf("snapshot at %v, want the last whole minute", at)
 	}
-	defer datastoreio.SetClock(func() time.Time { return at.Add(2 * time.Hour) })()
+	defer datastoreio.SetClock(at, func() time.Time { return at.Add(2 * time.Hour) })()
 	hook.set(func(h *hookState) { h.ahead = 2 * time.Hour })
 	sameMultiset(t, "point-in-time snapshot read two hours later", ids(readAll(t, ranges)), ids(medium.items))
 	times, _, refused := readsAt()
@@ -244,7 +245,7 @@ func TestSnapshotRefusedNamesOptions(t *testing.T) {
 	ranges := planMedium(t, time.Hour, 2,
 		datastoreio.WithSnapshot(), datastoreio.WithVersionRetention(2*time.Hour))
 	at := ranges[0].ReadTime()
-	defer datastoreio.SetClock(func() time.Time { return at.Add(time.Hour + time.Minute) })()
+	defer datastoreio.SetClock(at, func() time.Time { return at.Add(time.Hour + time.Minute) })()
 	hook.set(func(h *hookState) { h.ahead = time.Hour + time.Minute })
 	_, err := readEach(ranges, nil)
 	containsAll(t, err, "(FailedPrecondition)", "is 1h1m0s old: if the database no longer keeps it, WithVersionRetention(2h0m0s) is more than",
