@@ -68,11 +68,25 @@ endef
 unit:
 	$(call in_test_tmpdir,$(GO) test -race -vet=off -timeout 15m $(PKGS))
 
+# Go 1.26's fuzzing coordinator can fail a run that found nothing with a bare
+# "context deadline exceeded" when -fuzztime ends while a worker is busy
+# (golang/go#75804, fixed in Go 1.27; seen once in a clean-clone CI run of
+# FuzzTrackerModel). Such a run, and only such a run (no failing input
+# written, no panic, no test failure), is run once more; anything else fails.
 fuzz-short:
 	$(call in_test_tmpdir,for t in $(FUZZ_TARGETS_SHORT); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name for $(FUZZTIME_SHORT)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME_SHORT) -fuzzminimizetime=$(FUZZMINIMIZE_SHORT) $$pkg || exit 1; \
+		for try in 1 2; do \
+			echo "fuzz $$pkg $$name for $(FUZZTIME_SHORT)"; \
+			out=$$($(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME_SHORT) -fuzzminimizetime=$(FUZZMINIMIZE_SHORT) $$pkg 2>&1); st=$$?; \
+			echo "$$out"; \
+			[ $$st -eq 0 ] && break; \
+			if [ $$try -eq 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && \
+				! echo "$$out" | grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:'; then \
+				echo "fuzz $$name: the Go 1.26 fuzzing deadline race (golang/go#75804) and no input found: once more"; continue; \
+			fi; \
+			exit 1; \
+		done; \
 	done)
 
 test: deps fmt-check vet unit fuzz-short
