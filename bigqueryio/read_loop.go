@@ -336,7 +336,7 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 		attempt++
 		st.retries++
 		if attempt == 1 {
-			bo = gax.Backoff{Initial: base, Max: 10 * time.Second, Multiplier: 2}
+			bo = retryBackoff(base)
 		}
 		select {
 		case <-time.After(bo.Pause()):
@@ -354,4 +354,11 @@ func transient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// retryBackoff is the package's one backoff between retries of a call
+// (reads, appends, finalize, commit, copy jobs): from base, doubling, at
+// most 10 s apart.
+func retryBackoff(base time.Duration) gax.Backoff {
+	return gax.Backoff{Initial: base, Max: 10 * time.Second, Multiplier: 2}
 }

@@ -460,7 +460,7 @@ func (f *appendFn) written(ctx context.Context, b *appendBatch) {
 func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatch, resp *storagepb.AppendRowsResponse, err error, own bool, failed func(FailedRow)) error {
 	known := b.offset == d.next || f.Cfg.AtLeastOnce
 	own = own && known
-	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	bo := retryBackoff(f.Cfg.RetryBase)
 	retries := 0
 	for {
 		if len(b.rows) == 0 {
@@ -563,7 +563,7 @@ var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
 func finalizeStream(ctx context.Context, cfg writeConfig, spec, name string, appended int64,
 	finalize func(context.Context, ...gax.CallOption) (int64, error),
 	get func(context.Context, *storagepb.GetWriteStreamRequest, ...gax.CallOption) (*storagepb.WriteStream, error)) (int64, error) {
-	bo := gax.Backoff{Initial: cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	bo := retryBackoff(cfg.RetryBase)
 	for retries := 0; ; retries++ {
 		n, err := finalize(ctx, noRetry)
 		switch {

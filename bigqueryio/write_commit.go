@@ -77,7 +77,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 // applied before its answer was lost answers STREAM_ALREADY_COMMITTED for
 // every stream when retried, which is its success.
 func (f *commitFn) commit(ctx context.Context, res, spec string, names []string) (time.Time, error) {
-	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	bo := retryBackoff(f.Cfg.RetryBase)
 	for retries := 0; ; retries++ {
 		resp, err := f.mw.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: res, WriteStreams: names})
 		if err != nil {

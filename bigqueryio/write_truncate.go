@@ -229,7 +229,7 @@ func endTime(st *bigquery.JobStatus) time.Time {
 // dropStaging deletes a staging table, retrying transient failures; one
 // already gone is fine.
 func (f *commitFn) dropStaging(ctx context.Context, client *bigquery.Client, staging, spec string) error {
-	bo := gax.Backoff{Initial: f.Cfg.RetryBase, Max: 10 * time.Second, Multiplier: 2}
+	bo := retryBackoff(f.Cfg.RetryBase)
 	for retries := 0; ; retries++ {
 		err := tableOf(client, staging).Delete(ctx)
 		if err == nil || isHTTP(err, http.StatusNotFound) {
