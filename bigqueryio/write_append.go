@@ -37,6 +37,7 @@ type appendFn struct {
 	TableFn    beam.EncodedFunc
 	HasTableFn bool
 	SpecFn     *beam.EncodedFunc // WithTableSpecFunc's function, nil without
+	Mutation   *beam.EncodedFunc // WithRowMutation's function, nil without (write_cdc.go)
 
 	mw     *managedwriter.Client
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
@@ -44,6 +45,7 @@ type appendFn struct {
 	order  []string                // dests in the order they came
 	route  reflectx.Func1x1
 	spec   reflectx.Func1x1
+	mutate *mutationFunc
 	run    string // WriteTruncate: the run's id (truncAppendFn)
 	m      writeMetrics
 }
@@ -103,6 +105,7 @@ func (f *appendFn) Setup() {
 	if f.SpecFn != nil {
 		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
+	f.mutate = newMutationFunc(f.Mutation)
 }
 
 func (f *appendFn) StartBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) {
@@ -125,6 +128,9 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 	row, err := d.table.enc.encode(nil, x)
 	if err != nil && d.table.enc.isRow && f.followSchema(ctx, d.table, x) {
 		row, err = d.table.enc.encode(nil, x)
+	}
+	if err == nil && f.mutate != nil {
+		row, err = f.mutate.appendChange(row, x)
 	}
 	if err == nil && len(row) > f.Cfg.MaxBatchSize {
 		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Cfg.MaxBatchSize)
@@ -281,6 +287,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if f.Cfg.IgnoreUnknown {
 		enc.plan.ignoreUnknownKeys()
 	}
+	f.changeDesc(enc)
 	t := &writeTable{spec: spec, enc: enc, streams: streams, base: base}
 	f.tables[res] = t
 	return t, nil
@@ -432,6 +439,9 @@ func (f *appendFn) drain(ctx context.Context, d *destination, failed func(Failed
 		known[0], resps[0] = err, resp
 		for i := 1; i < len(rest); i++ {
 			resps[i], known[i] = rest[i].outcome(ctx)
+			if known[i] == nil && f.mutate != nil {
+				known[i] = errReapply
+			}
 		}
 		d.next = b.offset
 		for i, r := range rest {
