@@ -42,7 +42,8 @@ type writeState struct {
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults
 	finalCalls  int // FinalizeWriteStream calls since SetWriteFaults
 	stats       WriteStats
-	attempts    map[AppendAt]int // AppendRows requests by stream and offset
+	attempts    map[AppendAt]int     // AppendRows requests by stream and offset
+	cdc         map[*table]*cdcState // CDC's keys, by table lineage (cdc.go)
 	seq         int
 }
 
@@ -327,12 +328,7 @@ func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value, part strin
 	nt := &table{name: t.name, Table: t.Table, rowBytes: t.rowBytes, expires: t.expires, origin: t.lineage(), parts: parts}
 	nt.Rows = all
 	if nt.rowBytes == 0 {
-		var enc avroEncoder
-		n := min(len(rows), 100)
-		for _, r := range rows[:n] {
-			enc.row(t.Schema, r)
-		}
-		nt.rowBytes = int64(len(enc.buf)/n) + 1
+		nt.rowBytes = rowBytesOf(t.Schema, rows)
 	}
 	s.tables[t.name] = nt
 	return nt

@@ -224,9 +224,14 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	if st != nil {
 		return failStatus(st)
 	}
+	if plan.cdc != nil {
+		if st := checkCDC(t, ws, name); st != nil {
+			return failStatus(st)
+		}
+	}
 
 	// Decode and check the rows outside the lock.
-	decoded, rowErrs := plan.decode(rows.GetRows().GetSerializedRows())
+	decoded, changes, rowErrs := plan.decodeRows(rows.GetRows().GetSerializedRows())
 	if rowErrs == nil && part != "" {
 		rowErrs = outsidePartition(&t.Table, decoded, part)
 	}
@@ -267,7 +272,9 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	}
 	result := &storagepb.AppendRowsResponse_AppendResult{}
 	resp.Response = &storagepb.AppendRowsResponse_AppendResult_{AppendResult: result}
-	if ws == nil || ws.typ == storagepb.WriteStream_COMMITTED {
+	if changes != nil {
+		s.applyChangesLocked(cur, decoded, changes)
+	} else if ws == nil || ws.typ == storagepb.WriteStream_COMMITTED {
 		s.appendTableLocked(cur, decoded, part)
 	} else {
 		ws.rows = append(ws.rows, decoded...)
