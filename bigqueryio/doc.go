@@ -385,6 +385,44 @@
 // comes, each bundle's rows visible once the bundle ends; its
 // WriteResult.Results has a table's result only when the input ends.
 //
+// # Change data capture
+//
+// WithRowMutation(fn) writes each element as a change to the row of the
+// table with the same primary key, which BigQuery applies itself (Beam
+// Java's withRowMutationInformationFn): fn, a registered func(T)
+// RowMutation, gives the change type (Upsert, which inserts the row or
+// replaces the key's, or Delete) and, optionally, a sequence number, 1 to
+// 4 sections of 1 to 16 hexadecimal digits separated by '/'
+// (SequenceNumber(lsn), SequenceNumber(file, offset)), sent as the
+// pseudo-columns _CHANGE_TYPE and _CHANGE_SEQUENCE_NUMBER. The service
+// compares sequence numbers section by section as unsigned numbers: a
+// change below the one a key was last changed by (a delete's included) is
+// ignored, and between equal numbers the one written last wins. A type or
+// a sequence number the service would refuse sends the element to
+// FailedRows (or fails the write, WithFailOnRowErrors).
+//
+// The service takes changes only on a table's _default stream, of a table
+// with a primary key. So, when the pipeline is built: WithRowMutation
+// without WithAtLeastOnce is refused (there is no exactly-once CDC), and
+// with CreateIfNeeded it needs WithPrimaryKey(columns...), which makes
+// the table with that primary key (NOT ENFORCED; 1 to 16 top-level
+// columns of the schema, neither REPEATED nor RECORD, else refused naming
+// the option; with WithTableSpecFunc, TableSpec.PrimaryKey). As Beam Java,
+// the table is made without max_staleness. With CreateNever the table
+// must have a primary key; the service refuses the changes otherwise, and
+// the bundle fails naming the table.
+//
+// At least once is correct for CDC, bounded or unbounded input: an upsert
+// or delete applied twice leaves the row as applying it once does, and
+// with sequence numbers an older change retried after a newer one (an
+// append whose answer was lost, a retried bundle) is ignored. Without
+// sequence numbers the service applies a key's changes in the order they
+// arrive; a writer then appends again, after a failed append, every
+// append it had in flight behind it, so that its own changes keep their
+// order; but changes of one key written by different bundles or workers
+// have no order: give sequence numbers whenever a key may change more
+// than once.
+//
 // Tables: WithCreateDisposition(CreateIfNeeded), the default, creates a
 // missing table (tables.insert, through the REST API, WithRESTEndpoint)
 // with WithSchema's schema or the one inferred from the struct type (Row

@@ -134,7 +134,7 @@ func checkCDC(t *testing.T, srv *bqtest.Server, table string, want []string) {
 	}
 	missing, extra := diffLines(want, got)
 	if len(missing)+len(extra) > 0 {
-		t.Errorf("%s: %d rows missing (%.5q), %d not expected (%.5q)", table, len(missing), missing, len(extra), extra)
+		t.Errorf("%s: %d rows missing (%q...), %d not expected (%q...)", table, len(missing), missing[:min(len(missing), 5)], len(extra), extra[:min(len(extra), 5)])
 	}
 }
 
