@@ -40,6 +40,8 @@ type appendFn struct {
 	Mutation   *beam.EncodedFunc // WithRowMutation's function, nil without (write_cdc.go)
 
 	mw     *managedwriter.Client
+	shared *sharedClient           // WithAtLeastOnce: the process's client mw is (write_pool.go)
+	kept   map[string]*keptWriter  // WithAtLeastOnce: _default writers by table, for the DoFn's life
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
 	dests  map[string]*destination // by resource name, for the bundle
 	order  []string                // dests in the order they came
@@ -195,7 +197,7 @@ func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDon
 
 func (f *appendFn) closeStreams() {
 	for _, d := range f.dests {
-		if d.ms != nil {
+		if d.ms != nil && !f.keep(d) {
 			d.ms.Close()
 		}
 	}
@@ -204,6 +206,7 @@ func (f *appendFn) closeStreams() {
 
 func (f *appendFn) Teardown() {
 	f.closeStreams()
+	f.closeKept()
 	if f.mw != nil {
 		f.mw.Close()
 	}
@@ -237,6 +240,13 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	spec := p[1] + "." + p[3] + "." + p[5]
 	if part != "" {
 		spec += "$" + part
+	}
+	if f.mw == nil && f.Cfg.AtLeastOnce {
+		c, err := acquireShared(f.Cfg, p[1])
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		f.shared, f.mw = c, c.mw
 	}
 	if f.mw == nil {
 		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
@@ -359,12 +369,15 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 	if len(d.cur.rows) == 0 {
 		return nil
 	}
-	if d.ms == nil {
-		typ := managedwriter.PendingStream
-		if f.Cfg.AtLeastOnce {
-			typ = managedwriter.DefaultStream
+	if d.ms == nil && f.Cfg.AtLeastOnce {
+		ms, desc, err := f.defaultWriter(d)
+		if err != nil {
+			return err
 		}
-		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(typ),
+		d.ms, d.desc = ms, desc
+	}
+	if d.ms == nil {
+		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(managedwriter.PendingStream),
 			managedwriter.WithSchemaDescriptor(d.table.enc.desc))
 		if err != nil {
 			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)

@@ -44,6 +44,7 @@ type writeState struct {
 	stats       WriteStats
 	attempts    map[AppendAt]int     // AppendRows requests by stream and offset
 	cdc         map[*table]*cdcState // CDC's keys, by table lineage (cdc.go)
+	openConns   int                  // AppendRows RPCs open
 	seq         int
 }
 
@@ -153,6 +154,7 @@ type WriteStats struct {
 	CommitErrors      int   // BatchCommitWriteStreams calls answered with stream_errors
 	Flushes           int   // FlushRows calls that moved a BUFFERED stream's flushed offset
 	AppendConnections int   // AppendRows RPCs
+	AppendConnsPeak   int   // AppendRows RPCs open at once, at most
 	Appends           int   // AppendRows requests received
 	AppendsWritten    int   // AppendRows requests whose rows were written
 	AppendErrors      int   // requests answered with an error in the response (injected ones excluded)

@@ -35,7 +35,14 @@ func (w *writeService) AppendRows(srv storagepb.BigQueryWrite_AppendRowsServer) 
 	s := w.s
 	s.mu.Lock()
 	s.w.stats.AppendConnections++
+	s.w.openConns++
+	s.w.stats.AppendConnsPeak = max(s.w.stats.AppendConnsPeak, s.w.openConns)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.w.openConns--
+		s.mu.Unlock()
+	}()
 	conn := &appendConn{}
 	for {
 		req, err := srv.Recv()
