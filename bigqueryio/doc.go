@@ -369,7 +369,21 @@
 // WithAtLeastOnce appends to each table's _default stream (Beam Java's
 // STORAGE_API_AT_LEAST_ONCE): rows are visible as they are appended,
 // nothing is committed, and an append retried after the service wrote it,
-// or a retried bundle, writes its rows again.
+// or a retried bundle, writes its rows again: the duplicates are bounded
+// by what was in flight, at most the rows of each append whose answer was
+// lost (up to four appends are in flight per table and DoFn instance). A
+// failure before the write (a connection reset or closed, throttling with
+// RESOURCE_EXHAUSTED) is retried with backoff and duplicates nothing.
+// The connections are bounded per worker process: every at-least-once
+// write of the process shares one Storage Write API client (per endpoint
+// and project) that multiplexes the _default streams of all tables over
+// at most MaxDefaultStreamConnections AppendRows connections
+// (managedwriter's connection sharing, which the service allows on
+// _default streams only), opened as the traffic needs; each DoFn instance
+// keeps one writer per table on them for its life instead of a connection
+// per bundle, and the client is closed when the last instance is torn
+// down. The service limits a project's open connections, so a streaming
+// job of many workers and tables stays within them.
 //
 // Windows and unbounded input: Write takes a PCollection in any windowing
 // (fixed, sliding, session windows, several panes of a trigger), in both
@@ -418,8 +432,9 @@
 // append whose answer was lost, a retried bundle) is ignored. Without
 // sequence numbers the service applies a key's changes in the order they
 // arrive; a writer then appends again, after a failed append, every
-// append it had in flight behind it, so that its own changes keep their
-// order; but changes of one key written by different bundles or workers
+// append it had in flight behind it, so that a retry does not undo its
+// later changes; but its appends may move between the shared connections
+// (below), and changes of one key written by different bundles or workers
 // have no order: give sequence numbers whenever a key may change more
 // than once.
 //
