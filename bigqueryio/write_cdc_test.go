@@ -35,6 +35,12 @@ func init() {
 	register.Function1x1(changeOf)
 	register.Function1x1(changeMutation)
 	register.Function1x1(badMutation)
+	register.Function1x1(unorderedMutation)
+}
+
+// unorderedMutation upserts a Change without a sequence number.
+func unorderedMutation(c Change) bigqueryio.RowMutation {
+	return bigqueryio.RowMutation{Type: bigqueryio.Upsert}
 }
 
 // cdcKeys is how many keys the changes of changeOf spread over.
@@ -286,5 +292,29 @@ func TestWriteCDCConstruction(t *testing.T) {
 	}
 	if got := bigqueryio.SequenceNumber(0, 255, 1<<63); got != "0/FF/8000000000000000" {
 		t.Errorf("SequenceNumber: %q", got)
+	}
+}
+
+// TestWriteCDCRetryKeepsOrder writes five changes of one key without
+// sequence numbers, one append each, all in flight when the first one's
+// answer is lost after the service applied it: the writer applies it
+// again and then every append behind it again, so that the key ends with
+// the last change, not the retried first.
+func TestWriteCDCRetryKeepsOrder(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	srv.SetWriteFaults(bqtest.WriteFaults{AppendUnavailableCalls: 1, AfterWrite: true, InBand: true})
+	var changes []Change
+	for i := range 5 {
+		changes = append(changes, Change{ID: 1, Name: fmt.Sprintf("v%d", i)})
+	}
+	p, s := beam.NewPipelineWithRoot()
+	res := bigqueryio.Write(s, "p.d.cdc_order", beam.Create(s, anys(changes)...), writeOpts(srv, bigqueryio.WithAtLeastOnce(),
+		bigqueryio.WithRowMutation(unorderedMutation), bigqueryio.WithPrimaryKey("id"), bigqueryio.WithMaxAppendBytes(25))...)
+	passert.Empty(s, res.FailedRows)
+	run(t, p)
+	checkCDC(t, srv, "p.d.cdc_order", []string{"1 v4 0"})
+	if st := srv.WriteStats(); st.InjectedFailures != 1 || st.Appends < 10 {
+		t.Errorf("server %+v: want the first append failed, and it and the four behind it appended again", st)
 	}
 }
