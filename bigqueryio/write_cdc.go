@@ -109,11 +109,7 @@ func WithRowMutation(fn any) WriteOption {
 // to trade freshness for the cost of applying changes at query time.
 func WithPrimaryKey(columns ...string) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		args := make([]any, len(columns))
-		for i, col := range columns {
-			args[i] = col
-		}
-		c.note("WithPrimaryKey", args...)
+		c.note("WithPrimaryKey", stringArgs(columns)...)
 		c.Spec.PrimaryKey = append(make([]string, 0, len(columns)), columns...)
 	})
 }

@@ -108,13 +108,18 @@ func WithRangePartitioning(p RangePartitioning) WriteOption {
 // TIMESTAMP or GEOGRAPHY.
 func WithClustering(columns ...string) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		args := make([]any, len(columns))
-		for i, col := range columns {
-			args[i] = col
-		}
-		c.note("WithClustering", args...)
+		c.note("WithClustering", stringArgs(columns)...)
 		c.Spec.Clustering = append([]string(nil), columns...)
 	})
+}
+
+// stringArgs is ss as arguments of note.
+func stringArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
 }
 
 // WithTableDescription creates the table (CreateIfNeeded) with a
