@@ -371,7 +371,7 @@
 // nothing is committed, and an append retried after the service wrote it,
 // or a retried bundle, writes its rows again: the duplicates are bounded
 // by what was in flight, at most the rows of each append whose answer was
-// lost (up to four appends are in flight per table and DoFn instance). A
+// lost (up to five appends are in flight per table and DoFn instance). A
 // failure before the write (a connection reset or closed, throttling with
 // RESOURCE_EXHAUSTED) is retried with backoff and duplicates nothing.
 // The connections are bounded per worker process: every at-least-once
