@@ -19,6 +19,7 @@ import (
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 	"github.com/sdfio/sdfio/internal/streamtest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 // Change is a CDC change of the tests: the row of key ID, with the
@@ -333,5 +334,29 @@ func TestWriteCDCRetryKeepsOrder(t *testing.T) {
 	checkCDC(t, srv, "p.d.cdc_order", []string{"1 v4 0"})
 	if st := srv.WriteStats(); st.InjectedFailures != 1 || st.Appends < 10 {
 		t.Errorf("server %+v: want the first append failed, and it and the four behind it appended again", st)
+	}
+}
+
+// TestWriteCDCWorkers writes 3,000 changes with every SDK worker a
+// process of its own, as on Dataflow or Flink, while appends' answers are
+// lost: WithRowMutation's function and the shared connections travel, and
+// the table ends right.
+func TestWriteCDCWorkers(t *testing.T) {
+	const n = 3000
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	srv.SetWriteFaults(bqtest.WriteFaults{AppendUnavailableShare: 0.1, AfterWrite: true, InBand: true})
+	changes := make([]Change, n)
+	for i := range changes {
+		changes[i] = changeOf(int64(i))
+	}
+	p, s := beam.NewPipelineWithRoot()
+	bigqueryio.Write(s, "p.d.cdc_workers", beam.Reshuffle(s, beam.Create(s, anys(changes)...)), cdcOpts(srv)...)
+	if _, err := workertest.Run(t, p); err != nil {
+		t.Fatal(err)
+	}
+	checkCDC(t, srv, "p.d.cdc_workers", expectedCDC(n))
+	if st := srv.WriteStats(); st.InjectedFailures == 0 {
+		t.Errorf("server %+v: no fault struck", st)
 	}
 }
