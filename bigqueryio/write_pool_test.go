@@ -47,9 +47,11 @@ func TestWriteAtLeastOnceConnections(t *testing.T) {
 	if st.AppendConnections > bigqueryio.MaxDefaultStreamConnections || st.AppendConnsPeak > bigqueryio.MaxDefaultStreamConnections {
 		t.Errorf("%d AppendRows connections (%d at once) for %d appends, want at most %d", st.AppendConnections, st.AppendConnsPeak, st.Appends, bigqueryio.MaxDefaultStreamConnections)
 	}
-	if appends := counter(t, m, "appends"); appends < 10 {
+	appends := counter(t, m, "appends")
+	if appends < 10 {
 		t.Errorf("%d appends: want rows appended as they come, over many bundles", appends)
 	}
+	t.Logf("%d appends to 3 tables over %d AppendRows connections (%d at once)", appends, st.AppendConnections, st.AppendConnsPeak)
 }
 
 // TestWriteAtLeastOnceFaultsBounded writes an unbounded input
