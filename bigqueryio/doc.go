@@ -421,7 +421,9 @@
 // with CreateIfNeeded it needs WithPrimaryKey(columns...), which makes
 // the table with that primary key (NOT ENFORCED; 1 to 16 top-level
 // columns of the schema, neither REPEATED nor RECORD, else refused naming
-// the option; with WithTableSpecFunc, TableSpec.PrimaryKey). As Beam Java,
+// the option; with WithTableSpecFunc, TableSpec.PrimaryKey, and a spec
+// without one fails the bundle, naming the table, before the table is
+// created). As Beam Java,
 // the table is made without max_staleness. With CreateNever the table
 // must have a primary key; the service refuses the changes otherwise, and
 // the bundle fails naming the table.

@@ -313,6 +313,9 @@ func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableS
 		if err := ts.check(schema, func(field string) string { return "WithTableSpecFunc: TableSpec." + field }); err != nil {
 			return TableSpec{}, err
 		}
+		if f.mutate != nil && len(ts.PrimaryKey) == 0 {
+			return TableSpec{}, errNoPrimaryKey
+		}
 	}
 	if part != "" {
 		if err := ts.checkDecorator(table, part); err != nil {

@@ -194,6 +194,10 @@ func (f *appendFn) changeDesc(enc *rowEncoder) {
 	}
 }
 
+// errNoPrimaryKey refuses to create a table for CDC changes without a
+// primary key (WithTableSpecFunc's spec of the table has none).
+var errNoPrimaryKey = errors.New("WithTableSpecFunc gives the table no TableSpec.PrimaryKey, which WithRowMutation's changes are applied by: the table is not created")
+
 // errReapply stands for the answer of a CDC append written after one that
 // failed: it is sent again after the failed one, so that the changes of a
 // key are applied in the order they were appended, even without sequence
