@@ -423,10 +423,9 @@
 // columns of the schema, neither REPEATED nor RECORD, else refused naming
 // the option; with WithTableSpecFunc, TableSpec.PrimaryKey, and a spec
 // without one fails the bundle, naming the table, before the table is
-// created). As Beam Java,
-// the table is made without max_staleness. With CreateNever the table
-// must have a primary key; the service refuses the changes otherwise, and
-// the bundle fails naming the table.
+// created). As Beam Java, the table is made without max_staleness. With
+// CreateNever the table must have a primary key; the service refuses the
+// changes otherwise, and the bundle fails naming the table.
 //
 // At least once is correct for CDC, bounded or unbounded input: an upsert
 // or delete applied twice leaves the row as applying it once does, and
