@@ -369,7 +369,21 @@
 // WithAtLeastOnce appends to each table's _default stream (Beam Java's
 // STORAGE_API_AT_LEAST_ONCE): rows are visible as they are appended,
 // nothing is committed, and an append retried after the service wrote it,
-// or a retried bundle, writes its rows again.
+// or a retried bundle, writes its rows again: the duplicates are bounded
+// by what was in flight, at most the rows of each append whose answer was
+// lost (up to five appends are in flight per table and DoFn instance). A
+// failure before the write (a connection reset or closed, throttling with
+// RESOURCE_EXHAUSTED) is retried with backoff and duplicates nothing.
+// The connections are bounded per worker process: every at-least-once
+// write of the process shares one Storage Write API client (per endpoint
+// and project) that multiplexes the _default streams of all tables over
+// at most MaxDefaultStreamConnections AppendRows connections
+// (managedwriter's connection sharing, which the service allows on
+// _default streams only), opened as the traffic needs; each DoFn instance
+// keeps one writer per table on them for its life instead of a connection
+// per bundle, and the client is closed when the last instance is torn
+// down. The service limits a project's open connections, so a streaming
+// job of many workers and tables stays within them.
 //
 // Windows and unbounded input: Write takes a PCollection in any windowing
 // (fixed, sliding, session windows, several panes of a trigger), in both
@@ -384,6 +398,46 @@
 // streaming writes are not there yet). WithAtLeastOnce writes it as it
 // comes, each bundle's rows visible once the bundle ends; its
 // WriteResult.Results has a table's result only when the input ends.
+//
+// # Change data capture
+//
+// WithRowMutation(fn) writes each element as a change to the row of the
+// table with the same primary key, which BigQuery applies itself (Beam
+// Java's withRowMutationInformationFn): fn, a registered func(T)
+// RowMutation, gives the change type (Upsert, which inserts the row or
+// replaces the key's, or Delete) and, optionally, a sequence number, 1 to
+// 4 sections of 1 to 16 hexadecimal digits separated by '/'
+// (SequenceNumber(lsn), SequenceNumber(file, offset)), sent as the
+// pseudo-columns _CHANGE_TYPE and _CHANGE_SEQUENCE_NUMBER. The service
+// compares sequence numbers section by section as unsigned numbers: a
+// change below the one a key was last changed by (a delete's included) is
+// ignored, and between equal numbers the one written last wins. A type or
+// a sequence number the service would refuse sends the element to
+// FailedRows (or fails the write, WithFailOnRowErrors).
+//
+// The service takes changes only on a table's _default stream, of a table
+// with a primary key. So, when the pipeline is built: WithRowMutation
+// without WithAtLeastOnce is refused (there is no exactly-once CDC), and
+// with CreateIfNeeded it needs WithPrimaryKey(columns...), which makes
+// the table with that primary key (NOT ENFORCED; 1 to 16 top-level
+// columns of the schema, neither REPEATED nor RECORD, else refused naming
+// the option; with WithTableSpecFunc, TableSpec.PrimaryKey, and a spec
+// without one fails the bundle, naming the table, before the table is
+// created). As Beam Java, the table is made without max_staleness. With
+// CreateNever the table must have a primary key; the service refuses the
+// changes otherwise, and the bundle fails naming the table.
+//
+// At least once is correct for CDC, bounded or unbounded input: an upsert
+// or delete applied twice leaves the row as applying it once does, and
+// with sequence numbers an older change retried after a newer one (an
+// append whose answer was lost, a retried bundle) is ignored. Without
+// sequence numbers the service applies a key's changes in the order they
+// arrive; a writer then appends again, after a failed append, every
+// append it had in flight behind it, so that a retry does not undo its
+// later changes; but its appends may move between the shared connections
+// (below), and changes of one key written by different bundles or workers
+// have no order: give sequence numbers whenever a key may change more
+// than once.
 //
 // Tables: WithCreateDisposition(CreateIfNeeded), the default, creates a
 // missing table (tables.insert, through the REST API, WithRESTEndpoint)

@@ -591,11 +591,13 @@ type writeConfig struct {
 	// AllowAddition and AllowRelaxation are WithSchemaUpdateOptions'.
 	AllowAddition, AllowRelaxation bool
 
-	given     []givenOption
-	tableFn   any    // WithTableFunc's function, checked against the element type
-	specFn    any    // WithTableSpecFunc's function
-	badUpdate string // a schema update option WithSchemaUpdateOptions does not know
-	schemaOK  error  // WithSchema could not take its schema
+	given   []givenOption
+	tableFn any // WithTableFunc's function, checked against the element type
+	// mutationFn is WithRowMutation's function (write_cdc.go).
+	mutationFn any
+	specFn     any    // WithTableSpecFunc's function
+	badUpdate  string // a schema update option WithSchemaUpdateOptions does not know
+	schemaOK   error  // WithSchema could not take its schema
 }
 
 func (c *writeConfig) note(name string, args ...any) {

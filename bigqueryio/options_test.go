@@ -173,6 +173,9 @@ func queryOptions(opts ...SessionOption) []QueryOption {
 func routeA(struct{ ID int64 }) string { return "p.d.a" }
 func routeB(struct{ ID int64 }) string { return "p.d.b" }
 
+func mutationA(struct{ ID int64 }) RowMutation { return RowMutation{Type: Upsert} }
+func mutationB(struct{ ID int64 }) RowMutation { return RowMutation{Type: Delete} }
+
 func specA(string) TableSpec { return TableSpec{Description: "a"} }
 func specB(string) TableSpec { return TableSpec{Description: "b"} }
 
@@ -217,6 +220,8 @@ func repeatCases() map[string][4]any {
 		"WithTableDescription":    {WithTableDescription("a"), WithTableDescription("b"), `WithTableDescription("a")`, `WithTableDescription("b")`},
 		"WithTableLabels":         {WithTableLabels(map[string]string{"a": "1"}), WithTableLabels(map[string]string{"a": "2"}), `WithTableLabels("map[a:1]")`, `WithTableLabels("map[a:2]")`},
 		"WithKMSKey":              {WithKMSKey("k1"), WithKMSKey("k2"), `WithKMSKey("k1")`, `WithKMSKey("k2")`},
+		"WithPrimaryKey":          {WithPrimaryKey("ID"), WithPrimaryKey("ID", "ID2"), `WithPrimaryKey("ID")`, `WithPrimaryKey("ID", "ID2")`},
+		"WithRowMutation":         {WithRowMutation(mutationA), WithRowMutation(mutationB), "WithRowMutation(github.com/sdfio/sdfio/bigqueryio.mutationA)", "WithRowMutation(github.com/sdfio/sdfio/bigqueryio.mutationB)"},
 		"WithTableSpecFunc":       {WithTableSpecFunc(specA), WithTableSpecFunc(specB), "WithTableSpecFunc(github.com/sdfio/sdfio/bigqueryio.specA)", "WithTableSpecFunc(github.com/sdfio/sdfio/bigqueryio.specB)"},
 		"WithSchemaUpdateOptions": {WithSchemaUpdateOptions(AllowFieldAddition), WithSchemaUpdateOptions(AllowFieldRelaxation), `WithSchemaUpdateOptions("ALLOW_FIELD_ADDITION")`, `WithSchemaUpdateOptions("ALLOW_FIELD_RELAXATION")`},
 		// These two have rules of their own (TestOptionConflicts,

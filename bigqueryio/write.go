@@ -115,6 +115,9 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if cfg.specFn != nil {
 		fn.SpecFn = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.specFn)}
 	}
+	if cfg.mutationFn != nil {
+		fn.Mutation = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.mutationFn)}
+	}
 	if windowing.Unbounded(col) && !cfg.AtLeastOnce {
 		dest := table
 		if dest == "" {
@@ -165,6 +168,9 @@ func checkWriteType(t reflect.Type, cfg writeConfig) error {
 		if _, err := newRowEncoder(schema, t); err != nil {
 			return err
 		}
+	}
+	if err := cfg.checkCDC(t, schema); err != nil {
+		return err
 	}
 	if schema != nil {
 		return cfg.Spec.check(schema, cfg.specName)

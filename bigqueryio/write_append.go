@@ -37,13 +37,17 @@ type appendFn struct {
 	TableFn    beam.EncodedFunc
 	HasTableFn bool
 	SpecFn     *beam.EncodedFunc // WithTableSpecFunc's function, nil without
+	Mutation   *beam.EncodedFunc // WithRowMutation's function, nil without (write_cdc.go)
 
 	mw     *managedwriter.Client
+	shared *sharedClient           // WithAtLeastOnce: the process's client mw is (write_pool.go)
+	kept   map[string]*keptWriter  // WithAtLeastOnce: _default writers by table, for the DoFn's life
 	tables map[string]*writeTable  // by resource name, for the DoFn's life
 	dests  map[string]*destination // by resource name, for the bundle
 	order  []string                // dests in the order they came
 	route  reflectx.Func1x1
 	spec   reflectx.Func1x1
+	mutate *mutationFunc
 	run    string // WriteTruncate: the run's id (truncAppendFn)
 	m      writeMetrics
 }
@@ -103,6 +107,7 @@ func (f *appendFn) Setup() {
 	if f.SpecFn != nil {
 		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
+	f.mutate = newMutationFunc(f.Mutation)
 }
 
 func (f *appendFn) StartBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) {
@@ -125,6 +130,9 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 	row, err := d.table.enc.encode(nil, x)
 	if err != nil && d.table.enc.isRow && f.followSchema(ctx, d.table, x) {
 		row, err = d.table.enc.encode(nil, x)
+	}
+	if err == nil && f.mutate != nil {
+		row, err = f.mutate.appendChange(row, x)
 	}
 	if err == nil && len(row) > f.Cfg.MaxBatchSize {
 		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Cfg.MaxBatchSize)
@@ -189,7 +197,7 @@ func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDon
 
 func (f *appendFn) closeStreams() {
 	for _, d := range f.dests {
-		if d.ms != nil {
+		if d.ms != nil && !f.keep(d) {
 			d.ms.Close()
 		}
 	}
@@ -198,6 +206,7 @@ func (f *appendFn) closeStreams() {
 
 func (f *appendFn) Teardown() {
 	f.closeStreams()
+	f.closeKept()
 	if f.mw != nil {
 		f.mw.Close()
 	}
@@ -231,6 +240,13 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	spec := p[1] + "." + p[3] + "." + p[5]
 	if part != "" {
 		spec += "$" + part
+	}
+	if f.mw == nil && f.Cfg.AtLeastOnce {
+		c, err := acquireShared(f.Cfg, p[1])
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		f.shared, f.mw = c, c.mw
 	}
 	if f.mw == nil {
 		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
@@ -281,6 +297,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if f.Cfg.IgnoreUnknown {
 		enc.plan.ignoreUnknownKeys()
 	}
+	f.changeDesc(enc)
 	t := &writeTable{spec: spec, enc: enc, streams: streams, base: base}
 	f.tables[res] = t
 	return t, nil
@@ -295,6 +312,9 @@ func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableS
 		ts = f.spec.Call1x1(table).(TableSpec)
 		if err := ts.check(schema, func(field string) string { return "WithTableSpecFunc: TableSpec." + field }); err != nil {
 			return TableSpec{}, err
+		}
+		if f.mutate != nil && len(ts.PrimaryKey) == 0 {
+			return TableSpec{}, errNoPrimaryKey
 		}
 	}
 	if part != "" {
@@ -352,12 +372,15 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 	if len(d.cur.rows) == 0 {
 		return nil
 	}
-	if d.ms == nil {
-		typ := managedwriter.PendingStream
-		if f.Cfg.AtLeastOnce {
-			typ = managedwriter.DefaultStream
+	if d.ms == nil && f.Cfg.AtLeastOnce {
+		ms, desc, err := f.defaultWriter(d)
+		if err != nil {
+			return err
 		}
-		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(typ),
+		d.ms, d.desc = ms, desc
+	}
+	if d.ms == nil {
+		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(managedwriter.PendingStream),
 			managedwriter.WithSchemaDescriptor(d.table.enc.desc))
 		if err != nil {
 			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)
@@ -432,6 +455,9 @@ func (f *appendFn) drain(ctx context.Context, d *destination, failed func(Failed
 		known[0], resps[0] = err, resp
 		for i := 1; i < len(rest); i++ {
 			resps[i], known[i] = rest[i].outcome(ctx)
+			if known[i] == nil && f.mutate != nil {
+				known[i] = errReapply
+			}
 		}
 		d.next = b.offset
 		for i, r := range rest {

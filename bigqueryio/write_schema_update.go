@@ -220,6 +220,7 @@ func (f *appendFn) followSchema(ctx context.Context, t *writeTable, x any) bool 
 	if f.Cfg.IgnoreUnknown {
 		enc.plan.ignoreUnknownKeys()
 	}
+	f.changeDesc(enc)
 	log.Infof(ctx, "bigqueryio.Write to %s: the table's schema changed, now %s", t.spec, columnNames(enc.schema))
 	t.enc = enc
 	return true

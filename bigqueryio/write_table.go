@@ -70,6 +70,10 @@ type TableSpec struct {
 	Description       string
 	Labels            map[string]string
 	KMSKey            string
+	// PrimaryKey is the table's primary key (NOT ENFORCED), which CDC
+	// changes (WithRowMutation) are applied by: 1 to 16 top-level columns,
+	// neither REPEATED nor RECORD.
+	PrimaryKey []string
 }
 
 // specOption names the options that set a TableSpec's fields, for
@@ -77,6 +81,7 @@ type TableSpec struct {
 var specOption = map[string]string{
 	"TimePartitioning": "WithTimePartitioning", "RangePartitioning": "WithRangePartitioning",
 	"Clustering": "WithClustering", "Description": "WithTableDescription", "Labels": "WithTableLabels", "KMSKey": "WithKMSKey",
+	"PrimaryKey": "WithPrimaryKey",
 }
 
 // WithTimePartitioning creates the table (CreateIfNeeded) partitioned by
@@ -103,13 +108,18 @@ func WithRangePartitioning(p RangePartitioning) WriteOption {
 // TIMESTAMP or GEOGRAPHY.
 func WithClustering(columns ...string) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
-		args := make([]any, len(columns))
-		for i, col := range columns {
-			args[i] = col
-		}
-		c.note("WithClustering", args...)
+		c.note("WithClustering", stringArgs(columns)...)
 		c.Spec.Clustering = append([]string(nil), columns...)
 	})
+}
+
+// stringArgs is ss as arguments of note.
+func stringArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
 }
 
 // WithTableDescription creates the table (CreateIfNeeded) with a
@@ -158,7 +168,7 @@ var (
 // given reports whether the spec sets anything.
 func (sp *TableSpec) given() bool {
 	return sp.TimePartitioning != nil || sp.RangePartitioning != nil || len(sp.Clustering) > 0 ||
-		sp.Description != "" || len(sp.Labels) > 0 || sp.KMSKey != ""
+		sp.Description != "" || len(sp.Labels) > 0 || sp.KMSKey != "" || len(sp.PrimaryKey) > 0
 }
 
 // check refuses a spec that the service would refuse for schema. name
@@ -230,6 +240,9 @@ func (sp *TableSpec) check(schema bigquery.Schema, name func(field string) strin
 	if sp.KMSKey != "" && !kmsKey.MatchString(sp.KMSKey) {
 		return fmt.Errorf("%s: want projects/p/locations/l/keyRings/r/cryptoKeys/k", name("KMSKey"))
 	}
+	if sp.PrimaryKey != nil {
+		return checkPrimaryKey(sp.PrimaryKey, schema, name("PrimaryKey"))
+	}
 	return nil
 }
 
@@ -287,6 +300,9 @@ func (sp *TableSpec) metadata(schema bigquery.Schema) *bigquery.TableMetadata {
 	}
 	if sp.KMSKey != "" {
 		md.EncryptionConfig = &bigquery.EncryptionConfig{KMSKeyName: sp.KMSKey}
+	}
+	if len(sp.PrimaryKey) > 0 {
+		md.TableConstraints = &bigquery.TableConstraints{PrimaryKey: &bigquery.PrimaryKey{Columns: sp.PrimaryKey}}
 	}
 	return md
 }

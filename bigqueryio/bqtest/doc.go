@@ -153,6 +153,29 @@
 //     connection stays open; only a first request naming no stream ends
 //     the RPC. Rows of COMMITTED and _default streams are visible on
 //     append, of BUFFERED streams on flush, of PENDING streams on commit.
+//   - CDC (change data capture): a writer schema may declare the
+//     pseudo-columns _CHANGE_TYPE and _CHANGE_SEQUENCE_NUMBER (proto
+//     strings). Such rows are taken only on the _default stream (on
+//     another stream: INVALID_ARGUMENT) of a table with a primary key
+//     (Table.PrimaryKey; tables.insert's tableConstraints.primaryKey,
+//     which tables.get reports; 1 to 16 top-level columns, neither
+//     REPEATED nor RECORD; a table without one: INVALID_ARGUMENT), and
+//     are applied as they are written, by key: UPSERT inserts the row or
+//     replaces the key's row, DELETE removes it. A sequence number is 1
+//     to 4 sections of 1 to 16 hexadecimal digits separated by '/',
+//     compared section by section, left to right, as unsigned numbers (a
+//     number that is a prefix of another is the smaller, an assumption:
+//     the service documents numbers of as many sections). A change whose
+//     number is below the one its key was last changed by, a delete's
+//     included, is ignored; between equal numbers the later written wins,
+//     as the service uses its ingestion time then; a change without one,
+//     or to a key last changed without one, is applied in the order of
+//     arrival. A change type other than UPSERT or DELETE (case
+//     insensitive), a missing one or a malformed sequence number is a row
+//     error. Reads return the applied state, as the service's do with
+//     max_staleness 0 (bqtest does not model max_staleness or the
+//     background apply). Tables partitioned by ingestion time are not
+//     served CDC rows (UNIMPLEMENTED).
 //   - A read session reads the table as it was when the session was made
 //     (later commits do not change it); a table deleted or redefined by
 //     AddTable makes its old write streams NOT_FOUND.

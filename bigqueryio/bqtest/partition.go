@@ -29,6 +29,9 @@ const maxClusteringColumns = 4
 // least one interval, and at most four clustering columns of top-level,
 // non-repeated columns of a type that clusters.
 func checkTableMeta(t *Table) error {
+	if err := checkPrimaryKey(t); err != nil {
+		return err
+	}
 	if t.TimePartitioning != nil && t.RangePartitioning != nil {
 		return fmt.Errorf("a table has time partitioning or range partitioning, not both")
 	}
@@ -279,6 +282,7 @@ func tableMetaFromREST(in *bq.Table, t *Table) {
 	if in.EncryptionConfiguration != nil {
 		t.KMSKey = in.EncryptionConfiguration.KmsKeyName
 	}
+	primaryKeyFromREST(in, t)
 }
 
 // restTableMeta adds t's metadata to a tables.get answer.
@@ -306,6 +310,7 @@ func restTableMeta(out map[string]any, t *Table) {
 	if t.KMSKey != "" {
 		out["encryptionConfiguration"] = &bq.EncryptionConfiguration{KmsKeyName: t.KMSKey}
 	}
+	restPrimaryKey(out, t)
 }
 
 // checkSchemaUpdate refuses a new schema of a table that the service

@@ -75,6 +75,10 @@ type Table struct {
 	Description       string
 	Labels            map[string]string
 	KMSKey            string
+	// PrimaryKey is the table's primary key (NOT ENFORCED): CDC rows
+	// appended to its _default stream are applied by it (cdc.go).
+	// tables.insert takes it (tableConstraints) and tables.get reports it.
+	PrimaryKey []string
 }
 
 type table struct {

@@ -42,7 +42,9 @@ type writeState struct {
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults
 	finalCalls  int // FinalizeWriteStream calls since SetWriteFaults
 	stats       WriteStats
-	attempts    map[AppendAt]int // AppendRows requests by stream and offset
+	attempts    map[AppendAt]int     // AppendRows requests by stream and offset
+	cdc         map[*table]*cdcState // CDC's keys, by table lineage (cdc.go)
+	openConns   int                  // AppendRows RPCs open
 	seq         int
 }
 
@@ -152,6 +154,7 @@ type WriteStats struct {
 	CommitErrors      int   // BatchCommitWriteStreams calls answered with stream_errors
 	Flushes           int   // FlushRows calls that moved a BUFFERED stream's flushed offset
 	AppendConnections int   // AppendRows RPCs
+	AppendConnsPeak   int   // AppendRows RPCs open at once, at most
 	Appends           int   // AppendRows requests received
 	AppendsWritten    int   // AppendRows requests whose rows were written
 	AppendErrors      int   // requests answered with an error in the response (injected ones excluded)
@@ -327,12 +330,7 @@ func (s *Server) appendTableLocked(t *table, rows [][]bigquery.Value, part strin
 	nt := &table{name: t.name, Table: t.Table, rowBytes: t.rowBytes, expires: t.expires, origin: t.lineage(), parts: parts}
 	nt.Rows = all
 	if nt.rowBytes == 0 {
-		var enc avroEncoder
-		n := min(len(rows), 100)
-		for _, r := range rows[:n] {
-			enc.row(t.Schema, r)
-		}
-		nt.rowBytes = int64(len(enc.buf)/n) + 1
+		nt.rowBytes = rowBytesOf(t.Schema, rows)
 	}
 	s.tables[t.name] = nt
 	return nt

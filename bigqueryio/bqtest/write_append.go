@@ -35,7 +35,14 @@ func (w *writeService) AppendRows(srv storagepb.BigQueryWrite_AppendRowsServer) 
 	s := w.s
 	s.mu.Lock()
 	s.w.stats.AppendConnections++
+	s.w.openConns++
+	s.w.stats.AppendConnsPeak = max(s.w.stats.AppendConnsPeak, s.w.openConns)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.w.openConns--
+		s.mu.Unlock()
+	}()
 	conn := &appendConn{}
 	for {
 		req, err := srv.Recv()
@@ -224,9 +231,14 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	if st != nil {
 		return failStatus(st)
 	}
+	if plan.cdc != nil {
+		if st := checkCDC(t, ws, name); st != nil {
+			return failStatus(st)
+		}
+	}
 
 	// Decode and check the rows outside the lock.
-	decoded, rowErrs := plan.decode(rows.GetRows().GetSerializedRows())
+	decoded, changes, rowErrs := plan.decodeRows(rows.GetRows().GetSerializedRows())
 	if rowErrs == nil && part != "" {
 		rowErrs = outsidePartition(&t.Table, decoded, part)
 	}
@@ -267,7 +279,9 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	}
 	result := &storagepb.AppendRowsResponse_AppendResult{}
 	resp.Response = &storagepb.AppendRowsResponse_AppendResult_{AppendResult: result}
-	if ws == nil || ws.typ == storagepb.WriteStream_COMMITTED {
+	if changes != nil {
+		s.applyChangesLocked(cur, decoded, changes)
+	} else if ws == nil || ws.typ == storagepb.WriteStream_COMMITTED {
 		s.appendTableLocked(cur, decoded, part)
 	} else {
 		ws.rows = append(ws.rows, decoded...)

@@ -139,7 +139,8 @@ func (e extraFieldsError) Error() string { return "extra fields: " + strings.Joi
 type rowPlan struct {
 	md     protoreflect.MessageDescriptor
 	schema bigquery.Schema
-	cols   []colPlan // one per column, in schema order
+	cols   []colPlan  // one per column, in schema order
+	cdc    *cdcFields // CDC's pseudo-columns, in a table's plan (cdc.go)
 }
 
 // colPlan converts one column.
@@ -169,6 +170,14 @@ func compilePlan(md protoreflect.MessageDescriptor, schema bigquery.Schema, pref
 		fd := fields.Get(i)
 		col := columnName(fd)
 		ci, ok := byName[strings.ToLower(col)]
+		if !ok && prefix == "" {
+			if taken, err := p.takeChangeField(fd); taken {
+				if err != nil && subErr == nil {
+					subErr = err
+				}
+				continue
+			}
+		}
 		if !ok {
 			extra = append(extra, prefix+col)
 			continue
