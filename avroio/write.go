@@ -152,7 +152,7 @@ type fileResult struct {
 // # When a write fails
 //
 // A failed write leaves no final file and no temporary directory, on
-// every runner, including Prism v2.77, which now and then runs the
+// every runner, including Prism (v2.77, v2.78), which now and then runs the
 // finalize step after a failed bundle, with the results of the bundles
 // that committed (its failure handling advances the watermark as if the
 // failed bundle had finished with no output):

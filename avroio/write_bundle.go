@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+
+	"github.com/sdfio/sdfio/internal/runnerfix"
 )
 
 // writeBundleFn writes each bundle's records to a temporary file of its
@@ -19,7 +21,7 @@ import (
 // its records and emits the error instead (fileResult.Err), so that the
 // write fails in its finalize step, which then removes every temporary
 // file and commits nothing. (A failed bundle cannot do that: other
-// bundles may still write; and Prism v2.77 may run the finalize step
+// bundles may still write; and Prism (v2.77, v2.78) may run the finalize step
 // after a bundle failed, with the bundles that did commit.) The same
 // record fails every attempt, so a runner's retry could not have helped.
 // A fault of the filesystem fails the bundle, for the runner to retry.
@@ -48,12 +50,10 @@ func (fn *writeBundleFn) Setup(ctx context.Context) (err error) {
 }
 
 // touchWriteCounters makes the runner know the write counters from a
-// bundle's first report on: Prism v2.77 keeps only one of two concurrent
-// first reports of a counter it does not know yet, which lost a bundle's
-// records_written under load.
+// bundle's first report on (runnerfix.TouchCounters says why; it lost a
+// bundle's records_written under load).
 func touchWriteCounters(ctx context.Context, cfg writeConfig) {
-	cfg.counter("records_written").Inc(ctx, 0)
-	cfg.counter("bytes_written").Inc(ctx, 0)
+	runnerfix.TouchCounters(ctx, cfg.counter("records_written"), cfg.counter("bytes_written"))
 }
 
 // StartBundle drops the file of a bundle that failed on this instance
@@ -183,7 +183,7 @@ const begunMarker = "begun"
 // finalize step needs to write the empty file of an empty input, since no
 // bundle ran to say so. A bundle attempt that fails removes it (see
 // writeBundleFn.giveUp), so that a finalize step run after the failure
-// (Prism v2.77 does, now and then) does not take the lost records for an
+// (Prism v2.77 and v2.78 do, now and then) does not take the lost records for an
 // empty input; the finalize step removes it on success.
 type beginFn struct {
 	Config writeConfig

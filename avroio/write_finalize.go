@@ -75,7 +75,7 @@ type finalizeStats struct {
 // step), it finds the files renamed before in place and finishes the rest.
 //
 // It commits only what shows the write succeeded, since a runner may run
-// it after a writing bundle failed (Prism v2.77 does, now and then, with
+// it after a writing bundle failed (Prism v2.77 and v2.78 do, now and then, with
 // the results of the bundles that committed): no result may carry an
 // error (a record that could not be written); under fixed sharding every
 // shard must have its file (WriteShards writes one for each, records or

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+
+	"github.com/sdfio/sdfio/internal/runnerfix"
 )
 
 // windowTimeLayout is how window bounds appear in file names: UTC, to the
@@ -147,8 +149,7 @@ func (fn *writeWindowFn) ProcessElement(ctx context.Context, pane typex.PaneInfo
 	// Every counter this step may add to, known to the runner from the
 	// first report on (see touchWriteCounters).
 	touchWriteCounters(ctx, fn.Config)
-	fn.Config.counter("files_written").Inc(ctx, 0)
-	fn.Config.counter("temp_files_removed").Inc(ctx, 0)
+	runnerfix.TouchCounters(ctx, fn.Config.counter("files_written"), fn.Config.counter("temp_files_removed"))
 	cfg := fn.Config
 	dest, shard, err := parseShardKey(key)
 	if err != nil {

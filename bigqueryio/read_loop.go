@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sdfio/sdfio/internal/runnerfix"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -131,15 +132,12 @@ func (fn *readStreamFn) ProcessElement(ctx context.Context, rt *StreamTracker, e
 	if err != nil {
 		return err
 	}
-	// Every counter is touched first, so that the runner knows it before
-	// a split's residual reports it too (Prism v2.77 keeps one of two
-	// first reports of a counter it does not know yet); rows and bytes are
-	// counted per response, so they move while a long stream is read.
+	// Every counter is touched first (runnerfix.TouchCounters says why);
+	// rows and bytes are counted per response, so they move while a long
+	// stream is read.
 	rowsCounter, bytesCounter, retriesCounter := fn.Cfg.counter("rows"), fn.Cfg.counter("bytes"), fn.Cfg.counter("retries")
 	acceptedCounter, refusedCounter := fn.Cfg.counter("splits_accepted"), fn.Cfg.counter("splits_refused")
-	for _, c := range []beam.Counter{rowsCounter, bytesCounter, retriesCounter, acceptedCounter, refusedCounter} {
-		c.Inc(ctx, 0)
-	}
+	runnerfix.TouchCounters(ctx, rowsCounter, bytesCounter, retriesCounter, acceptedCounter, refusedCounter)
 	st := readStats{report: func(rows, bytes int64) {
 		rowsCounter.Inc(ctx, rows)
 		bytesCounter.Inc(ctx, bytes)

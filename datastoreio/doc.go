@@ -207,10 +207,10 @@
 // fails the bundle at the next element or at the end of the bundle. The
 // background commits' counts reach Beam's metrics from the bundle's own
 // goroutine. Write's stage has an output that is never written to (into a
-// Flatten, which costs nothing): Prism (Beam v2.77) waits for a bundle of a
-// stage without outputs in a loop that never blocks, and the profile of
-// internal/cmd/dswritebench showed that loop taking most of the process's
-// CPU while a write ran.
+// Flatten, which costs nothing): Prism (Beam v2.77 and v2.78) waits for a
+// bundle of a stage without outputs in a loop that never blocks, and the
+// profile of internal/cmd/dswritebench showed that loop taking most of the
+// process's CPU while a write ran.
 //
 // Ramp-up throttling, on by default as in Java (WithRampupThrottlingDisabled
 // turns it off): Datastore's 500/50/5 rule, at most 500 operations a second

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/runnerfix"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -112,26 +113,19 @@ func (fn *readFn[T, S]) counters() (records, bytes, accepted, refused beam.Count
 	return recordsCounter, bytesCounter, splitsAcceptedCounter, splitsRefusedCounter
 }
 
-// StartBundle reports every counter of the read, adding 0, from the start
-// of the bundle, before any restriction of it ends. Prism (v2.77) keeps
-// only one of two first reports of a counter whose id it does not know yet
-// when they arrive together, and bundles that finish together are a
-// restriction's and the residual a runner split off it: when the counters
-// first appeared in the bundles' final reports, one bundle's counts could
-// be lost. Touched here, they are in the progress reports a runner splits
-// on, and Prism learns their ids from the report before it splits.
+// StartBundle reports every counter of the read from the start of the
+// bundle, before any restriction of it ends (runnerfix.TouchCounters says
+// why): a restriction and the residual a runner split off it are bundles
+// that finish together.
 func (fn *readFn[T, S]) StartBundle(ctx context.Context, _ func(T)) {
 	records, bytes, accepted, refused := fn.counters()
-	records.Inc(ctx, 0)
-	bytes.Inc(ctx, 0)
-	accepted.Inc(ctx, 0)
-	refused.Inc(ctx, 0)
+	runnerfix.TouchCounters(ctx, records, bytes, accepted, refused)
 	ns := fn.Namespace
 	if ns == "" {
 		ns = Namespace
 	}
 	for _, name := range fn.SourceCounters {
-		beam.NewCounter(ns, name).Inc(ctx, 0)
+		runnerfix.TouchCounters(ctx, beam.NewCounter(ns, name))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -51,9 +52,16 @@ type twoFn struct{}
 
 func (twoFn) ProcessElement(x string) (string, int) { return x, len(x) }
 
+// anonFn takes an unnamed struct, which has no type key: register (v2.78)
+// gives it to the schema registry only, and so does beamreg.
+type anonFn struct{}
+
+func (anonFn) ProcessElement(p struct{ N int }) int { return p.N }
+
 func init() {
 	beamreg.DoFn2x1[Pair, func(int), error](&lifeFn{})
 	beamreg.DoFn1x2[string, string, int](&twoFn{})
+	beamreg.DoFn1x1[struct{ N int }, int](&anonFn{})
 	register.Emitter1[int]()
 }
 
@@ -63,7 +71,8 @@ func TestMain(m *testing.M) {
 
 // TestWrapperIsReflectionFree: the struct wrapper's ProcessElement is a
 // caller with its arity's call method (not Beam's reflection shim), and it
-// calls the DoFn.
+// calls the DoFn; the wrapper has the DoFn's lifecycle methods too, as
+// register's does, and nothing else.
 func TestWrapperIsReflectionFree(t *testing.T) {
 	m, ok := reflectx.WrapMethods(&lifeFn{Add: 1, set: true})
 	if !ok {
@@ -77,10 +86,18 @@ func TestWrapperIsReflectionFree(t *testing.T) {
 	if err := pe.Call2x1(Pair{"a", 41}, func(v int) { got = v }); err != nil || got != 42 {
 		t.Fatalf("Call2x1: %v, emitted %d", err, got)
 	}
-	if len(m) != 1 {
-		t.Errorf("wrapper methods %v: want ProcessElement only", reflect.ValueOf(m).MapKeys())
+	var names []string
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if want := []string{"FinishBundle", "ProcessElement", "Setup", "StartBundle", "Teardown"}; !slices.Equal(names, want) {
+		t.Errorf("wrapper methods %v, want %v", names, want)
 	}
 	m, _ = reflectx.WrapMethods(&twoFn{})
+	if len(m) != 1 {
+		t.Errorf("twoFn's wrapper has %d methods, want ProcessElement only", len(m))
+	}
 	if k, n := m["ProcessElement"].(reflectx.Func1x2).Call1x2("abc"); k != "abc" || n != 3 {
 		t.Errorf("Call1x2: %v %v", k, n)
 	}
@@ -102,6 +119,30 @@ func TestPipeline(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 	if started.Load() == 0 || finished.Load() != started.Load() {
 		t.Errorf("StartBundle %d times, FinishBundle %d", started.Load(), finished.Load())
+	}
+}
+
+// TestUnnamedStructParameter: an unnamed struct parameter is registered
+// as register (v2.78) registers it, with the schema registry only (Beam's
+// type registry has no key for it and panicked at registration before),
+// and the DoFn runs on it.
+func TestUnnamedStructParameter(t *testing.T) {
+	if _, ok := runtime.TypeKey(reflect.TypeFor[struct{ N int }]()); ok {
+		t.Fatal("an unnamed struct has a type key: the test no longer tests anything")
+	}
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.Create(s, struct{ N int }{3}, struct{ N int }{4})
+	passert.Equals(s, beam.ParDo(s, &anonFn{}, in), 3, 4)
+	ptest.RunAndValidate(t, p)
+}
+
+// TestDoFnsListsRegistered: DoFns lists every DoFn registered here, in
+// order.
+func TestDoFnsListsRegistered(t *testing.T) {
+	got := beamreg.DoFns()
+	want := []reflect.Type{reflect.TypeFor[lifeFn](), reflect.TypeFor[twoFn](), reflect.TypeFor[anonFn]()}
+	if !slices.Equal(got, want) {
+		t.Errorf("DoFns() = %v, want %v", got, want)
 	}
 }
 

@@ -9,7 +9,7 @@
 // tests start (SDK workers, Python and Avro tools, the Datastore emulator's
 // working directory) — then writes there.
 //
-// Before removing it, Main lists what is left. Files that Beam v2.77.0
+// Before removing it, Main lists what is left. Files that Beam (v2.77.0, v2.78.0)
 // creates and never removes are expected and only removed:
 // runnerlib.Execute creates an empty file beamloopbackworker-* for every
 // pipeline run in LOOPBACK mode (ptest on Prism) and forgets it. Anything

@@ -16,7 +16,7 @@ func init() {
 	beamreg.DoFn2x1[beam.Window, beam.X, beam.X](&explodeFn{})
 }
 
-// Unbounded reports whether col is unbounded. Beam Go v2.77 keeps a
+// Unbounded reports whether col is unbounded. Beam Go (v2.77, v2.78) keeps a
 // PCollection's boundedness (set when the graph is built: a splittable
 // DoFn that returns a ProcessContinuation makes an unbounded output, and
 // so does every transform downstream of one) in its graph node, which

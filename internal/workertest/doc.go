@@ -28,13 +28,13 @@
 // TestMain) when started with SDFIO_WORKERTEST_PRISM set, serves on a free
 // port (Prism listens on every interface; Run and the workers connect through
 // localhost) and exits when Run closes its standard input. Prism keeps
-// state beyond a job that every server in a process shares (Beam v2.77.0
+// state beyond a job that every server in a process shares (Beam v2.77.0 and v2.78.0
 // reuses the responders of its control requests through a package-level
 // pool, and a worker that disconnects while a request is outstanding can
 // leave its error in one, to be read by a later job as the answer to its own
 // request), so a job server in the test process would let one run's failure
 // reach the next. (Under -race the job server is race-instrumented too, but
-// a race inside Prism, such as v2.77.0's send on a worker's instruction
+// a race inside Prism, such as v2.77.0 and v2.78.0's send on a worker's instruction
 // channel against its close, is reported in the job server's output, which
 // Run logs when it fails, not by the test process's race detector.) A job
 // server costs a Run half a second to a second to start at a load of 12-18
@@ -61,7 +61,7 @@
 // The staged worker artifact is not the worker binary but a pointer to it: a
 // header line and the test binary's absolute path (tens of bytes), which the
 // pool retrieves before it executes that binary in place (the pool runs on the
-// same machine as the test). Prism v2.77.0 fails a job whose worker has not
+// same machine as the test). Prism (v2.77.0, v2.78.0) fails a job whose worker has not
 // opened its control connection one minute after Prism asked the pool for it
 // (runners/prism/internal/execute.go: a fixed time.AfterFunc that no option
 // or environment setting changes), and that minute covers everything the
@@ -97,7 +97,7 @@
 //
 // # Why EXTERNAL and not PROCESS
 //
-// Prism v2.77.0 also implements beam:env:process:v1
+// Prism (v2.77.0, v2.78.0) also implements beam:env:process:v1
 // (runners/prism/internal/environments.go, processEnvironment), but it starts
 // the command with the arguments "--id='<id>'" and --provision_endpoint: the
 // single quotes reach the process verbatim, as no shell is involved. A boot

@@ -24,7 +24,7 @@ const prismEnv = "SDFIO_WORKERTEST_PRISM"
 
 // Every Run gets a Prism job server of its own, in a process of its own (the
 // test binary, started with prismEnv set). Prism keeps state that outlives a
-// job and is shared by every server in a process: in Beam v2.77.0
+// job and is shared by every server in a process: in Beam v2.77.0 and v2.78.0
 // (runners/prism/internal/worker/worker.go) the responders of control
 // requests come from one package-level sync.Pool. When an SDK worker
 // disconnects, Prism answers each request still registered on it with

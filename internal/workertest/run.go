@@ -305,7 +305,7 @@ func jobName(testName string) string {
 // RunFailing runs a pipeline that is meant to fail and returns its error
 // (nil if it succeeded). Without the race detector it runs on Prism in this
 // process, as ptest.Run does. Under -race its SDK workers are processes of
-// their own (Run): Beam v2.77.0's harness closes its response channel when
+// their own (Run): Beam's harness (v2.77.0, v2.78.0) closes its response channel when
 // the runner ends the control stream (harness.go:195) without waiting for
 // the bundles still running, whose goroutines send their response on it
 // (harness.go:213). A job that fails ends while other bundles are in flight,

@@ -71,6 +71,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/internal/benchdata"
@@ -252,8 +253,8 @@ func runParent(ctx context.Context) int {
 		fmt.Fprintf(out, "note: avrobench: writes: %d records of the same schema made in the pipeline (%d ranges spread by a Reshuffle), snappy; sdfio writes structs (Generic: avroio.Record values), Beam Go's avroio.Write Avro JSON strings; peak-RSS-MB is the child's VmHWM\n",
 			*writeRecords, writeSeeds)
 	}
-	fmt.Fprintf(out, "note: avrobench: %d runs per measurement, %d of Beam Go's avroio on the large file; medians; every pipeline on Prism in-process, counting with a combine; \"Pinned\" and Decode run under taskset -c 0; other-cores is the CPU the rest of the machine used meanwhile\n",
-		*benchCount, *beamOneFileCount)
+	fmt.Fprintf(out, "note: avrobench: %d runs per measurement, %d of Beam Go's avroio (v%s) on the large file; medians; every pipeline on Prism in-process, counting with a combine; \"Pinned\" and Decode run under taskset -c 0; other-cores is the CPU the rest of the machine used meanwhile\n",
+		*benchCount, *beamOneFileCount, core.SdkVersion)
 	if skipped > 0 {
 		fmt.Fprintf(out, "note: avrobench: sdfio's avroio.Read was not measured (-bench_sdfio=false)\n")
 	}

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 )
 
 // maxRatio is issue 16's target for the avroio program over Beam Go's.
@@ -75,8 +77,8 @@ func run() error {
 	if ratio > maxRatio {
 		verdict = "not met"
 	}
-	fmt.Printf("note: binsize: an avroio-only read program is %.1f MB with %d non-standard packages; the same program on Beam Go's avroio %.1f MB with %d: %.2fx (target <= %.1fx: %s)\n",
-		float64(ours)/1e6, len(oursDeps), float64(beams)/1e6, len(beamDeps), ratio, maxRatio, verdict)
+	fmt.Printf("note: binsize: an avroio-only read program is %.1f MB with %d non-standard packages; the same program on Beam Go's avroio (v%s) %.1f MB with %d: %.2fx (target <= %.1fx: %s)\n",
+		float64(ours)/1e6, len(oursDeps), core.SdkVersion, float64(beams)/1e6, len(beamDeps), ratio, maxRatio, verdict)
 	fmt.Printf("note: binsize: %d packages outside sdfio only the avroio program links: %s\n", len(only), strings.Join(only, " "))
 	return nil
 }

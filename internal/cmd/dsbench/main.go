@@ -27,6 +27,7 @@ import (
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	beamds "github.com/apache/beam/sdks/v2/go/pkg/beam/io/datastoreio"
@@ -187,8 +188,8 @@ func main() {
 		panic("Entity has no type key")
 	}
 	fmt.Println("pkg: github.com/sdfio/sdfio/internal/cmd/dsbench")
-	fmt.Printf("note: %d entities of one kind, numeric ids over the whole positive int64 range, written to the Cloud Datastore emulator in %v; Prism in-process; %d splits (sdfio) vs %d shards (Beam Go datastoreio v2.77)\n",
-		*entities, time.Since(start).Round(time.Second), *splits, *splits)
+	fmt.Printf("note: %d entities of one kind, numeric ids over the whole positive int64 range, written to the Cloud Datastore emulator in %v; Prism in-process; %d splits (sdfio) vs %d shards (Beam Go datastoreio v%s)\n",
+		*entities, time.Since(start).Round(time.Second), *splits, *splits, core.SdkVersion)
 	for i := 0; i < *count; i++ {
 		if err := run(ctx, "sdfio", e.Project(), func(s beam.Scope) beam.PCollection {
 			return datastoreio.Read(s, e.Project(), datastoreio.NewQuery(kind), reflect.TypeFor[Entity](), datastoreio.WithNumQuerySplits(*splits))
