@@ -26,8 +26,8 @@ func init() {
 	register.Function1x1(canonRow)
 	register.Function1x1(canonTyped)
 	register.Function1x1(canonNullTyped)
-	beam.RegisterType(reflect.TypeOf((*Typed)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*NullTyped)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*Typed)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*NullTyped)(nil)).Elem())
 }
 
 // The table of every BigQuery type: row 0 has a value in every column,
