@@ -49,15 +49,16 @@ func init() {
 // RegisterType registers t, a record type (a struct or a pointer to one),
 // with Beam, as beam.RegisterType does, and gives t a coder of its own
 // when it holds a field type that Beam's own coder cannot carry between
-// stages, a decimal (*big.Rat, which Beam would encode as nothing, every
-// decimal arriving as 0) above all: Beam's schema row coder of t with
-// big.Rat stored as its exact text ("num/den"), civil.Date as its three
-// numbers and time.Time exact in every year (Avro's dates and timestamps
-// reach far beyond the years 0-9999 of Beam's own coder of time.Time,
-// which fails on them) and zone offset. It changes the encoding of t only:
-// the program's other PCollections of time.Time, *big.Rat, civil types and
-// structs holding them are encoded as Beam encodes them. Call it in an
-// init function, in place of beam.RegisterType: Read and Write refuse a
-// type holding a decimal that has no coder of its own. It is the same
+// stages: a decimal (*big.Rat, which Beam would encode as nothing, every
+// decimal arriving as 0), a civil.Date, a Datastore key. The coder is
+// Beam's schema row coder of t with big.Rat stored as its exact text
+// ("num/den"), civil.Date as its three numbers, and time.Time exact in
+// every year and zone offset (Avro's dates and timestamps reach far beyond
+// the years 0-9999 of Beam's own coder of time.Time, which fails on them).
+// It changes the encoding of t only: the program's other PCollections of
+// time.Time, *big.Rat, civil types and structs holding them are encoded as
+// Beam encodes them. Call it in an init function, in place of
+// beam.RegisterType: Read and Write refuse a type holding such a field
+// that has no coder of its own, naming the field. It is the same
 // registration as bigqueryio's and datastoreio's RegisterType.
 func RegisterType(t reflect.Type) { beamtypes.Register(t) }
