@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/big"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -14,18 +13,17 @@ import (
 	"cloud.google.com/go/civil"
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/internal/globaltest/probe"
-	"github.com/sdfio/sdfio/internal/testtmp"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testtmp.Main(func() int { return ptest.MainRetWithDefault(m, "prism") }))
-}
+func TestMain(m *testing.M) { workertest.Main(m) }
 
 // order is an element type of sdfio's transforms holding the same types.
 type order struct {
@@ -36,7 +34,12 @@ type order struct {
 	Day    civil.Date     `avro:"-" bigquery:"day" datastore:"-"`
 }
 
-func init() { avroio.RegisterType(reflect.TypeFor[order]()) }
+func init() {
+	avroio.RegisterType(reflect.TypeFor[order]())
+	register.Function1x1(describeOrder)
+}
+
+func describeOrder(o order) string { return probe.Describe(o) }
 
 const orderSchema = `{"type":"record","name":"order","fields":[
  {"name":"id","type":"long"},
@@ -124,4 +127,23 @@ func TestIOsKeepTheirValues(t *testing.T) {
 	if !v.(order).Key.Equal(in.Key) {
 		t.Errorf("key %v came back as %v", in.Key, v.(order).Key)
 	}
+}
+
+// TestOrdersOnSeparateWorkers: order's coder, registered in init, is the
+// same in the process that builds the pipeline and in separate worker
+// processes (as on Dataflow and Flink): orders created here and shuffled
+// arrive with every value.
+func TestOrdersOnSeparateWorkers(t *testing.T) {
+	in := []order{
+		{Key: datastore.NameKey("Order", "o1", nil), ID: 1, At: time.Date(12000, 1, 2, 3, 4, 5, 6, time.FixedZone("", -17762)), Amount: big.NewRat(-1234567, 1000), Day: civil.Date{Year: 2024, Month: 2, Day: 29}},
+		{ID: 2, At: time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)},
+	}
+	var want []any
+	for _, o := range in {
+		want = append(want, probe.Describe(o))
+	}
+	p, s := beam.NewPipelineWithRoot()
+	got := beam.ParDo(s, describeOrder, beam.Reshuffle(s, beam.CreateList(s, in)))
+	passert.Equals(s, got, want...)
+	workertest.MustRun(t, p)
 }
