@@ -33,11 +33,10 @@ func checkCoder(t reflect.Type) error {
 	if t == typeOfRow {
 		return nil
 	}
-	if err := beamtypes.Check(t, "bigqueryio.RegisterType"); err != nil || coder.LookupCustomCoder(t) != nil {
-		return err
+	if coder.LookupCustomCoder(t) == nil {
+		if _, err := schema.FromType(t); err != nil {
+			return fmt.Errorf("Beam cannot encode %s, so its rows could not leave the read's stage: %w", t, err)
+		}
 	}
-	if _, err := schema.FromType(t); err != nil {
-		return fmt.Errorf("Beam cannot encode %s, so its rows could not leave the read's stage: %w", t, err)
-	}
-	return nil
+	return beamtypes.Check(t, "bigqueryio.RegisterType")
 }

@@ -284,7 +284,7 @@ func Check(t reflect.Type, register string) error {
 	et := deref(t)
 	if key, ok := runtime.TypeKey(et); ok {
 		if rt, found := runtime.LookupType(key); !found || rt != et {
-			return fmt.Errorf("element type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function of its package", t, et)
+			return fmt.Errorf("element type %v is not registered with Beam: call %s(reflect.TypeFor[%v]()) in an init function of its package", t, register, et)
 		}
 	}
 	if coder.LookupCustomCoder(t) != nil {

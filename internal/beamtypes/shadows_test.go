@@ -210,7 +210,7 @@ func TestRegisterKeepsTheProgramsCoder(t *testing.T) {
 // named type is refused, naming the call that registers it.
 func TestCheckTimesOnly(t *testing.T) {
 	type times struct{ At []time.Time }
-	if err := Check(reflect.TypeFor[times](), "X.RegisterType"); err == nil || !strings.Contains(err.Error(), "beam.RegisterType(reflect.TypeFor[beamtypes.times]())") {
+	if err := Check(reflect.TypeFor[times](), "X.RegisterType"); err == nil || !strings.Contains(err.Error(), "X.RegisterType(reflect.TypeFor[beamtypes.times]())") {
 		t.Errorf("Check of an unregistered type = %v", err)
 	}
 	beam.RegisterType(reflect.TypeFor[times]())
