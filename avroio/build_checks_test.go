@@ -31,8 +31,8 @@ const buildSchema = `{"type":"record","name":"E","fields":[
 	{"name":"name","type":"string","default":""}]}`
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[beamGoTagged]())
-	beam.RegisterType(reflect.TypeFor[withExtra]())
+	avroio.RegisterType(reflect.TypeFor[beamGoTagged]())
+	avroio.RegisterType(reflect.TypeFor[withExtra]())
 }
 
 func panicText(f func()) (msg string) {

@@ -2,16 +2,16 @@
 // pipelines, into and from Go structs or generic Records: reads split
 // files at sync markers and let runners rebalance running reads (dynamic
 // splitting), on any Beam filesystem the program imports; writes commit
-// whole files. Element types must be registered with Beam
-// (beam.RegisterType); Read refuses one that is not when the pipeline is
-// built.
+// whole files. Element types must be registered, with RegisterType (or
+// beam.RegisterType for a type without decimals); Read refuses one that is
+// not when the pipeline is built.
 //
 //	type Event struct {
 //		ID   int64  `avro:"id"`
 //		Name string `avro:"name"`
 //	}
 //
-//	func init() { beam.RegisterType(reflect.TypeFor[Event]()) }
+//	func init() { avroio.RegisterType(reflect.TypeFor[Event]()) }
 //
 //	func main() {
 //		beam.Init()
@@ -67,8 +67,8 @@
 //     built (WithReaderSchema; Write's schema) a field that names none of
 //     its fields panics then, naming it. A union of null and one type goes into a
 //     pointer (nil for null), as hamba/avro does. The type must be
-//     registered with beam.RegisterType, as every element type of a
-//     pipeline; Read panics at construction when it is not.
+//     registered with RegisterType (see Decimals), as every element type of
+//     a pipeline; Read panics at construction when it is not.
 //   - Record (RecordType; what ReadGeneric yields), a map[string]any of the
 //     record's fields, whose Beam coder keeps every value and type exactly.
 //     Record's documentation gives the Go type of each Avro type and the
@@ -94,10 +94,15 @@
 // (v2.31) reads every decimal as 0 into a big.Rat held by value, and into
 // a *big.Rat for a nullable decimal: Read panics at construction for a
 // big.Rat value anywhere in the type, and a *big.Rat for a nullable decimal
-// fails the read naming the field and the file. This package registers
-// big.Rat as a Beam schema logical type, so that decimals in structs keep
-// their exact value between stages (Beam's schema coder would otherwise
-// encode a *big.Rat as nothing, and every decimal would arrive as 0).
+// fails the read naming the field and the file. Beam's schema coder would
+// encode a *big.Rat as nothing between stages, every decimal arriving as
+// 0: RegisterType gives a type holding decimals (and civil dates, Datastore
+// keys) a coder of its own that keeps them exactly, and time.Time of every
+// year and zone offset, and Read and Write refuse such a type registered
+// only with beam.RegisterType. Importing this package registers no coder
+// or schema logical type for a type it does not own: the program's other
+// PCollections of time.Time, *big.Rat and civil types are encoded as Beam
+// encodes them (before, times of years beyond 0-9999 failed there too).
 // Write takes big.Rat values and pointers. A Record's decimal with more
 // digits after the point than the schema's scale, or too large for its
 // fixed, fails the write; structs are encoded by hamba/avro, which cuts

@@ -7,7 +7,6 @@ package avroio
 // a value the Go type cannot hold is an error naming the field and file.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/hamba/avro/v2"
@@ -29,8 +27,8 @@ import (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[edges]())
-	beam.RegisterType(reflect.TypeFor[rawMicros]())
+	RegisterType(reflect.TypeFor[edges]())
+	RegisterType(reflect.TypeFor[rawMicros]())
 	register.Function1x1[edges, string](describeEdges)
 	register.Function1x1[Record, string](describeEdgeRecord)
 }
@@ -274,49 +272,6 @@ func TestEdgesPipeline(t *testing.T) {
 	typed := Read(s, path, reflect.TypeFor[edges]())
 	passert.Equals(s, beam.ParDo(s, describeEdges, beam.Reshuffle(s, typed)), edgeWants()...)
 	run(t, p)
-}
-
-// TestTimeCoderEveryTime: the schema coder of a struct's time.Time keeps
-// times of any year and of offsets of seconds, and writes the times RFC
-// 3339 holds exactly as Beam's own coder does.
-func TestTimeCoderEveryTime(t *testing.T) {
-	enc, _ := timeSchemaEnc(timeType)
-	dec, _ := timeSchemaDec(timeType)
-	lmt := time.FixedZone("LMT", -17762) // New York before 1883
-	for _, in := range []time.Time{
-		time.Unix(0, 0).UTC(),
-		time.Date(2024, 3, 10, 2, 30, 0, 123456789, time.UTC),
-		time.Date(2024, 3, 10, 2, 30, 0, 1, time.FixedZone("", 3600)),
-		time.Date(1850, 1, 1, 0, 0, 0, 0, lmt),
-		time.UnixMilli(math.MinInt64).UTC(),
-		time.UnixMicro(math.MaxInt64).UTC(),
-		time.Unix(math.MaxInt32*86400, 0).UTC(),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(-1, 12, 31, 23, 59, 59, 999999999, time.UTC),
-	} {
-		var buf bytes.Buffer
-		if err := enc(in, &buf); err != nil {
-			t.Fatalf("%v: %v", in, err)
-		}
-		encoded := append([]byte(nil), buf.Bytes()...)
-		out, err := dec(&buf)
-		if err != nil {
-			t.Fatalf("%v: %v", in, err)
-		}
-		if tm(out) != tm(in) {
-			t.Errorf("%v came back as %v", in, out)
-		}
-		if textExact(in) {
-			// What Beam's own coder writes: a row of one field, the text.
-			var beams bytes.Buffer
-			text, _ := in.MarshalText()
-			coder.WriteSimpleRowHeader(1, &beams)
-			coder.EncodeBytes(text, &beams)
-			if !bytes.Equal(encoded, beams.Bytes()) {
-				t.Errorf("%v: encoded %q, want Beam's %q", in, encoded, beams.Bytes())
-			}
-		}
-	}
 }
 
 // TestTimeMicrosBeyondDuration: a time-micros that a time.Duration cannot

@@ -35,7 +35,7 @@ const readmeSchema = `{"type": "record", "name": "Event", "fields": [
   {"name": "note", "type": ["null", "string"]}]}`
 
 func init() {
-	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
+	avroio.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
 	register.Function1x1(highScore)
 	register.Function1x1(countOne)
 	register.Function1x0(printFiles)

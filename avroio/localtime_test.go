@@ -117,7 +117,7 @@ func init() {
 	register.DoFn2x0[[]byte, func(Record)](&localRecordsFn{})
 	register.Emitter1[localRec]()
 	register.Emitter1[Record]()
-	beam.RegisterType(reflect.TypeFor[localRec]())
+	RegisterType(reflect.TypeFor[localRec]())
 }
 
 // localStructsFn and localRecordsFn emit the records where Write encodes

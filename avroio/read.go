@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
+	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/offsetsource"
 	"github.com/sdfio/sdfio/offsetsource/filesource"
 )
@@ -100,7 +100,9 @@ func ReadFiles(s beam.Scope, files beam.PCollection, t reflect.Type, opts ...Rea
 
 // checkType panics unless t can travel to the workers: a named type must
 // be registered with Beam (beam.RegisterType in an init function), or the
-// workers would decode records into an anonymous copy of it. With a reader
+// workers would decode records into an anonymous copy of it; a type
+// holding a decimal (*big.Rat) must have been registered with
+// RegisterType, which gives it a coder that keeps its values. With a reader
 // schema (WithReaderSchema) the records' schema is known now, so a struct
 // field that names no field of it (a struct tagged `json:"..."` for Beam
 // Go's avroio, say) is refused now rather than when a worker opens the
@@ -109,13 +111,9 @@ func checkType(name string, t reflect.Type, o readOptions) {
 	if t == nil {
 		panic(name + ": nil record type")
 	}
-	et := t
-	for et.Kind() == reflect.Pointer {
-		et = et.Elem()
-	}
-	if key, ok := runtime.TypeKey(et); ok {
-		if rt, found := runtime.LookupType(key); !found || rt != et {
-			panic(fmt.Sprintf("%s: record type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function", name, t, et))
+	if t != RecordType {
+		if err := beamtypes.Check(t, "avroio.RegisterType"); err != nil {
+			panic(fmt.Sprintf("%s: %v", name, err))
 		}
 	}
 	if err := checkReadable(t); err != nil {

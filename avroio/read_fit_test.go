@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
 	"github.com/sdfio/sdfio/avroio/container"
 )
 
@@ -44,7 +42,7 @@ type fitNested struct {
 func init() {
 	for _, t := range []reflect.Type{reflect.TypeFor[fitLong](), reflect.TypeFor[fitLongNull](), reflect.TypeFor[fitInt64](), reflect.TypeFor[fitInt32](),
 		reflect.TypeFor[fitInt](), reflect.TypeFor[fitMillisInt64](), reflect.TypeFor[fitMillis](), reflect.TypeFor[fitNested]()} {
-		beam.RegisterType(t)
+		RegisterType(t)
 	}
 }
 

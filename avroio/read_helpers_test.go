@@ -27,7 +27,7 @@ import (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[event]())
+	RegisterType(reflect.TypeFor[event]())
 }
 
 // eventsSchema is testdata/events.avsc.

@@ -32,8 +32,8 @@ func init() {
 	register.Function1x1[event, int64](eventID)
 	register.Function1x1[Record, int64](recordID)
 	register.DoFn3x0[context.Context, event, func(event)](&slowEventFn{})
-	beam.RegisterType(reflect.TypeFor[projected]())
-	beam.RegisterType(reflect.TypeFor[jsonTagged]())
+	RegisterType(reflect.TypeFor[projected]())
+	RegisterType(reflect.TypeFor[jsonTagged]())
 	register.Function1x1[projected, string](projectedString)
 }
 

@@ -22,16 +22,6 @@ func init() {
 	// Generic records keep every value and type between stages.
 	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
 
-	// Decimals (Avro's decimal logical type) decode into *big.Rat fields,
-	// which Beam's schema coder would encode as nothing: every decimal would
-	// arrive as 0 in the next stage. big.Rat's logical type keeps them.
-	beamtypes.RegisterBigRat()
-
-	// Times of every year (Avro's dates and timestamps reach far beyond
-	// 0-9999, where Beam's own coder for time.Time stops) keep their exact
-	// value between stages.
-	registerTimeCoder()
-
 	// Write's DoFns and types.
 	beamreg.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
 	beamreg.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
@@ -55,3 +45,20 @@ func init() {
 	beam.RegisterType(reflect.TypeFor[writeConfig]())
 	beam.RegisterType(reflect.TypeFor[destFunc]())
 }
+
+// RegisterType registers t, a record type (a struct or a pointer to one),
+// with Beam, as beam.RegisterType does, and gives t a coder of its own
+// when it holds a field type that Beam's own coder cannot carry between
+// stages: a decimal (*big.Rat, which Beam would encode as nothing, every
+// decimal arriving as 0), a civil.Date, a Datastore key. The coder is
+// Beam's schema row coder of t with big.Rat stored as its exact text
+// ("num/den"), civil.Date as its three numbers, and time.Time exact in
+// every year and zone offset (Avro's dates and timestamps reach far beyond
+// the years 0-9999 of Beam's own coder of time.Time, which fails on them).
+// It changes the encoding of t only: the program's other PCollections of
+// time.Time, *big.Rat, civil types and structs holding them are encoded as
+// Beam encodes them. Call it in an init function, in place of
+// beam.RegisterType: Read and Write refuse a type holding such a field
+// that has no coder of its own, naming the field. It is the same
+// registration as bigqueryio's and datastoreio's RegisterType.
+func RegisterType(t reflect.Type) { beamtypes.Register(t) }

@@ -26,8 +26,8 @@ import (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[allTypes]())
-	beam.RegisterType(reflect.TypeFor[allInner]())
+	RegisterType(reflect.TypeFor[allTypes]())
+	RegisterType(reflect.TypeFor[allInner]())
 	register.Function1x1[allTypes, string](describeAllTypes)
 }
 

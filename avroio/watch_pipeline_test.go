@@ -30,7 +30,7 @@ import (
 
 func init() {
 	filesystem.Register(watchScheme, func(context.Context) filesystem.Interface { return watchFS{} })
-	beam.RegisterType(reflect.TypeFor[watchEvent]())
+	RegisterType(reflect.TypeFor[watchEvent]())
 	register.Function1x1[watchEvent, int64](watchEventID)
 	register.Function1x1[Record, int64](watchRecordID)
 	register.Function1x1[fileio.FileMetadata, string](watchedPath)

@@ -17,6 +17,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
+	"github.com/sdfio/sdfio/internal/beamtypes"
 )
 
 // writeConfig is what every step of a write needs; it travels to the
@@ -278,6 +279,11 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 	cfg, dest, err := newWriteConfigDest(prefix, schema, col.Type().Type(), opts)
 	if err != nil {
 		panic(err)
+	}
+	if col.Type().Type() != RecordType {
+		if err := beamtypes.Check(col.Type().Type(), "avroio.RegisterType"); err != nil {
+			panic(fmt.Sprintf("avroio.Write: %v", err))
+		}
 	}
 	if cfg.Windowed {
 		return writeWindowed(s, cfg, dest, col)

@@ -110,8 +110,8 @@ func init() {
 	register.DoFn2x0[int64, func(evRecord)](&slowChunkFn{})
 	register.Emitter1[evRecord]()
 	register.Emitter1[avroio.Record]()
-	beam.RegisterType(reflect.TypeFor[evRecord]())
-	beam.RegisterType(reflect.TypeFor[evInner]())
+	avroio.RegisterType(reflect.TypeFor[evRecord]())
+	avroio.RegisterType(reflect.TypeFor[evInner]())
 	filesystem.Register(attemptScheme, newAttemptFS)
 }
 

@@ -2,9 +2,9 @@
 // into PCollections of Go structs (or bigqueryio.Row) through the BigQuery
 // Storage Read API: one splittable restriction per read stream, split
 // further while it runs through SplitReadStream, so that a runner can
-// rebalance a read. Element types must be registered with Beam
-// (beam.RegisterType); Read and Query refuse one that is not when the
-// pipeline is built.
+// rebalance a read. Element types must be registered, with RegisterType
+// (or beam.RegisterType for a type without NUMERIC or DATE fields); Read,
+// Query and Write refuse one that is not when the pipeline is built.
 //
 //	type Order struct {
 //		ID     int64                `bigquery:"id"`
@@ -12,7 +12,7 @@
 //		Placed time.Time            `bigquery:"placed"`
 //	}
 //
-//	func init() { beam.RegisterType(reflect.TypeFor[Order]()) }
+//	func init() { bigqueryio.RegisterType(reflect.TypeFor[Order]()) }
 //
 //	func main() {
 //		beam.Init()
@@ -218,12 +218,18 @@
 // as a []bigquery.Value), with a Beam coder of its own that keeps every value
 // exactly.
 //
-// The struct is carried between stages by Beam's schema coder (register it
-// with beam.RegisterType). Every field type above survives it: this package
-// registers schema logical types for big.Rat (kept as its exact text) and
-// civil.Date (which the schema coder would refuse for its time.Month field);
-// time.Time has Beam's own. Read refuses, when the pipeline is built, a type
-// that Beam's schema coder cannot encode, naming the field.
+// The struct is carried between stages by Beam's schema coder. Two field
+// types above do not survive it: big.Rat, encoded as nothing (every
+// decimal would arrive as 0), and civil.Date. Register a type holding
+// either with RegisterType, which gives that type (only it) a coder of its
+// own: Beam's row coder with big.Rat kept as its exact text, civil.Date as
+// its three numbers and time.Time exact. Read, Query and Write refuse such
+// a type registered only with beam.RegisterType, and a type that Beam's
+// schema coder cannot encode, naming the field. Importing this package
+// registers no coder or schema logical type for a type it does not own:
+// the program's other PCollections of time.Time, *big.Rat and civil types
+// are encoded as Beam encodes them, and a program may register logical
+// types of its own for them.
 //
 // Avro rows are decoded with hamba/avro's reader (the decoder avroio uses)
 // and Arrow record batches with github.com/apache/arrow-go/v18, the

@@ -26,7 +26,7 @@ type Word struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeOf((*Word)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*Word)(nil)).Elem())
 	register.Function1x1(wordCount)
 	register.Function1x0(printTotal)
 }

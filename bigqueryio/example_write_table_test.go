@@ -24,7 +24,7 @@ type DailyCount struct {
 	Count int64      `bigquery:"count"`
 }
 
-func init() { beam.RegisterType(reflect.TypeOf((*DailyCount)(nil)).Elem()) }
+func init() { bigqueryio.RegisterType(reflect.TypeOf((*DailyCount)(nil)).Elem()) }
 
 // Create a partitioned, clustered table, against bqtest.
 func Example_writeTableSpec() {

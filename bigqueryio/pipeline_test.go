@@ -30,8 +30,8 @@ func init() {
 	register.DoFn3x0[context.Context, Event, func(Event)](&slowFn{})
 	register.DoFn2x0[beam.X, func(beam.X)](&keepFn{})
 	register.Emitter1[beam.X]()
-	beam.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*sum)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*Event)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*sum)(nil)).Elem())
 }
 
 func TestMain(m *testing.M) {

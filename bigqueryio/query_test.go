@@ -326,7 +326,7 @@ type unregistered struct{ ID int64 }
 func TestUnregisteredType(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	typ := reflect.TypeOf(unregistered{})
-	want := "element type bigqueryio_test.unregistered is not registered with Beam: call beam.RegisterType(reflect.TypeFor[bigqueryio_test.unregistered]()) in an init function"
+	want := "element type bigqueryio_test.unregistered is not registered with Beam: call bigqueryio.RegisterType(reflect.TypeFor[bigqueryio_test.unregistered]()) in an init function"
 	if _, err := bigqueryio.TryRead(s, "p.d.t", typ); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Read of p.d.t") {
 		t.Errorf("TryRead: %v", err)
 	}

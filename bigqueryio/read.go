@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
@@ -78,23 +77,6 @@ func checkOutputType(t reflect.Type, cfg readConfig, what string) error {
 	}
 	if err := checkCoder(t); err != nil {
 		return fmt.Errorf("bigqueryio: %s: %w", what, err)
-	}
-	if err := checkRegistered(t); err != nil {
-		return fmt.Errorf("bigqueryio: %s: %w", what, err)
-	}
-	return nil
-}
-
-// checkRegistered refuses a named type that is not registered with Beam:
-// a worker of Dataflow or Flink, a separate binary, would decode the rows
-// into an anonymous copy of it, or fail.
-func checkRegistered(t reflect.Type) error {
-	key, ok := runtime.TypeKey(t)
-	if !ok {
-		return nil // not named: Beam carries its structure
-	}
-	if rt, found := runtime.LookupType(key); !found || rt != t {
-		return fmt.Errorf("element type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function of its package", t, t)
 	}
 	return nil
 }

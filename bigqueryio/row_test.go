@@ -13,7 +13,6 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -26,8 +25,8 @@ func init() {
 	register.Function1x1(canonRow)
 	register.Function1x1(canonTyped)
 	register.Function1x1(canonNullTyped)
-	beam.RegisterType(reflect.TypeOf((*Typed)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*NullTyped)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*Typed)(nil)).Elem())
+	bigqueryio.RegisterType(reflect.TypeOf((*NullTyped)(nil)).Elem())
 }
 
 // The table of every BigQuery type: row 0 has a value in every column,
@@ -268,26 +267,19 @@ func wantNullTyped() []NullTyped {
 	}
 }
 
-// TestSchemaCoderKeepsFields encodes the output structs with Beam's schema
-// coder, which carries them between stages, and checks every field comes
-// back (big.Rat and civil.Date need this package's logical types).
+// TestSchemaCoderKeepsFields encodes the output structs with the coder
+// Beam gives their PCollections, which carries them between stages, and
+// checks every field comes back (big.Rat and civil.Date need the coder
+// RegisterType gives them).
 func TestSchemaCoderKeepsFields(t *testing.T) {
 	check := func(v any, canonOf func(any) string) {
 		t.Helper()
 		rt := reflect.TypeOf(v)
-		enc, err := coder.RowEncoderForStruct(rt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := coder.RowDecoderForStruct(rt)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var buf bytes.Buffer
-		if err := enc(v, &buf); err != nil {
+		if err := beam.NewElementEncoder(rt).Encode(v, &buf); err != nil {
 			t.Fatal(err)
 		}
-		got, err := dec(&buf)
+		got, err := beam.NewElementDecoder(rt).Decode(&buf)
 		if err != nil {
 			t.Fatal(err)
 		}

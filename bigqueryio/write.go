@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/internal/windowing"
 )
 
@@ -101,8 +102,10 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if err := checkWriteType(t, cfg); err != nil {
 		return WriteResult{}, fmt.Errorf("bigqueryio.Write of %v: %w", t, err)
 	}
-	if err := checkRegistered(t); err != nil {
-		return WriteResult{}, fmt.Errorf("bigqueryio.Write: %w", err)
+	if t != typeOfRow {
+		if err := beamtypes.Check(t, "bigqueryio.RegisterType"); err != nil {
+			return WriteResult{}, fmt.Errorf("bigqueryio.Write: %w", err)
+		}
 	}
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: t}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	if cfg.tableFn != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[benchRow]())
+	RegisterType(reflect.TypeFor[benchRow]())
 	register.Function1x0(discardBenchRow)
 }
 

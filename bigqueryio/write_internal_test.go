@@ -37,7 +37,7 @@ func failStreamFn(table string, sd streamDone) error {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[onceRow]())
+	RegisterType(reflect.TypeFor[onceRow]())
 	register.Function2x1(failStreamFn)
 	register.Function1x0(keepResult)
 }

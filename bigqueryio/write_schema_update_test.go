@@ -25,7 +25,7 @@ type Grown struct {
 	Note string              `bigquery:"note"`
 }
 
-func init() { beam.RegisterType(reflect.TypeFor[Grown]()) }
+func init() { bigqueryio.RegisterType(reflect.TypeFor[Grown]()) }
 
 var recSchema = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType, Required: true},

@@ -30,7 +30,7 @@ type Sale struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[Sale]())
+	bigqueryio.RegisterType(reflect.TypeFor[Sale]())
 	register.Function1x1(saleTable)
 	register.Function1x1(saleSpec)
 	register.Function1x1(badSaleSpec)

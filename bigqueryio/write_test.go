@@ -72,10 +72,10 @@ type Simple struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[wTypes]())
-	beam.RegisterType(reflect.TypeFor[wRec]())
-	beam.RegisterType(reflect.TypeFor[wItem]())
-	beam.RegisterType(reflect.TypeFor[Simple]())
+	bigqueryio.RegisterType(reflect.TypeFor[wTypes]())
+	bigqueryio.RegisterType(reflect.TypeFor[wRec]())
+	bigqueryio.RegisterType(reflect.TypeFor[wItem]())
+	bigqueryio.RegisterType(reflect.TypeFor[Simple]())
 	register.Function1x1(canonTypes)
 	register.Function1x1(canonWriteRow)
 	register.Function1x1(simpleID)
@@ -321,7 +321,7 @@ type NumericRow struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[NumericRow]())
+	bigqueryio.RegisterType(reflect.TypeFor[NumericRow]())
 	register.Function1x1(numericTable)
 	register.Function1x1(saysRange)
 }

@@ -26,7 +26,7 @@ type ClockRow struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[ClockRow]())
+	bigqueryio.RegisterType(reflect.TypeFor[ClockRow]())
 	register.Function1x1(clockText)
 }
 
@@ -115,7 +115,7 @@ type NumericPair struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[NumericPair]())
+	bigqueryio.RegisterType(reflect.TypeFor[NumericPair]())
 	register.Function1x1(failedError)
 }
 
@@ -178,8 +178,8 @@ type NullableInner struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[NullableRow]())
-	beam.RegisterType(reflect.TypeFor[NullableInner]())
+	bigqueryio.RegisterType(reflect.TypeFor[NullableRow]())
+	bigqueryio.RegisterType(reflect.TypeFor[NullableInner]())
 	register.Function1x1(nullableText)
 }
 

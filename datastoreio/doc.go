@@ -2,8 +2,9 @@
 // mode) into PCollections of Go structs with a splittable DoFn that the
 // runner can split while it reads, and writes and deletes entities with
 // the batching and throttling of Beam Java's DatastoreIO. Element types
-// must be registered with Beam (beam.RegisterType); the transforms refuse
-// one that is not when the pipeline is built.
+// must be registered, with RegisterType for a type holding a key (or
+// beam.RegisterType for one that does not); the transforms refuse one that
+// is not when the pipeline is built.
 //
 //	type Task struct {
 //		K    *datastore.Key `datastore:"__key__"`
@@ -11,7 +12,7 @@
 //		Note string `datastore:",noindex"`
 //	}
 //
-//	func init() { beam.RegisterType(reflect.TypeFor[Task]()) }
+//	func init() { datastoreio.RegisterType(reflect.TypeFor[Task]()) }
 //
 //	func main() {
 //		beam.Init()
@@ -47,9 +48,17 @@
 // string (GQL), which the server parses when the read starts. Entities are
 // loaded into the output type as the client's Get loads them: datastore
 // tags, nested structs, slices, PropertyLoadSaver. A *datastore.Key field
-// tagged `datastore:"__key__"` receives the entity's full key; the package
-// registers Beam coders for *datastore.Key (a plain coder and a schema
-// logical type), so such structs travel through a pipeline.
+// tagged `datastore:"__key__"` receives the entity's full key. Beam's
+// schema coder cannot carry a *datastore.Key (or a PropertyList or
+// *Entity field): register such a struct with RegisterType, which gives
+// it (only it) a coder of its own that stores them as this package's
+// coders of them; the transforms refuse such a type registered only with
+// beam.RegisterType. PCollections of *datastore.Key, PropertyList,
+// *PropertyList and *Entity themselves have this package's Beam coders
+// (types Beam cannot encode at all otherwise; a coder the program
+// registers for one of them replaces it). Importing the package registers
+// no schema logical type and changes the coder of nothing Beam can encode
+// on its own.
 //
 // The clients are those of cloud.google.com/go/datastore: the high-level
 // client reads entities (iterator, cursors, struct loading) and the gRPC

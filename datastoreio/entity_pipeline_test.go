@@ -146,7 +146,7 @@ func init() {
 	register.Function1x1(withEntityDesc)
 	register.DoFn2x0[[]byte, func(withEntity)](&withEntityGenFn{})
 	register.Emitter1[withEntity]()
-	beam.RegisterType(reflect.TypeFor[withEntity]())
+	datastoreio.RegisterType(reflect.TypeFor[withEntity]())
 }
 
 func entityDesc(e *datastore.Entity) string {

@@ -11,8 +11,8 @@ import (
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/schema"
 
+	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/internal/wire"
 )
 
@@ -75,58 +75,60 @@ func init() {
 	beam.RegisterCoder(propertyListPtrType, encodePropertyListPtr, decodePropertyListPtr)
 	beam.RegisterCoder(entityPtrType, EncodeEntity, DecodeEntity)
 
-	// As struct fields: logical types stored as the same bytes.
-	storage := reflect.TypeOf((*struct{ EncodedDatastoreEntity []byte })(nil)).Elem()
-	for _, lt := range []struct {
-		name string
-		t    reflect.Type
-		enc  func(any) ([]byte, error)
-		dec  func([]byte) (any, error)
-	}{
-		{"sdfio.datastoreio.PropertyList", propertyListType,
-			func(v any) ([]byte, error) { return EncodePropertyList(v.(datastore.PropertyList)) },
-			func(b []byte) (any, error) { return DecodePropertyList(b) }},
-		{"sdfio.datastoreio.PropertyListPtr", propertyListPtrType,
-			func(v any) ([]byte, error) { return encodePropertyListPtr(v.(*datastore.PropertyList)) },
-			func(b []byte) (any, error) { return decodePropertyListPtr(b) }},
-		{"sdfio.datastoreio.Entity", entityPtrType,
-			func(v any) ([]byte, error) { return EncodeEntity(v.(*datastore.Entity)) },
-			func(b []byte) (any, error) { return DecodeEntity(b) }},
-	} {
-		schema.RegisterLogicalType(schema.ToLogicalType(lt.name, lt.t, storage))
-		coder.RegisterSchemaProviders(lt.t, bytesSchemaEnc(lt.enc), bytesSchemaDec(lt.dec))
+	// As fields of element types: shadows (package internal/beamtypes)
+	// stored as the same bytes.
+	beamtypes.Replace(propertyListType, bytesField("a datastore.PropertyList", func(v propertyListField) ([]byte, error) {
+		return EncodePropertyList(datastore.PropertyList(v))
+	}), bytesFieldDec("a datastore.PropertyList", func(b []byte) (propertyListField, error) {
+		pl, err := DecodePropertyList(b)
+		return propertyListField(pl), err
+	}))
+	beamtypes.Replace(propertyListPtrType, bytesField("a *datastore.PropertyList", func(v propertyListPtrField) ([]byte, error) {
+		return encodePropertyListPtr(v)
+	}), bytesFieldDec("a *datastore.PropertyList", func(b []byte) (propertyListPtrField, error) {
+		return decodePropertyListPtr(b)
+	}))
+	beamtypes.Replace(entityPtrType, bytesField("a *datastore.Entity", func(v entityField) ([]byte, error) {
+		return EncodeEntity(v)
+	}), bytesFieldDec("a *datastore.Entity", func(b []byte) (entityField, error) {
+		return DecodeEntity(b)
+	}))
+}
+
+// The shadows of datastore.PropertyList, *datastore.PropertyList and
+// *datastore.Entity as fields.
+type (
+	propertyListField    datastore.PropertyList
+	propertyListPtrField *datastore.PropertyList
+	entityField          *datastore.Entity
+)
+
+// bytesField and bytesFieldDec make a field's encoding of a byte coder: a
+// row of one bytes field.
+func bytesField[S any](what string, enc func(S) ([]byte, error)) func(S, io.Writer) error {
+	return func(v S, w io.Writer) error {
+		if err := coder.WriteSimpleRowHeader(1, w); err != nil {
+			return fmt.Errorf("datastoreio: encoding %s: %w", what, err)
+		}
+		b, err := enc(v)
+		if err != nil {
+			return err
+		}
+		return coder.EncodeBytes(b, w)
 	}
 }
 
-// bytesSchemaEnc and bytesSchemaDec make schema providers of a byte coder:
-// a row of one bytes field.
-func bytesSchemaEnc(enc func(any) ([]byte, error)) func(reflect.Type) (func(any, io.Writer) error, error) {
-	return func(reflect.Type) (func(any, io.Writer) error, error) {
-		return func(v any, w io.Writer) error {
-			if err := coder.WriteSimpleRowHeader(1, w); err != nil {
-				return fmt.Errorf("datastoreio: encoding %T: %w", v, err)
-			}
-			b, err := enc(v)
-			if err != nil {
-				return err
-			}
-			return coder.EncodeBytes(b, w)
-		}, nil
-	}
-}
-
-func bytesSchemaDec(dec func([]byte) (any, error)) func(reflect.Type) (func(io.Reader) (any, error), error) {
-	return func(t reflect.Type) (func(io.Reader) (any, error), error) {
-		return func(r io.Reader) (any, error) {
-			if err := coder.ReadSimpleRowHeader(1, r); err != nil {
-				return nil, fmt.Errorf("datastoreio: decoding %v: %w", t, err)
-			}
-			b, err := coder.DecodeBytes(r)
-			if err != nil {
-				return nil, fmt.Errorf("datastoreio: decoding %v: %w", t, err)
-			}
-			return dec(b)
-		}, nil
+func bytesFieldDec[S any](what string, dec func([]byte) (S, error)) func(io.Reader) (S, error) {
+	return func(r io.Reader) (S, error) {
+		var zero S
+		if err := coder.ReadSimpleRowHeader(1, r); err != nil {
+			return zero, fmt.Errorf("datastoreio: decoding %s: %w", what, err)
+		}
+		b, err := coder.DecodeBytes(r)
+		if err != nil {
+			return zero, fmt.Errorf("datastoreio: decoding %s: %w", what, err)
+		}
+		return dec(b)
 	}
 }
 
@@ -589,3 +591,18 @@ func (d *entityDecoder) key() (*datastore.Key, error) {
 	}
 	return k, nil
 }
+
+// RegisterType registers t, an entity type (a struct or a pointer to one),
+// with Beam, as beam.RegisterType does, and gives t a coder of its own
+// when it holds a field type Beam's own coder cannot carry between stages:
+// *datastore.Key (a key field, `datastore:"__key__"`; recursive, which
+// Beam refuses), datastore.PropertyList, *datastore.PropertyList and
+// *datastore.Entity (stored as this package's coders of them), big.Rat
+// and civil.Date. The coder is Beam's schema row coder of t with those
+// fields replaced, and time.Time exact in every year. It changes the
+// encoding of t only: the program's other PCollections are encoded as
+// Beam encodes them. Call it in an init function, in place of
+// beam.RegisterType: Read, Write and the deletes refuse a type holding
+// such a field that has no coder of its own. It is the same registration
+// as avroio's and bigqueryio's RegisterType.
+func RegisterType(t reflect.Type) { beamtypes.Register(t) }

@@ -19,7 +19,7 @@ type Task struct {
 	Note string `datastore:",noindex"`
 }
 
-func init() { beam.RegisterType(reflect.TypeOf((*Task)(nil)).Elem()) }
+func init() { datastoreio.RegisterType(reflect.TypeOf((*Task)(nil)).Elem()) }
 
 // Read the open tasks of namespace "prod", split as the statistics say, and
 // write them back; then delete a set of keys.

@@ -10,8 +10,9 @@ import (
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/schema"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sdfio/sdfio/internal/beamtypes"
 )
 
 func init() {
@@ -124,41 +125,36 @@ func keyString(k *datastore.Key, missing string) string {
 }
 
 // keyType is *datastore.Key, which Beam's schema inference cannot follow
-// (Parent makes it recursive): it is a logical type stored as its encoded
-// protocol buffer, so that structs with a key field (`datastore:"__key__"`)
-// get a schema coder.
-var (
-	keyType        = reflect.TypeOf((*datastore.Key)(nil))
-	keyStorageType = reflect.TypeOf((*struct{ EncodedDatastoreKey []byte })(nil)).Elem()
-)
+// (Parent makes it recursive): as a field of an element type
+// (`datastore:"__key__"`) it is encoded as its shadow keyField (package
+// internal/beamtypes), stored as its encoded protocol buffer, so that
+// structs with a key field get a coder.
+var keyType = reflect.TypeOf((*datastore.Key)(nil))
+
+type keyField *datastore.Key
 
 func init() {
-	schema.RegisterLogicalType(schema.ToLogicalType("sdfio.datastoreio.Key", keyType, keyStorageType))
-	coder.RegisterSchemaProviders(keyType, keySchemaEnc, keySchemaDec)
+	beamtypes.Replace(keyType, encodeKeyField, decodeKeyField)
 }
 
-func keySchemaEnc(reflect.Type) (func(any, io.Writer) error, error) {
-	return func(v any, w io.Writer) error {
-		if err := coder.WriteSimpleRowHeader(1, w); err != nil {
-			return fmt.Errorf("datastoreio: encoding a key: %w", err)
-		}
-		b, err := encodeKeyCoder(v.(*datastore.Key))
-		if err != nil {
-			return err
-		}
-		return coder.EncodeBytes(b, w)
-	}, nil
+func encodeKeyField(k keyField, w io.Writer) error {
+	if err := coder.WriteSimpleRowHeader(1, w); err != nil {
+		return fmt.Errorf("datastoreio: encoding a key: %w", err)
+	}
+	b, err := encodeKeyCoder(k)
+	if err != nil {
+		return err
+	}
+	return coder.EncodeBytes(b, w)
 }
 
-func keySchemaDec(reflect.Type) (func(io.Reader) (any, error), error) {
-	return func(r io.Reader) (any, error) {
-		if err := coder.ReadSimpleRowHeader(1, r); err != nil {
-			return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
-		}
-		b, err := coder.DecodeBytes(r)
-		if err != nil {
-			return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
-		}
-		return decodeKeyCoder(b)
-	}, nil
+func decodeKeyField(r io.Reader) (keyField, error) {
+	if err := coder.ReadSimpleRowHeader(1, r); err != nil {
+		return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
+	}
+	b, err := coder.DecodeBytes(r)
+	if err != nil {
+		return nil, fmt.Errorf("datastoreio: decoding a key: %w", err)
+	}
+	return decodeKeyCoder(b)
 }

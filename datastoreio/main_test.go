@@ -69,8 +69,8 @@ type inner struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[item]())
-	beam.RegisterType(reflect.TypeFor[inner]())
+	datastoreio.RegisterType(reflect.TypeFor[item]())
+	datastoreio.RegisterType(reflect.TypeFor[inner]())
 	datastoreio.RegisterClientOptions("hook", func() []option.ClientOption {
 		return []option.ClientOption{option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(hook.intercept))}
 	})

@@ -121,7 +121,7 @@ type unregistered struct {
 // have decoded into an anonymous copy of it); registered and package types
 // are taken.
 func TestUnregisteredType(t *testing.T) {
-	const want = "unregistered is not registered with Beam: call beam.RegisterType(reflect.TypeFor[datastoreio_test.unregistered]()) in an init function"
+	const want = "unregistered is not registered with Beam: call datastoreio.RegisterType(reflect.TypeFor[datastoreio_test.unregistered]()) in an init function"
 	panics := func(t *testing.T, transform string, build func(s beam.Scope)) {
 		t.Helper()
 		defer func() {

@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"cloud.google.com/go/datastore"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 )
 
 // The output types of a read, and how each result of the client's iterator
@@ -34,25 +33,6 @@ func checkType(t reflect.Type) error {
 		return nil
 	}
 	return fmt.Errorf("output type %v is neither a struct, a PropertyLoadSaver, *datastore.Entity nor *datastore.Key", t)
-}
-
-// checkRegistered refuses a named element type (or pointer to one) that is
-// not registered with Beam: a worker in another process (Dataflow, Flink, a
-// separate binary) would decode the elements into an anonymous copy of it,
-// or fail.
-func checkRegistered(t reflect.Type) error {
-	et := t
-	for et.Kind() == reflect.Pointer {
-		et = et.Elem()
-	}
-	key, ok := runtime.TypeKey(et)
-	if !ok {
-		return nil // not named: Beam carries its structure
-	}
-	if rt, found := runtime.LookupType(key); !found || rt != et {
-		return fmt.Errorf("element type %v is not registered with Beam: call beam.RegisterType(reflect.TypeFor[%v]()) in an init function of its package", t, et)
-	}
-	return nil
 }
 
 // checkKeysOnly refuses a keys-only query read into anything but keys: its

@@ -22,7 +22,7 @@ func init() {
 	register.Function1x1(itemID)
 	register.Function1x1(entityItemID)
 	register.Function1x1(plsID)
-	beam.RegisterType(reflect.TypeFor[plsItem]())
+	datastoreio.RegisterType(reflect.TypeFor[plsItem]())
 }
 
 func itemID(it item) string { return it.id() }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/beamtypes"
 )
 
 // Namespace is the default namespace of the package's Beam metrics, reads'
@@ -61,7 +62,7 @@ func Read(s beam.Scope, project string, q Query, t reflect.Type, opts ...ReadOpt
 		err = checkKeysOnly(q, t)
 	}
 	if err == nil {
-		err = checkRegistered(t)
+		err = beamtypes.Check(t, "datastoreio.RegisterType")
 	}
 	if err != nil {
 		panic(fmt.Errorf("datastoreio.Read: %w", err))

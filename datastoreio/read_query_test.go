@@ -120,7 +120,7 @@ type floatEnt struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[floatEnt]())
+	datastoreio.RegisterType(reflect.TypeFor[floatEnt]())
 	register.Function1x1(floatEntID)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/beamtypes"
 	"github.com/sdfio/sdfio/internal/runnerfix"
 )
 
@@ -102,7 +103,7 @@ func mutate(s beam.Scope, op, project string, col beam.PCollection, opts []Write
 	if typex.IsKV(t) {
 		elem = t.Components()[1].Type()
 	}
-	if err := checkRegistered(elem); err != nil {
+	if err := beamtypes.Check(elem, "datastoreio.RegisterType"); err != nil {
 		panic(fmt.Sprintf("%s: %v", opAPI[op], err))
 	}
 	switch {

@@ -69,9 +69,9 @@ func init() {
 	register.Emitter1[*wEnt]()
 	register.Emitter2[*datastore.Key, wVal]()
 	register.Emitter1[*datastore.Key]()
-	beam.RegisterType(reflect.TypeFor[wEnt]())
-	beam.RegisterType(reflect.TypeFor[wInner]())
-	beam.RegisterType(reflect.TypeFor[wVal]())
+	datastoreio.RegisterType(reflect.TypeFor[wEnt]())
+	datastoreio.RegisterType(reflect.TypeFor[wInner]())
+	datastoreio.RegisterType(reflect.TypeFor[wVal]())
 	datastoreio.RegisterClientOptions("wHook", func() []option.ClientOption {
 		return []option.ClientOption{option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(wHook.intercept))}
 	})
@@ -640,8 +640,8 @@ type wWrongKey struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[wNoKey]())
-	beam.RegisterType(reflect.TypeFor[wWrongKey]())
+	datastoreio.RegisterType(reflect.TypeFor[wNoKey]())
+	datastoreio.RegisterType(reflect.TypeFor[wWrongKey]())
 }
 
 // TestWriteConstructionErrors: shapes datastoreio.Write cannot write, and

@@ -97,7 +97,7 @@ func init() {
 	register.Function1x2(toKV)
 	register.Function2x1(mergeAgg)
 	register.Function2x1(formatCorpus)
-	beam.RegisterType(reflect.TypeFor[Word]())
+	bigqueryio.RegisterType(reflect.TypeFor[Word]())
 	beam.RegisterType(reflect.TypeFor[Agg]())
 	beam.RegisterType(reflect.TypeFor[CorpusStats]())
 	register.Function2x1(toStats)

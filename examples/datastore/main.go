@@ -79,7 +79,7 @@ func (countFn) ExtractOutput(c counts) string {
 func printLine(s string) { fmt.Println(s) }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[Task]())
+	datastoreio.RegisterType(reflect.TypeFor[Task]())
 	beam.RegisterType(reflect.TypeFor[counts]())
 	register.Combiner3[counts, Task, string](&countFn{})
 	register.Function1x0(printLine)

@@ -54,7 +54,7 @@ type Entity struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[Entity]())
+	datastoreio.RegisterType(reflect.TypeFor[Entity]())
 	beam.RegisterType(reflect.TypeFor[tally]())
 	register.Function1x1(idOf)
 	register.Combiner3[tally, int64, tally](&tallyFn{})

@@ -143,7 +143,7 @@ func init() {
 	datastoreio.RegisterClientOptions("dswritebench-timing", func() []option.ClientOption { return []option.ClientOption{timingOption} })
 	register.DoFn2x0[[]byte, func(entity)](&genFn{})
 	register.Emitter1[entity]()
-	beam.RegisterType(reflect.TypeFor[entity]())
+	datastoreio.RegisterType(reflect.TypeFor[entity]())
 }
 
 func main() {
