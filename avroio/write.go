@@ -345,6 +345,16 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 	if o.numShards > 1 && !strings.Contains(o.template, "S") {
 		return fail("WithShardNameTemplate(%q) has no S, so the %d shards of WithNumShards(%d) would share one name", o.template, o.numShards, o.numShards)
 	}
+	if schema == "" {
+		if elem == RecordType {
+			return fail("no schema given, and avroio.Record values have none to infer: give Write the schema")
+		}
+		inferred, err := inferSchema(elem)
+		if err != nil {
+			return fail("no schema given, and none can be inferred from Go type %v: %v", elem, err)
+		}
+		schema = inferred
+	}
 	cfg := writeConfig{
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,
 		Codec: o.codec, Level: o.level, SyncInterval: o.syncInterval, Metadata: o.meta,
