@@ -20,7 +20,7 @@ import (
 // named where it comes again. The Go types map as SchemaOf documents.
 
 var (
-	timeTime   = reflect.TypeFor[time.Time]()
+	timeTime       = reflect.TypeFor[time.Time]()
 	ratValueType   = reflect.TypeFor[big.Rat]()
 	ratPointerType = reflect.TypeFor[*big.Rat]()
 )
@@ -109,7 +109,7 @@ func inferSchema(t reflect.Type) (string, error) {
 // inferrer is one inference: the named types defined so far, and the
 // structs being inferred (to refuse recursion).
 type inferrer struct {
-	defined map[string]reflect.Type         // an Avro full name -> the Go type that defined it
+	defined map[string]reflect.Type           // an Avro full name -> the Go type that defined it
 	named   map[reflect.Type]avro.NamedSchema // a Go type -> the record or fixed it defined
 	open    map[reflect.Type]string           // structs being inferred -> their Go path
 }

@@ -234,4 +234,3 @@ func TestSchemaOfRefuses(t *testing.T) {
 		}
 	}
 }
-
