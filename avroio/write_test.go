@@ -631,6 +631,8 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"stale age", eventSchema, nil, []avroio.WriteOption{avroio.WithStaleTempAge(0)}, "WithStaleTempAge(0s): the age must be positive"},
 		{"template", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(2), avroio.WithShardNameTemplate("-of-NN")}, "has no S"},
 		{"field", eventSchema, func(s beam.Scope) beam.PCollection { return beam.Create(s, noID{"x"}) }, nil, `no field for field "id" of Avro record sdfio.test.Event`},
+		{"inferred", "", func(s beam.Scope) beam.PCollection { return beam.Create(s, badUint{U: 1}) }, nil, "no schema given, and none can be inferred from Go type avroio_test.badUint: field badUint.U: Avro has no type for a Go uint64"},
+		{"inferred records", "", func(s beam.Scope) beam.PCollection { return beam.Create(s, avroio.Record{"a": int64(1)}) }, nil, "avroio.Record values have none to infer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
