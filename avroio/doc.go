@@ -80,7 +80,8 @@
 //     float64). Beam Go's avroio also took reflect.TypeOf("") for records
 //     as JSON text; here, read Records and encode them as needed.
 //
-// Given WithReaderSchema, each file's records are read by Avro's schema
+// Given WithReaderSchema (or WithReaderSchemaFile, the schema in a file on
+// any Beam filesystem, read when the pipeline is built), each file's records are read by Avro's schema
 // resolution from the file's writer schema to the reader schema: fields
 // only the reader has take their defaults, fields only the writer has are
 // skipped, numbers promote, names match by alias. A file whose schema
