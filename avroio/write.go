@@ -94,6 +94,10 @@ type fileResult struct {
 //		avroio.WithNumShards(4), avroio.WithSuffix(".avro"))
 //
 // writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
+// Given no schema (""), Write infers it from the element type, a struct
+// (SchemaOf, as Beam Java's AvroIO.write(Class)); a type it cannot map
+// panics at construction, naming the field.
+//
 // Invalid options or schemas, and elements of a Go type that cannot hold
 // the schema (a string for a record schema, a struct lacking a field the
 // schema needs without a default), panic at construction, as elsewhere in
