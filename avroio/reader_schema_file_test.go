@@ -20,18 +20,7 @@ import (
 // refused then, naming its path.
 func TestReaderSchemaFile(t *testing.T) {
 	dir := t.TempDir()
-	var recs []intScoreEvent
-	var want []any
-	for i := 0; i < 40; i++ {
-		e := eventRecord(i)
-		recs = append(recs, intScoreEvent{ID: e.ID, Name: e.Name, Score: int32(i * 3), Tags: e.Tags, Note: e.Note, Kind: e.Kind})
-		want = append(want, fmt.Sprintf("%d/%s/%g/unknown", i, e.Kind, float64(i*3)))
-	}
-	b, _ := layoutFile(t, intScoreSchema, "deflate", recs, []int{4})
-	path := filepath.Join(dir, "int.avro")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, want := intScoreFile(t, dir, 40)
 	local := filepath.Join(dir, "projected.avsc")
 	if err := os.WriteFile(local, []byte(projectedSchema), 0o644); err != nil {
 		t.Fatal(err)

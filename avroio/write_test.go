@@ -150,22 +150,7 @@ func events(s beam.Scope, from, to int64) beam.PCollection {
 // readEvents reads every record of the container file path.
 func readEvents(t *testing.T, path string) ([]evRecord, *container.Header) {
 	t.Helper()
-	r, err := container.OpenReader[evRecord](path, container.FileOpener(path), 0, container.Options{})
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer r.Close()
-	var out []evRecord
-	for {
-		e, _, _, err := r.Next()
-		if err == io.EOF {
-			return out, r.Header()
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		out = append(out, e)
-	}
+	return readAs[evRecord](t, path)
 }
 
 // checkEvents reads the files and checks that together they hold exactly
