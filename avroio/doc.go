@@ -80,7 +80,8 @@
 //     float64). Beam Go's avroio also took reflect.TypeOf("") for records
 //     as JSON text; here, read Records and encode them as needed.
 //
-// Given WithReaderSchema, each file's records are read by Avro's schema
+// Given WithReaderSchema (or WithReaderSchemaFile, the schema in a file on
+// any Beam filesystem, read when the pipeline is built), each file's records are read by Avro's schema
 // resolution from the file's writer schema to the reader schema: fields
 // only the reader has take their defaults, fields only the writer has are
 // skipped, numbers promote, names match by alias. A file whose schema
@@ -234,7 +235,11 @@
 // proportion to WithMaxAlloc. A valid file costs what the values read from
 // it take: a schema's fixed types cost nothing until a value of one is
 // decoded (a record declaring 40 fixed types of 60 MB, all null, is read
-// in under a megabyte). Compiling a schema is bounded by a limit too: for
+// in under a megabyte). Decoding ahead of the runner (the next records
+// are decoded on a goroutine of their own while the runner takes the ones
+// before) holds at most a quarter of WithMaxAlloc (16 MiB by default) of
+// decoded records, by the reader's estimate of their size, plus one
+// record. Compiling a schema is bounded by a limit too: for
 // Go types, decoded by hamba/avro, at container.MaxCompileCost times
 // WithMaxAlloc (a schema over it fails the read when the file is opened,
 // with an error naming the file and the limit; a union of 10,000 records
@@ -279,6 +284,16 @@
 // field whose Go type hamba/avro would write changed (an int64 for a
 // time-millis, read and written as nanoseconds) or fail on every record
 // (a float64 for an Avro float) panics at construction.
+//
+// A Write given no schema ("") of structs infers one from the struct
+// type, as Beam Java's AvroIO.write(Class) does through ReflectData:
+// SchemaOf gives it, and documents the mapping (records, ["null", T] for
+// pointers, arrays, maps, fixed for [N]byte, timestamp-micros for
+// time.Time, a bytes decimal for a *big.Rat tagged
+// `avro:"name,decimal(P,S)"`). A type it cannot map (a channel, a func, an
+// interface, a map whose keys are not strings, a recursive struct, the
+// civil types for now) panics at construction, naming the field's Go
+// path. Records have no type to infer from: give their schema.
 //
 // WithWindowedWrites writes a set of files for each window and pane of
 // the input, committed as each pane fires, with names that carry the

@@ -25,6 +25,7 @@ type goField struct {
 	path   string       // its Go selector from the struct ("Base.ID" when embedded)
 	typ    reflect.Type // its Go type
 	tagged bool         // it has an avro tag
+	tag    string       // its avro tag, options and all
 	index  []int        // its index sequence from the struct (reflect.Value.FieldByIndex)
 }
 
@@ -73,7 +74,7 @@ func structFields(t reflect.Type) []goField {
 					continue
 				}
 				named[name] = true
-				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged, index: index})
+				out = append(out, goField{name: name, path: l.prefix + f.Name, typ: f.Type, tagged: tagged, tag: tag, index: index})
 			}
 		}
 	}

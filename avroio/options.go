@@ -1,12 +1,17 @@
 package avroio
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/avroio/container"
@@ -66,8 +71,8 @@ type (
 
 // RecordOption is an option of every transform that reads records: Read,
 // ReadGeneric, ReadAll, ReadFiles (and FileSource) and the watch's reads.
-// WithDesiredBundleSize, WithMinBundleSize, WithReaderSchema, WithMaxAlloc
-// and WithMaxDepth return one.
+// WithDesiredBundleSize, WithMinBundleSize, WithReaderSchema,
+// WithReaderSchemaFile, WithMaxAlloc and WithMaxDepth return one.
 type RecordOption func(*readOptions)
 
 func (f RecordOption) applyRead(o *readOptions)      { f(o) }
@@ -151,6 +156,64 @@ func WithReaderSchema(json string) RecordOption {
 			o.fail("WithReaderSchema: the reader schema does not parse: %w", err)
 		}
 	}
+}
+
+// maxReaderSchemaFile is the largest reader schema file
+// WithReaderSchemaFile reads: 16 MiB.
+const maxReaderSchemaFile = 16 << 20
+
+// WithReaderSchemaFile is WithReaderSchema with the schema's JSON read
+// from the file at path, on any Beam filesystem the program imports
+// (local paths, gs://, memfs://, ...; see "Files and patterns"), once,
+// when the pipeline is built: the process that builds the pipeline must
+// be able to read it, and the workers get the schema itself. A file that
+// cannot be read, is empty, is over 16 MiB or does not parse is refused
+// then, naming the path.
+func WithReaderSchemaFile(path string) RecordOption {
+	return func(o *readOptions) {
+		json, err := readSchemaFile(path)
+		if err != nil {
+			o.fail("WithReaderSchemaFile(%q): %w", path, err)
+			return
+		}
+		o.readerSchema = json
+		if _, err := parseReaderSchema(json); err != nil {
+			o.fail("WithReaderSchemaFile(%q): the reader schema does not parse: %w", path, err)
+		}
+	}
+}
+
+// readSchemaFile reads the schema file at path through Beam's filesystem
+// registry.
+func readSchemaFile(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("an empty path")
+	}
+	if err := validateScheme(path); err != nil {
+		return "", err
+	}
+	ctx := context.Background()
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("opening its filesystem: %w", err)
+	}
+	defer fs.Close()
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("opening it: %w", err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxReaderSchemaFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading it: %w", err)
+	}
+	if len(b) > maxReaderSchemaFile {
+		return "", fmt.Errorf("the file is over %d bytes, too large for a schema", maxReaderSchemaFile)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", errors.New("the file is empty")
+	}
+	return string(b), nil
 }
 
 // WithMaxAlloc bounds what one length field in a file (a block's size, a

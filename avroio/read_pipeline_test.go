@@ -224,14 +224,14 @@ type intScoreEvent struct {
 	Kind  string   `avro:"kind"`
 }
 
-// TestPipelineReaderSchema reads with a reader schema that drops fields,
-// adds one with a default, and promotes int to double; then one that cannot
-// be resolved, which fails the read naming the file.
-func TestPipelineReaderSchema(t *testing.T) {
-	dir := t.TempDir()
+// intScoreFile writes n events with an int score (intScoreSchema) to
+// dir/int.avro, and returns its path and the events as projectedString
+// gives them read with projectedSchema.
+func intScoreFile(t *testing.T, dir string, n int) (string, []any) {
+	t.Helper()
 	var recs []intScoreEvent
 	var want []any
-	for i := 0; i < 50; i++ {
+	for i := range n {
 		e := eventRecord(i)
 		recs = append(recs, intScoreEvent{ID: e.ID, Name: e.Name, Score: int32(i * 3), Tags: e.Tags, Note: e.Note, Kind: e.Kind})
 		want = append(want, fmt.Sprintf("%d/%s/%g/unknown", i, e.Kind, float64(i*3)))
@@ -241,6 +241,14 @@ func TestPipelineReaderSchema(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path, want
+}
+
+// TestPipelineReaderSchema reads with a reader schema that drops fields,
+// adds one with a default, and promotes int to double; then one that cannot
+// be resolved, which fails the read naming the file.
+func TestPipelineReaderSchema(t *testing.T) {
+	path, want := intScoreFile(t, t.TempDir(), 50)
 
 	p, s := beam.NewPipelineWithRoot()
 	got := Read(s, path, reflect.TypeFor[projected](), WithReaderSchema(projectedSchema), WithDesiredBundleSize(300), WithMinBundleSize(100))

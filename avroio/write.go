@@ -95,6 +95,10 @@ type fileResult struct {
 //		avroio.WithNumShards(4), avroio.WithSuffix(".avro"))
 //
 // writes gs://bucket/out/part-00000-of-00004.avro ... part-00003-of-00004.avro.
+// Given no schema (""), Write infers it from the element type, a struct
+// (SchemaOf, as Beam Java's AvroIO.write(Class)); a type it cannot map
+// panics at construction, naming the field.
+//
 // Invalid options or schemas, and elements of a Go type that cannot hold
 // the schema (a string for a record schema, a struct lacking a field the
 // schema needs without a default), panic at construction, as elsewhere in
@@ -350,6 +354,16 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 	}
 	if o.numShards > 1 && !strings.Contains(o.template, "S") {
 		return fail("WithShardNameTemplate(%q) has no S, so the %d shards of WithNumShards(%d) would share one name", o.template, o.numShards, o.numShards)
+	}
+	if schema == "" {
+		if elem == RecordType {
+			return fail("no schema given, and avroio.Record values have none to infer: give Write the schema")
+		}
+		inferred, err := inferSchema(elem)
+		if err != nil {
+			return fail("no schema given, and none can be inferred from Go type %v: %v", elem, err)
+		}
+		schema = inferred
 	}
 	cfg := writeConfig{
 		Prefix: prefix, Template: o.template, Suffix: o.suffix, Schema: schema,

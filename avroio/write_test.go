@@ -150,22 +150,7 @@ func events(s beam.Scope, from, to int64) beam.PCollection {
 // readEvents reads every record of the container file path.
 func readEvents(t *testing.T, path string) ([]evRecord, *container.Header) {
 	t.Helper()
-	r, err := container.OpenReader[evRecord](path, container.FileOpener(path), 0, container.Options{})
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer r.Close()
-	var out []evRecord
-	for {
-		e, _, _, err := r.Next()
-		if err == io.EOF {
-			return out, r.Header()
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		out = append(out, e)
-	}
+	return readAs[evRecord](t, path)
 }
 
 // checkEvents reads the files and checks that together they hold exactly
@@ -631,6 +616,8 @@ func TestWriteConstructionErrors(t *testing.T) {
 		{"stale age", eventSchema, nil, []avroio.WriteOption{avroio.WithStaleTempAge(0)}, "WithStaleTempAge(0s): the age must be positive"},
 		{"template", eventSchema, nil, []avroio.WriteOption{avroio.WithNumShards(2), avroio.WithShardNameTemplate("-of-NN")}, "has no S"},
 		{"field", eventSchema, func(s beam.Scope) beam.PCollection { return beam.Create(s, noID{"x"}) }, nil, `no field for field "id" of Avro record sdfio.test.Event`},
+		{"inferred", "", func(s beam.Scope) beam.PCollection { return beam.Create(s, badUint{U: 1}) }, nil, "no schema given, and none can be inferred from Go type avroio_test.badUint: field badUint.U: Avro has no type for a Go uint64"},
+		{"inferred records", "", func(s beam.Scope) beam.PCollection { return beam.Create(s, avroio.Record{"a": int64(1)}) }, nil, "avroio.Record values have none to infer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package container
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // Decoding ahead (Options.DecodeAhead).
@@ -17,10 +18,18 @@ import (
 // block's first (the split point) and the block's offset, size and record
 // count, so BlockInfo describes the block of the record Next returned last.
 //
-// Memory stays bounded: aheadChunks chunk buffers circulate between the two
-// goroutines (one being filled, one queued, one being returned), plus the
-// block reader's buffers for one block. Chunk buffers are reused; the
-// records in them are cleared when a chunk has been returned.
+// Memory stays bounded, by bytes as well as by records: aheadChunks chunk
+// buffers circulate between the two goroutines (one being filled, one
+// queued, one being returned), plus the block reader's buffers for one
+// block, and the records in them (decoded and not yet given back by Next)
+// hold at most aheadBudget(MaxAlloc) bytes by the reader's estimate of
+// what each decodes into, plus one record: the goroutine decodes a record
+// only while they hold less, ends a chunk early when they reach it, and
+// waits for Next to give a chunk back before it starts another. A record's
+// estimate is the bound of budget.go at the record's share of its block's
+// data (the block's data divided evenly among its records), so it never
+// walks the block. Chunk buffers are reused; the records in them are
+// cleared when a chunk has been returned.
 //
 // The caller may stop calling Next at any point (a tracker refused the next
 // split point): the records decoded beyond it are simply dropped by Close,
@@ -33,6 +42,11 @@ const aheadChunk = 1024
 // and one being returned.
 const aheadChunks = 3
 
+// aheadBudget is the most estimated bytes of decoded records decode-ahead
+// holds (plus one record) for a reader whose Limits.MaxAlloc is maxAlloc:
+// a quarter of it (16 MiB at DefaultMaxAlloc), at least 1 MiB.
+func aheadBudget(maxAlloc int64) int64 { return max(maxAlloc/4, 1<<20) }
+
 type aheadBatch[T any] struct {
 	recs  []T
 	off   int64 // offset of the records' block
@@ -40,6 +54,7 @@ type aheadBatch[T any] struct {
 	size  int64 // the block's size and record count
 	count int64
 	bytes int64 // bytes read from the file after reading the block
+	held  int64 // the records' estimated decoded bytes, counted in ahead.held
 	err   error // returned after recs; nil if more chunks follow
 	// BlockInfo and BytesRead as next left them when it returned err
 	errSize, errCount, errBytes int64
@@ -52,6 +67,15 @@ type ahead[T any] struct {
 	done chan struct{}
 	once sync.Once
 
+	// budget bounds held: the estimated bytes of the records decoded and
+	// not yet given back by Next, in chunks being filled, queued or
+	// returned. returned wakes the goroutine when Next gives a chunk back;
+	// peak is the most held has been (tests).
+	budget   int64
+	held     atomic.Int64
+	peak     atomic.Int64
+	returned chan struct{}
+
 	started bool
 	cur     *aheadBatch[T]
 	i       int   // records of cur returned
@@ -61,12 +85,14 @@ type ahead[T any] struct {
 	haveBytes            bool
 }
 
-func newAhead[T any]() *ahead[T] {
+func newAhead[T any](budget int64) *ahead[T] {
 	a := &ahead[T]{
-		full: make(chan *aheadBatch[T], 1),
-		free: make(chan *aheadBatch[T], aheadChunks),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		full:     make(chan *aheadBatch[T], 1),
+		free:     make(chan *aheadBatch[T], aheadChunks),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		budget:   budget,
+		returned: make(chan struct{}, 1),
 	}
 	for range aheadChunks {
 		a.free <- &aheadBatch[T]{}
@@ -85,8 +111,20 @@ func (r *Reader[T]) produce(a *ahead[T]) {
 		case <-a.stop:
 			return
 		}
-		b.recs, b.err = b.recs[:0], nil
+		// Start a chunk only under the budget: wait for Next to give
+		// chunks back (every byte held is in a chunk it can take).
+		for a.held.Load() >= a.budget {
+			select {
+			case <-a.returned:
+			case <-a.stop:
+				return
+			}
+		}
+		b.recs, b.err, b.held = b.recs[:0], nil, 0
 		for len(b.recs) < aheadChunk {
+			if len(b.recs) > 0 && a.held.Load() >= a.budget {
+				break // the rest goes in the next chunk
+			}
 			rec, off, sp, err := r.next()
 			if err != nil {
 				b.err = err
@@ -102,6 +140,9 @@ func (r *Reader[T]) produce(a *ahead[T]) {
 				b.bytes = r.blocks.BytesRead()
 			}
 			b.recs = append(b.recs, rec)
+			est := r.recordEstimate()
+			b.held += est
+			a.peak.Store(max(a.peak.Load(), a.held.Add(est)))
 			if r.idx == r.blk.Records {
 				break // a chunk never holds records of two blocks
 			}
@@ -131,7 +172,12 @@ func (r *Reader[T]) nextAhead() (rec T, offset int64, splitPoint bool, err error
 			}
 			clear(b.recs)
 			a.cur = nil
+			a.held.Add(-b.held)
 			a.free <- b // never blocks: free holds every buffer
+			select {
+			case a.returned <- struct{}{}:
+			default: // a wake-up is pending already
+			}
 		}
 		if !a.started {
 			a.started = true
@@ -173,4 +219,19 @@ func (a *ahead[T]) stopAndWait(name string) {
 			a.cur = nil
 		}
 	})
+}
+
+// recordEstimate is what the record next returned last decodes into, by
+// the bound of budget.go at an even share of its block's data; a schema
+// without such a bound counts an interface per byte.
+func (r *Reader[T]) recordEstimate() int64 {
+	size := int64(len(r.blk.Data))
+	if n := r.blk.Records; n > 0 {
+		size = (size + n - 1) / n
+	}
+	b := r.info.bound[r.prof]
+	if b.unbounded {
+		return satAdd(r.rootSlot, satMul(ifaceSize, size))
+	}
+	return satAdd(satAdd(r.rootSlot, b.a), satMul(b.b, size))
 }

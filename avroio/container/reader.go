@@ -53,7 +53,9 @@ type Options struct {
 	// DecodeAhead makes the reader read, decompress and decode the records
 	// that follow on a goroutine of its own while the caller consumes the
 	// ones before them (see ahead.go): at most a few chunks of up to
-	// aheadChunk records are held ahead. Next returns exactly what it
+	// aheadChunk records are held ahead, whose records decode (by the
+	// reader's estimate) into at most a quarter of Limits.MaxAlloc (16 MiB
+	// by default) plus one record. Next returns exactly what it
 	// returns without it — the same records, offsets, split points and
 	// errors at the same positions — and Close stops the goroutine. The
 	// goroutine starts at the first call to Next.
@@ -248,7 +250,7 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed 
 		r.micros = info.hasMicros && convertsMicros && opts.Validate != ValidateNever
 	}
 	if opts.DecodeAhead {
-		r.ahead = newAhead[T]()
+		r.ahead = newAhead[T](aheadBudget(lim.MaxAlloc))
 	}
 	r.valid = opts.Validate == ValidateAlways ||
 		opts.Validate == ValidateAuto && (info.recursive || info.zeroWidthItems || skips)
