@@ -351,8 +351,9 @@
 // the tag on another type than *big.Rat.
 //
 // Appends carry offsets and at most WithMaxAppendBytes of rows (9 MB,
-// under the service's 10 MB request limit); up to four are in flight per
-// stream. After a failed append the writer waits for the others, then
+// under the service's 10 MB request limit); an append is sent once it
+// holds 1 MiB of rows (the first of a stream 64 KiB; WithMaxAppendBytes'
+// n when given), and up to four are in flight per stream. After a failed append the writer waits for the others, then
 // appends again one at a time from the failed one: UNAVAILABLE, INTERNAL,
 // RESOURCE_EXHAUSTED, ABORTED and a dropped connection are retried with
 // backoff (WithRetries) at the same offset, where ALREADY_EXISTS means an

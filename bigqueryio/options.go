@@ -764,9 +764,10 @@ func funcName(fn any) string {
 
 // WithMaxAppendBytes caps the encoded rows of one append request (default
 // and at most 9 MB, under the service's 10 MB limit of a request). Without
-// it an append is sent once it holds 1 MiB of rows (the first of each
-// stream at 64 KiB), so that the service works on one while the next is
-// encoded; with it, once it holds n bytes (a larger row is sent alone).
+// it an append is sent once it holds 1 MiB of rows, so that the service
+// works on one while the next is encoded; with it, once it holds n bytes.
+// Either way the first append of a stream is sent at 64 KiB (or n, if
+// smaller), and a row larger than that is sent alone.
 func WithMaxAppendBytes(n int) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithMaxAppendBytes", n); c.MaxBatchSize = n })
 }
