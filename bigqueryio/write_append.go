@@ -89,6 +89,8 @@ type destination struct {
 	// when full: the appends that hold its rows keep it alive until they
 	// are answered.
 	arena []byte
+	// rowsHint is how many rows the next batch is expected to hold.
+	rowsHint int
 }
 
 // arenaChunk is the size of the chunks rows are encoded into.
@@ -188,9 +190,10 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 		}
 	}
 	if len(d.cur.rows) == cap(d.cur.rows) {
-		// Twice as large: append's growth of large slices (1.25x)
+		// A new batch as large as the last one's rows say it will be, or
+		// twice as large: append's growth of large slices (1.25x)
 		// allocates five times the final size.
-		d.cur.rows = slices.Grow(d.cur.rows, max(len(d.cur.rows), 256))
+		d.cur.rows = slices.Grow(d.cur.rows, max(len(d.cur.rows), d.rowsHint, 256))
 		d.cur.elems = slices.Grow(d.cur.elems, cap(d.cur.rows)-len(d.cur.elems))
 	}
 	d.cur.rows = append(d.cur.rows, row)
@@ -430,6 +433,10 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 	}
 	b := d.cur
 	d.cur = appendBatch{}
+	// The next batch holds about as many rows of this one's mean size as
+	// it is sent at.
+	d.rowsHint = len(b.rows) * d.sendAt(f.Cfg) / max(b.bytes, 1)
+	d.rowsHint += d.rowsHint / 8
 	b.offset = d.next
 	d.next += int64(len(b.rows))
 	f.send(ctx, d, &b)
