@@ -1,0 +1,171 @@
+package bigqueryio
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+
+	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+)
+
+// TestReadKeptRowsBounded: a downstream DoFn that keeps 1 row in 1,000 of
+// what the struct decoder emits (a cache, a top-N) keeps alive at most a
+// bounded multiple of those rows' own size (struct and strings), not the
+// response each came from: heap in use after GC with the rows kept, less
+// heap in use after GC once they are dropped. The responses are bqtest's,
+// 1,024 rows each, in Avro and Arrow, decoded by the reader's decoder;
+// the kept rows keep their values.
+func TestReadKeptRowsBounded(t *testing.T) {
+	const (
+		tableRows = 8 * 1024
+		rounds    = 32 // 256 Ki rows decoded per format
+		every     = 1000
+		bound     = 64 // times the kept rows' own size
+	)
+	srv := newTestServer(t, bqtest.WithBlockRows(1024), bqtest.WithResponseRows(1024))
+	rows := make([][]bigquery.Value, tableRows)
+	kinds := []string{"click", "view", "buy"}
+	for i := range rows {
+		rows[i] = []bigquery.Value{int64(i), fmt.Sprintf("user-%d", i), float64(i) / 8, kinds[i%3]}
+	}
+	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: rows}); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []storagepb.DataFormat{storagepb.DataFormat_AVRO, storagepb.DataFormat_ARROW} {
+		t.Run(strings.ToLower(format.String()), func(t *testing.T) {
+			info, resps := sessionResponses(t, srv, "p.d.events", format)
+			schema, _, err := info.decoder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := newStructDecoder(reflect.TypeFor[benchEvent](), schema, info.Format, info.Arrow, fieldRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []any
+			seen := 0
+			for range rounds {
+				for _, r := range resps {
+					var b batch
+					if err := d.decodeBatch(r.payload, r.rows, &b); err != nil {
+						t.Fatal(err)
+					}
+					for i := 0; i < b.len; i++ {
+						if seen%every == 0 {
+							kept = append(kept, b.at(i))
+						}
+						seen++
+					}
+				}
+			}
+			own := 0
+			for _, v := range kept {
+				e := v.(benchEvent)
+				want := rows[e.ID]
+				if e.Name.StringVal != want[1] || e.Kind != want[3] || e.Score != want[2] {
+					t.Fatalf("kept row %+v, want %v", e, want)
+				}
+				own += int(unsafe.Sizeof(e)) + len(e.Name.StringVal) + len(e.Kind)
+			}
+			with := heapInUse()
+			runtime.KeepAlive(kept)
+			n := len(kept)
+			kept = nil
+			retained := with - heapInUse()
+			t.Logf("%d rows decoded, %d kept (%d bytes of their own): %d bytes retained, %.1fx, %d bytes a row",
+				seen, n, own, retained, float64(retained)/float64(own), retained/int64(n))
+			if retained > int64(bound*own) {
+				t.Errorf("%d kept rows of %d bytes keep %d bytes alive: over %dx", n, own, retained, bound)
+			}
+		})
+	}
+}
+
+// heapInUse is the heap's live bytes after a garbage collection.
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestDecodeChunkBoundaries: rows land in chunks of rowChunk whatever the
+// responses' and record batches' sizes (7 rows a block, 100 a response:
+// blocks straddle chunks), every row with its own values, NULLs included.
+func TestDecodeChunkBoundaries(t *testing.T) {
+	srv := newTestServer(t, bqtest.WithBlockRows(7), bqtest.WithResponseRows(100))
+	const n = 1000
+	rows := make([][]bigquery.Value, n)
+	for i := range rows {
+		var name bigquery.Value = fmt.Sprintf("user-%d", i)
+		if i%5 == 2 {
+			name = nil
+		}
+		rows[i] = []bigquery.Value{int64(i), name, float64(i) / 8, strings.Repeat("k", i%4)}
+	}
+	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: rows}); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []storagepb.DataFormat{storagepb.DataFormat_AVRO, storagepb.DataFormat_ARROW} {
+		t.Run(strings.ToLower(format.String()), func(t *testing.T) {
+			info, resps := sessionResponses(t, srv, "p.d.events", format)
+			schema, _, err := info.decoder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := newStructDecoder(reflect.TypeFor[benchEvent](), schema, info.Format, info.Arrow, fieldRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []any
+			for i := 0; i < len(resps); i++ {
+				r := resps[i]
+				if format == storagepb.DataFormat_ARROW && i+1 < len(resps) {
+					// Two record batches of 100 rows in one payload: the
+					// second starts inside a chunk.
+					i++
+					r = response{append(append([]byte(nil), r.payload...), resps[i].payload...), r.rows + resps[i].rows}
+				}
+				if got, err = d.decode(r.payload, r.rows, got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got) != n {
+				t.Fatalf("%d rows, want %d", len(got), n)
+			}
+			seen := make([]bool, n)
+			for _, v := range got {
+				e := v.(benchEvent)
+				if e.ID < 0 || e.ID >= n || seen[e.ID] {
+					t.Fatalf("row %+v: id out of range or twice", e)
+				}
+				seen[e.ID] = true
+				w := rows[e.ID]
+				wantName := bigquery.NullString{}
+				if w[1] != nil {
+					wantName = bigquery.NullString{StringVal: w[1].(string), Valid: true}
+				}
+				if e.Name != wantName || e.Score != w[2] || e.Kind != w[3] {
+					t.Fatalf("row %+v, want %v", e, w)
+				}
+			}
+		})
+	}
+}
