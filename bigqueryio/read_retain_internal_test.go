@@ -5,11 +5,15 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 )
@@ -166,6 +170,72 @@ func TestDecodeChunkBoundaries(t *testing.T) {
 					t.Fatalf("row %+v, want %v", e, w)
 				}
 			}
+		})
+	}
+}
+
+// keptRows holds the rows keepRow kept (the pipeline runs in this
+// process).
+var keptRows struct {
+	sync.Mutex
+	rows []any
+}
+
+// keepRow keeps 1 row in 1,000 as it came, as a generic cache or top-N
+// (of beam.T) would.
+func keepRow(x beam.T) {
+	if x.(benchRow).ID%1000 == 0 {
+		keptRows.Lock()
+		keptRows.rows = append(keptRows.rows, x)
+		keptRows.Unlock()
+	}
+}
+
+func init() { register.Function1x0(keepRow) }
+
+// BenchmarkReadKeptRows reads 2 M rows from bqtest (responses of 1,024
+// rows) on the default runner into a DoFn, fused with the read, that
+// keeps 1 row in 1,000, and reports what the kept rows hold alive: heap
+// in use after GC with them, less after they are dropped, per kept row
+// and as a multiple of the rows' own size (struct and string). Run it
+// alone: -bench '^BenchmarkReadKeptRows$' -benchtime 1x.
+func BenchmarkReadKeptRows(b *testing.B) {
+	const n = 2_000_000
+	srv := newTestServer(b, bqtest.WithBlockRows(1024), bqtest.WithResponseRows(1024))
+	numbersTable(b, srv, n)
+	for _, format := range []DataFormat{Avro, Arrow} {
+		b.Run(map[DataFormat]string{Avro: "avro", Arrow: "arrow"}[format], func(b *testing.B) {
+			for range b.N {
+				keptRows.Lock()
+				keptRows.rows = nil
+				keptRows.Unlock()
+				p, s := beam.NewPipelineWithRoot()
+				rows := Read(s, "p.d.nums", reflect.TypeFor[benchRow](), WithEndpoint(srv.Addr()), WithInsecure(), WithMaxStreams(1), WithDataFormat(format))
+				beam.ParDo0(s, keepRow, rows)
+				if err := ptest.Run(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			keptRows.Lock()
+			kept := keptRows.rows
+			keptRows.rows = nil
+			keptRows.Unlock()
+			own := 0
+			for _, x := range kept {
+				r := x.(benchRow)
+				own += int(unsafe.Sizeof(r)) + len(r.Name.StringVal)
+			}
+			with := heapInUse()
+			runtime.KeepAlive(kept)
+			k := len(kept)
+			kept = nil
+			retained := with - heapInUse()
+			if k != n/1000 {
+				b.Fatalf("%d rows kept, want %d", k, n/1000)
+			}
+			b.ReportMetric(float64(retained)/float64(k), "retained-B/kept-row")
+			b.ReportMetric(float64(retained)/float64(own), "x-own-size")
 		})
 	}
 }

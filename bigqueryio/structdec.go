@@ -85,7 +85,7 @@ func (d valuesDecoder) decodeBatch(payload []byte, n int64, b *batch) error {
 // []bigquery.Value decoders and the loader, one column at a time.
 type structDecoder struct {
 	typ    reflect.Type
-	slice  reflect.Type // []typ
+	chunks *[rowChunk + 1]reflect.Type // [k]typ, a chunk of k rows
 	format int32
 	box    box.Boxer
 	schema bigquery.Schema
@@ -107,7 +107,10 @@ func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, head
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
 	}
-	d := &structDecoder{typ: t, slice: reflect.SliceOf(t), format: format, box: box.For(t), schema: schema, header: header}
+	d := &structDecoder{typ: t, chunks: new([rowChunk + 1]reflect.Type), format: format, box: box.For(t), schema: schema, header: header}
+	for k := 1; k <= rowChunk; k++ {
+		d.chunks[k] = reflect.ArrayOf(k, t) // read only from now on: decoders of several streams share it
+	}
 	fields, ops, has, err := columnOps(t, schema, r, "", "the session")
 	if err != nil {
 		return nil, err
@@ -145,10 +148,11 @@ func (d *structDecoder) decode(payload []byte, n int64, out []any) ([]any, error
 	return out, err
 }
 
-// grow adds the chunks that take b's structs up to n rows.
+// grow adds the chunks that take b's structs up to n rows: one
+// allocation each.
 func (d *structDecoder) grow(b *batch, n int) {
 	for have := len(b.chunks) * rowChunk; have < n; have += rowChunk {
-		b.chunks = append(b.chunks, reflect.MakeSlice(d.slice, min(rowChunk, n-have), min(rowChunk, n-have)).UnsafePointer())
+		b.chunks = append(b.chunks, reflect.New(d.chunks[min(rowChunk, n-have)]).UnsafePointer())
 	}
 }
 
