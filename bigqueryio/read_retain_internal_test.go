@@ -38,25 +38,10 @@ func TestReadKeptRowsBounded(t *testing.T) {
 	for i := range rows {
 		rows[i] = []bigquery.Value{int64(i), fmt.Sprintf("user-%d", i), float64(i) / 8, kinds[i%3]}
 	}
-	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
-		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
-		{Name: "name", Type: bigquery.StringFieldType},
-		{Name: "score", Type: bigquery.FloatFieldType},
-		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
-	}, Rows: rows}); err != nil {
-		t.Fatal(err)
-	}
+	eventsTable(t, srv, rows)
 	for _, format := range []storagepb.DataFormat{storagepb.DataFormat_AVRO, storagepb.DataFormat_ARROW} {
 		t.Run(strings.ToLower(format.String()), func(t *testing.T) {
-			info, resps := sessionResponses(t, srv, "p.d.events", format)
-			schema, _, err := info.decoder()
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := newStructDecoder(reflect.TypeFor[benchEvent](), schema, info.Format, info.Arrow, fieldRules{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, resps := eventsDecoder(t, srv, format)
 			var kept []any
 			seen := 0
 			for range rounds {
@@ -119,25 +104,10 @@ func TestDecodeChunkBoundaries(t *testing.T) {
 		}
 		rows[i] = []bigquery.Value{int64(i), name, float64(i) / 8, strings.Repeat("k", i%4)}
 	}
-	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
-		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
-		{Name: "name", Type: bigquery.StringFieldType},
-		{Name: "score", Type: bigquery.FloatFieldType},
-		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
-	}, Rows: rows}); err != nil {
-		t.Fatal(err)
-	}
+	eventsTable(t, srv, rows)
 	for _, format := range []storagepb.DataFormat{storagepb.DataFormat_AVRO, storagepb.DataFormat_ARROW} {
 		t.Run(strings.ToLower(format.String()), func(t *testing.T) {
-			info, resps := sessionResponses(t, srv, "p.d.events", format)
-			schema, _, err := info.decoder()
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := newStructDecoder(reflect.TypeFor[benchEvent](), schema, info.Format, info.Arrow, fieldRules{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, resps := eventsDecoder(t, srv, format)
 			var got []any
 			for i := 0; i < len(resps); i++ {
 				r := resps[i]
@@ -147,6 +117,7 @@ func TestDecodeChunkBoundaries(t *testing.T) {
 					i++
 					r = response{append(append([]byte(nil), r.payload...), resps[i].payload...), r.rows + resps[i].rows}
 				}
+				var err error
 				if got, err = d.decode(r.payload, r.rows, got); err != nil {
 					t.Fatal(err)
 				}
@@ -238,4 +209,34 @@ func BenchmarkReadKeptRows(b *testing.B) {
 			b.ReportMetric(float64(retained)/float64(own), "x-own-size")
 		})
 	}
+}
+
+// eventsTable adds p.d.events, the table of benchEvent, with rows (id,
+// name, score, kind).
+func eventsTable(t testing.TB, srv *bqtest.Server, rows [][]bigquery.Value) {
+	t.Helper()
+	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "score", Type: bigquery.FloatFieldType},
+		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
+	}, Rows: rows}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventsDecoder is the reader's decoder of benchEvent for p.d.events in
+// format, and the table's responses.
+func eventsDecoder(t testing.TB, srv *bqtest.Server, format storagepb.DataFormat) (*structDecoder, []response) {
+	t.Helper()
+	info, resps := sessionResponses(t, srv, "p.d.events", format)
+	schema, _, err := info.decoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newStructDecoder(reflect.TypeFor[benchEvent](), schema, info.Format, info.Arrow, fieldRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, resps
 }
