@@ -96,6 +96,9 @@ type destination struct {
 // arenaChunk is the size of the chunks rows are encoded into.
 const arenaChunk = 64 << 10
 
+// maxRowsHint bounds the rows a new batch's slices are made for.
+const maxRowsHint = 1 << 16
+
 // A batch is sent once it holds sendBytes of rows (or WithMaxAppendBytes'
 // size, when given): the server decodes an append while the next is
 // encoded. The first append of a stream is sent at firstAppendBytes:
@@ -434,9 +437,10 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 	b := d.cur
 	d.cur = appendBatch{}
 	// The next batch holds about as many rows of this one's mean size as
-	// it is sent at.
+	// it is sent at (at most maxRowsHint: tiny rows in large appends grow
+	// as they come, a last small batch takes no large slices).
 	d.rowsHint = len(b.rows) * d.sendAt(f.Cfg) / max(b.bytes, 1)
-	d.rowsHint += d.rowsHint / 8
+	d.rowsHint = min(d.rowsHint+d.rowsHint/8, maxRowsHint)
 	b.offset = d.next
 	d.next += int64(len(b.rows))
 	f.send(ctx, d, &b)
