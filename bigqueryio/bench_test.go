@@ -92,14 +92,7 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		rows[i] = []bigquery.Value{int64(i), name, float64(i%1000) / 8, kinds[i%3]}
 	}
-	if err := srv.AddTable("p.d.events", bqtest.Table{Schema: bigquery.Schema{
-		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
-		{Name: "name", Type: bigquery.StringFieldType},
-		{Name: "score", Type: bigquery.FloatFieldType},
-		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
-	}, Rows: rows}); err != nil {
-		b.Fatal(err)
-	}
+	eventsTable(b, srv, rows)
 	typ := reflect.TypeOf(benchEvent{})
 	for _, format := range []storagepb.DataFormat{storagepb.DataFormat_AVRO, storagepb.DataFormat_ARROW} {
 		info, resps := sessionResponses(b, srv, "p.d.events", format)

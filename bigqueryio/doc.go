@@ -237,13 +237,17 @@
 // frozen github.com/apache/arrow/go/v15, which this package does not use),
 // straight into the fields: each column is compiled, once per session and
 // type, to an operation that writes its field (an Arrow column is written
-// for a whole batch at once), and the rows of a response fill one new []T,
-// so that a row costs no allocation of its own beyond its strings (and
-// RECORD, repeated, NUMERIC, BYTES, TIME and DATETIME values, which go
-// through the client's value types). A row is emitted as an interface value
-// pointing into that []T, without a copy; the []T is never reused, as a
-// fused DoFn downstream may keep what it was given (a combine's accumulator,
-// a buffer flushed at the bundle's end). Each stream's responses are
+// for a whole batch at once), and the rows of a response fill new chunks
+// of 32 structs, so that a row costs no allocation of its own beyond its
+// strings (and RECORD, repeated, NUMERIC, BYTES, TIME and DATETIME values,
+// which go through the client's value types; an Arrow string column is one
+// string per chunk). A row is emitted as an interface value pointing into
+// its chunk, without a copy; chunks are never reused, as a fused DoFn
+// downstream may keep what it was given (a combine's accumulator, a
+// buffer flushed at the bundle's end, a cache), and a row kept keeps the
+// other rows of its chunk alive, not its whole response: keeping 1 row in
+// 1,000 holds about 35-55 times those rows' own size (1,000 times before
+// chunks; docs/BENCHMARKS.md). Each stream's responses are
 // received and decoded one goroutine ahead of the claims and emissions, so
 // the decoding overlaps the runner's per-row work.
 //
@@ -357,8 +361,9 @@
 // the tag on another type than *big.Rat.
 //
 // Appends carry offsets and at most WithMaxAppendBytes of rows (9 MB,
-// under the service's 10 MB request limit); up to four are in flight per
-// stream. After a failed append the writer waits for the others, then
+// under the service's 10 MB request limit); an append is sent once it
+// holds 1 MiB of rows (the first of a stream 64 KiB; WithMaxAppendBytes'
+// n when given), and up to four are in flight per stream. After a failed append the writer waits for the others, then
 // appends again one at a time from the failed one: UNAVAILABLE, INTERNAL,
 // RESOURCE_EXHAUSTED, ABORTED and a dropped connection are retried with
 // backoff (WithRetries) at the same offset, where ALREADY_EXISTS means an

@@ -582,6 +582,7 @@ type writeConfig struct {
 	MaxRetries   int
 	RetryBase    time.Duration
 	MaxBatchSize int // encoded bytes of one append, at most
+	SendBytes    int // encoded bytes at which a batch is sent (write_append.go)
 	// Spec is how CreateIfNeeded makes a table (WithTimePartitioning, ...;
 	// write_table.go).
 	Spec TableSpec
@@ -620,6 +621,10 @@ func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	}
 	if err := cfg.checkOptions(table); err != nil {
 		return writeConfig{}, fmt.Errorf("bigqueryio.Write: %w", err)
+	}
+	cfg.SendBytes = min(sendBytes, cfg.MaxBatchSize)
+	if len(cfg.calls("WithMaxAppendBytes")) > 0 {
+		cfg.SendBytes = cfg.MaxBatchSize
 	}
 	return cfg, nil
 }
@@ -760,7 +765,11 @@ func funcName(fn any) string {
 }
 
 // WithMaxAppendBytes caps the encoded rows of one append request (default
-// and at most 9 MB, under the service's 10 MB limit of a request).
+// and at most 9 MB, under the service's 10 MB limit of a request). Without
+// it an append is sent once it holds 1 MiB of rows, so that the service
+// works on one while the next is encoded; with it, once it holds n bytes.
+// Either way the first append of a stream is sent at 64 KiB (or n, if
+// smaller), and a row larger than that is sent alone.
 func WithMaxAppendBytes(n int) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithMaxAppendBytes", n); c.MaxBatchSize = n })
 }

@@ -24,25 +24,35 @@ type batchDecoder interface {
 }
 
 // batch is the values of the rows of one response, in order: for a struct
-// type T, len structs of a new []T at base (b.size apart), each emitted as
-// an interface value pointing at its struct (internal/box: no copy, no
-// allocation per row; each response decodes into a new []T, never written
-// again, since a fused downstream DoFn may keep a value long after it was
-// emitted); for other types, vals.
+// type T, len structs in new [rowChunk]T chunks (b.size apart), each
+// emitted as an interface value pointing at its struct (internal/box: no
+// copy, no allocation per row; chunks are never written again, since a
+// fused downstream DoFn may keep a value long after it was emitted); for
+// other types, vals.
 type batch struct {
-	base unsafe.Pointer
-	size uintptr
-	box  box.Boxer
-	vals []any
-	len  int
+	chunks []unsafe.Pointer
+	size   uintptr
+	box    box.Boxer
+	vals   []any
+	len    int
 }
+
+// rowChunk is how many rows of a response share an allocation: a row a
+// downstream DoFn keeps keeps the others of its chunk alive (and their
+// strings), not the whole response's (thousands of rows).
+const rowChunk = 32
 
 // at is the value of row i of the batch.
 func (b *batch) at(i int) any {
 	if b.vals != nil {
 		return b.vals[i]
 	}
-	return b.box.Box(unsafe.Add(b.base, uintptr(i)*b.size))
+	return b.box.Box(b.row(i))
+}
+
+// row is the address of struct i of the batch.
+func (b *batch) row(i int) unsafe.Pointer {
+	return unsafe.Add(b.chunks[i/rowChunk], uintptr(i%rowChunk)*b.size)
 }
 
 // valuesDecoder makes values of the rows of a rowDecoder with conv (conv
@@ -75,6 +85,7 @@ func (d valuesDecoder) decodeBatch(payload []byte, n int64, b *batch) error {
 // []bigquery.Value decoders and the loader, one column at a time.
 type structDecoder struct {
 	typ    reflect.Type
+	chunks *[rowChunk + 1]reflect.Type // [k]typ, a chunk of k rows
 	format int32
 	box    box.Boxer
 	schema bigquery.Schema
@@ -88,14 +99,18 @@ type structDecoder struct {
 // avroOp decodes one column of a row into the struct at p.
 type avroOp func(r *avro.Reader, p unsafe.Pointer) error
 
-// arrowOp decodes one column of n rows into the structs at base, base+stride...
-type arrowOp func(a arrow.Array, base unsafe.Pointer, stride uintptr, n int) error
+// arrowOp decodes the values first to first+n-1 of one column into the
+// structs at base, base+stride...
+type arrowOp func(a arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error
 
 func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, header []byte, r fieldRules) (*structDecoder, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("bigqueryio: rows load into structs, not %s", t)
 	}
-	d := &structDecoder{typ: t, format: format, box: box.For(t), schema: schema, header: header}
+	d := &structDecoder{typ: t, chunks: new([rowChunk + 1]reflect.Type), format: format, box: box.For(t), schema: schema, header: header}
+	for k := 1; k <= rowChunk; k++ {
+		d.chunks[k] = reflect.ArrayOf(k, t) // read only from now on: decoders of several streams share it
+	}
 	fields, ops, has, err := columnOps(t, schema, r, "", "the session")
 	if err != nil {
 		return nil, err
@@ -133,9 +148,12 @@ func (d *structDecoder) decode(payload []byte, n int64, out []any) ([]any, error
 	return out, err
 }
 
-// rows makes a []T of n rows, returning its first element's address.
-func (d *structDecoder) rows(n int) unsafe.Pointer {
-	return reflect.MakeSlice(reflect.SliceOf(d.typ), n, n).UnsafePointer()
+// grow adds the chunks that take b's structs up to n rows: one
+// allocation each.
+func (d *structDecoder) grow(b *batch, n int) {
+	for have := len(b.chunks) * rowChunk; have < n; have += rowChunk {
+		b.chunks = append(b.chunks, reflect.New(d.chunks[min(rowChunk, n-have)]).UnsafePointer())
+	}
 }
 
 // decodeAvro decodes every row of the payload into b, failing when they
@@ -147,10 +165,7 @@ func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 	// Every row takes at least a byte (the schema has a column): at most
 	// len(payload) rows, whatever the count says.
 	capRows := min(n, int64(len(payload)))
-	size := b.size
-	if capRows > 0 {
-		b.base = d.rows(int(capRows))
-	}
+	b.chunks = make([]unsafe.Pointer, 0, (capRows+rowChunk-1)/rowChunk)
 	r := resetAvro(d.r, payload)
 	var i int64
 	for ; avroMore(r); i++ {
@@ -158,7 +173,10 @@ func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 			// More rows than the count says: count them, for the error.
 			return d.countAvro(r, i, n)
 		}
-		p := unsafe.Add(b.base, uintptr(i)*size)
+		if i%rowChunk == 0 {
+			d.grow(b, int(min(i+rowChunk, capRows)))
+		}
+		p := b.row(int(i))
 		for c, op := range d.avro {
 			if err := op(r, p); err != nil {
 				return fmt.Errorf("Avro row %d of the response (whose row count is %d), column %s: %w", i, n, d.schema[c].Name, err)
@@ -216,19 +234,23 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 	if total == 0 {
 		return nil
 	}
-	size := b.size
-	b.base = d.rows(int(total))
+	d.grow(b, int(total))
 	var got int64
 	for _, rec := range recs {
 		m := int(rec.NumRows())
-		base := unsafe.Add(b.base, uintptr(got)*size)
 		for c, op := range d.arrow {
 			col := rec.Column(c)
 			if col.Len() < m {
 				return fmt.Errorf("Arrow column %s has %d values for %d rows", d.schema[c].Name, col.Len(), m)
 			}
-			if err := op(col, base, size, m); err != nil {
-				return fmt.Errorf("Arrow rows %d-%d of the response, column %s: %w", got, got+int64(m)-1, d.schema[c].Name, err)
+			// Rows [i, j) of the record fill a chunk or its rest.
+			for i := 0; i < m; {
+				at := int(got) + i
+				j := min(m, i+rowChunk-at%rowChunk)
+				if err := op(col, i, b.row(at), b.size, j-i); err != nil {
+					return fmt.Errorf("Arrow rows %d-%d of the response, column %s: %w", got, got+int64(m)-1, d.schema[c].Name, err)
+				}
+				i = j
 			}
 		}
 		got += int64(m)
@@ -358,20 +380,20 @@ func fastAvro(sf *bigquery.FieldSchema, f structField) (read func(*avro.Reader, 
 // field, nothing to do).
 func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool, op loadOp) arrowOp {
 	if !ok {
-		return func(arrow.Array, unsafe.Pointer, uintptr, int) error { return nil }
+		return func(arrow.Array, int, unsafe.Pointer, uintptr, int) error { return nil }
 	}
 	if !sf.Repeated && !f.viaPtr {
 		if fast := fastArrow(sf, f); fast != nil {
 			return fast
 		}
 	}
-	return func(a arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
-		for i := 0; i < n; i++ {
+	return func(a arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error {
+		for i := first; i < first+n; i++ {
 			x, err := arrowValue(a, i, sf, false)
 			if err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
-			fv := fieldAlloc(reflect.NewAt(t, unsafe.Add(base, uintptr(i)*stride)).Elem(), op.field)
+			fv := fieldAlloc(reflect.NewAt(t, unsafe.Add(base, uintptr(i-first)*stride)).Elem(), op.field)
 			if err := op.apply(fv, x); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
@@ -385,54 +407,61 @@ func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok boo
 // are zero, which is every Null type's NULL.
 func column[A arrow.Array](f structField, nullable bool, set func(a A, i int, p unsafe.Pointer)) arrowOp {
 	off := f.offset
-	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
+	return func(arr arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(A)
 		if !ok {
 			return fmt.Errorf("unexpected Arrow array %s", arr.DataType())
 		}
 		hasNulls := arr.NullN() > 0
-		for i := 0; i < n; i++ {
+		for i := first; i < first+n; i++ {
 			if hasNulls && arr.IsNull(i) {
 				if !nullable {
 					return fmt.Errorf("row %d: %w", i, nullInto(f))
 				}
 				continue
 			}
-			set(a, i, unsafe.Add(base, uintptr(i)*stride+off))
+			set(a, i, unsafe.Add(base, uintptr(i-first)*stride+off))
 		}
 		return nil
 	}
 }
 
-// stringColumn is column for strings: the array's value bytes (the
-// decoder's memory) are copied into one string per batch, and each row's
-// value is a substring of it, with no allocation per row.
+// stringColumn is column for strings: the value bytes of the rows of a
+// call (the decoder's memory; the rows of one chunk) are copied into one
+// string, and each row's value is a substring of it, with no allocation
+// per row.
 func stringColumn(f structField, nullable bool, set func(p unsafe.Pointer, v string)) arrowOp {
 	off := f.offset
-	return func(arr arrow.Array, base unsafe.Pointer, stride uintptr, n int) error {
+	return func(arr arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(*array.String)
 		if !ok {
 			return fmt.Errorf("unexpected Arrow array %s", arr.DataType())
 		}
-		all := string(a.ValueBytes())
+		vals := a.ValueBytes()
 		offs := a.ValueOffsets()
-		if len(offs) < n+1 {
-			return fmt.Errorf("%d string offsets for %d rows", len(offs), n)
+		if len(offs) < first+n+1 {
+			return fmt.Errorf("%d string offsets for rows %d-%d", len(offs), first, first+n-1)
 		}
-		first := int(offs[0])
+		// ValueBytes starts at the array's first offset.
+		lo0, hi0 := int(offs[first])-int(offs[0]), int(offs[first+n])-int(offs[0])
+		if lo0 < 0 || lo0 > hi0 || hi0 > len(vals) {
+			return fmt.Errorf("rows %d-%d: string offsets %d-%d outside the %d bytes of values", first, first+n-1, lo0, hi0, len(vals))
+		}
+		all := string(vals[lo0:hi0])
+		start := int(offs[first])
 		hasNulls := arr.NullN() > 0
-		for i := 0; i < n; i++ {
+		for i := first; i < first+n; i++ {
 			if hasNulls && arr.IsNull(i) {
 				if !nullable {
 					return fmt.Errorf("row %d: %w", i, nullInto(f))
 				}
 				continue
 			}
-			lo, hi := int(offs[i])-first, int(offs[i+1])-first
+			lo, hi := int(offs[i])-start, int(offs[i+1])-start
 			if lo < 0 || lo > hi || hi > len(all) {
 				return fmt.Errorf("row %d: string offsets %d-%d outside the %d bytes of values", i, lo, hi, len(all))
 			}
-			set(unsafe.Add(base, uintptr(i)*stride+off), all[lo:hi])
+			set(unsafe.Add(base, uintptr(i-first)*stride+off), all[lo:hi])
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,60 @@ type destination struct {
 	next     int64                         // the offset of the next batch
 	cur      appendBatch
 	inflight []*appendBatch
+	// arena is where rows are encoded, one after the other: each row is a
+	// slice of it, so a row costs no allocation of its own. A chunk is
+	// never written again below its length, and is dropped (not reused)
+	// when full: the appends that hold its rows keep it alive until they
+	// are answered.
+	arena []byte
+	// rowsHint is how many rows the next batch is expected to hold.
+	rowsHint int
+}
+
+// arenaChunk is the size of the chunks rows are encoded into.
+const arenaChunk = 64 << 10
+
+// maxRowsHint bounds the rows a new batch's slices are made for.
+const maxRowsHint = 1 << 16
+
+// A batch is sent once it holds sendBytes of rows (or WithMaxAppendBytes'
+// size, when given): the server decodes an append while the next is
+// encoded. The first append of a stream is sent at firstAppendBytes:
+// managedwriter copies every row of the first request on a connection
+// (it merges the request into the one that carries the writer schema)
+// and sends later ones as they are.
+const (
+	sendBytes        = 1 << 20
+	firstAppendBytes = 64 << 10
+)
+
+// sendAt is the size at which d's current batch is sent.
+func (d *destination) sendAt(cfg writeConfig) int {
+	n := cfg.SendBytes
+	if d.ms == nil {
+		n = min(n, firstAppendBytes)
+	}
+	return n
+}
+
+// encode encodes x into d's arena and returns it.
+func (d *destination) encode(x any) ([]byte, error) {
+	if cap(d.arena)-len(d.arena) < arenaChunk/16 {
+		d.arena = make([]byte, 0, arenaChunk)
+	}
+	start := len(d.arena)
+	b, err := d.table.enc.encode(d.arena, x)
+	if err != nil {
+		return nil, err
+	}
+	row := b[start:len(b):len(b)]
+	if cap(b) != cap(d.arena) {
+		// The row outgrew the chunk: it has the grown copy to itself.
+		d.arena = nil
+		return row, nil
+	}
+	d.arena = b
+	return row, nil
 }
 
 // appendBatch is the rows of one append.
@@ -127,9 +182,9 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 	if err != nil {
 		return err
 	}
-	row, err := d.table.enc.encode(nil, x)
+	row, err := d.encode(x)
 	if err != nil && d.table.enc.isRow && f.followSchema(ctx, d.table, x) {
-		row, err = d.table.enc.encode(nil, x)
+		row, err = d.encode(x)
 	}
 	if err == nil && f.mutate != nil {
 		row, err = f.mutate.appendChange(row, x)
@@ -140,10 +195,17 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 	if err != nil {
 		return f.refuse(ctx, d.table.spec, x, err, failed)
 	}
-	if d.cur.bytes+len(row) > f.Cfg.MaxBatchSize {
+	if d.cur.bytes+len(row) > d.sendAt(f.Cfg) {
 		if err := f.flush(ctx, d, failed); err != nil {
 			return err
 		}
+	}
+	if len(d.cur.rows) == cap(d.cur.rows) {
+		// A new batch as large as the last one's rows say it will be, or
+		// twice as large: append's growth of large slices (1.25x)
+		// allocates five times the final size.
+		d.cur.rows = slices.Grow(d.cur.rows, max(len(d.cur.rows), d.rowsHint, 256))
+		d.cur.elems = slices.Grow(d.cur.elems, cap(d.cur.rows)-len(d.cur.elems))
 	}
 	d.cur.rows = append(d.cur.rows, row)
 	d.cur.elems = append(d.cur.elems, x)
@@ -397,6 +459,11 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 	}
 	b := d.cur
 	d.cur = appendBatch{}
+	// The next batch holds about as many rows of this one's mean size as
+	// it is sent at (at most maxRowsHint: tiny rows in large appends grow
+	// as they come, a last small batch takes no large slices).
+	d.rowsHint = len(b.rows) * d.sendAt(f.Cfg) / max(b.bytes, 1)
+	d.rowsHint = min(d.rowsHint+d.rowsHint/8, maxRowsHint)
 	b.offset = d.next
 	d.next += int64(len(b.rows))
 	f.send(ctx, d, &b)

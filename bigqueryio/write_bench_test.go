@@ -17,14 +17,55 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
 func init() {
 	RegisterType(reflect.TypeFor[benchRow]())
 	register.Function1x0(discardBenchRow)
+	beamreg.DoFn2x0[[]byte, func(benchRow)](&genRowsFn{})
+	register.Emitter1[benchRow]()
 }
 
 func discardBenchRow(benchRow) {}
+
+// benchNames are the 1,000 names the rows of the write benchmark take.
+var benchNames = func() []string {
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("user-%d", i)
+	}
+	return names
+}()
+
+// benchRowAt is row i of the write benchmark.
+func benchRowAt(i int) benchRow {
+	return benchRow{ID: int64(i), Name: bigquery.NullString{StringVal: benchNames[i%1000], Valid: true}, Score: float64(i) / 4}
+}
+
+// genRowsFn emits the N rows of the write benchmark from an impulse: a
+// source that costs little more than the runner's per-element work,
+// beside beam.Create, which encodes every row into the pipeline when it
+// is built and decodes it when it runs.
+type genRowsFn struct{ N int }
+
+func (f *genRowsFn) ProcessElement(_ []byte, emit func(benchRow)) {
+	for i := range f.N {
+		emit(benchRowAt(i))
+	}
+}
+
+// benchSources are the two sources of the write benchmark's pipelines:
+// beam.Create of the rows, and genRowsFn making them.
+var benchSources = []struct {
+	suffix string
+	rows   func(s beam.Scope, rows []any) beam.PCollection
+}{
+	{"", func(s beam.Scope, rows []any) beam.PCollection { return beam.Create(s, rows...) }},
+	{"_gen", func(s beam.Scope, rows []any) beam.PCollection {
+		return beam.ParDo(s, &genRowsFn{N: len(rows)}, beam.Impulse(s))
+	}},
+}
 
 var benchWriteSchema = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType},
@@ -35,7 +76,7 @@ var benchWriteSchema = bigquery.Schema{
 func benchWriteRows(n int) []any {
 	rows := make([]any, n)
 	for i := range rows {
-		rows[i] = benchRow{ID: int64(i), Name: bigquery.NullString{StringVal: fmt.Sprintf("user-%d", i%1000), Valid: true}, Score: float64(i) / 4}
+		rows[i] = benchRowAt(i)
 	}
 	return rows
 }
@@ -46,24 +87,32 @@ func benchWriteRows(n int) []any {
 // runner), Beam Go's bigqueryio.Write (tabledata.insertAll, reached through
 // RouteGoogleAPIs), and a plain managedwriter loop appending the same
 // encoded rows to one PENDING stream on one goroutine, the anchor of the
-// writer's CPU per row. Figures are the lead's (docs/BENCHMARKS.md).
+// writer's CPU per row. Each pipeline runs twice: its rows from
+// beam.Create (sdfio, create_only, beamgo), whose decoding costs about
+// 1 us a row in every variant, and from genRowsFn (sdfio_gen, gen_only,
+// beamgo_gen), which makes them. Figures are the lead's
+// (docs/BENCHMARKS.md).
 func BenchmarkWrite(b *testing.B) {
 	const n = 100_000
 	rows := benchWriteRows(n)
-	b.Run("sdfio", func(b *testing.B) {
-		srv := newTestServer(b)
-		cpu0 := processCPU()
-		srv.AddDataset("p", "d", "")
-		for i := 0; i < b.N; i++ {
-			p, s := beam.NewPipelineWithRoot()
-			table := fmt.Sprintf("p.d.w%d", i)
-			Write(s, table, beam.Create(s, rows...), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()))
-			if _, err := direct.Execute(context.Background(), p); err != nil {
-				b.Fatal(err)
+	// Each pipeline twice: rows from beam.Create (sdfio, create_only,
+	// beamgo) and from genRowsFn (sdfio_gen, gen_only, beamgo_gen).
+	for _, src := range benchSources {
+		b.Run("sdfio"+src.suffix, func(b *testing.B) {
+			srv := newTestServer(b)
+			cpu0 := processCPU()
+			srv.AddDataset("p", "d", "")
+			for i := 0; i < b.N; i++ {
+				p, s := beam.NewPipelineWithRoot()
+				table := fmt.Sprintf("p.d.w%d", i)
+				Write(s, table, src.rows(s, rows), WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()))
+				if _, err := direct.Execute(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportWrite(b, n, cpu0)
-	})
+			reportWrite(b, n, cpu0)
+		})
+	}
 	// WriteTruncate's overhead against a plain write: the same rows staged
 	// and copied over one table each iteration (a staging table, a copy
 	// job, a delete).
@@ -84,37 +133,42 @@ func BenchmarkWrite(b *testing.B) {
 	// The cost of the pipeline without a write (beam.Create decoding the
 	// rows, the direct runner): the sdfio and beamgo figures less this are
 	// what their writes cost.
-	b.Run("create_only", func(b *testing.B) {
-		cpu0 := processCPU()
-		for i := 0; i < b.N; i++ {
-			p, s := beam.NewPipelineWithRoot()
-			beam.ParDo0(s, discardBenchRow, beam.Create(s, rows...))
-			if _, err := direct.Execute(context.Background(), p); err != nil {
+	for _, src := range benchSources {
+		name := map[string]string{"": "create_only", "_gen": "gen_only"}[src.suffix]
+		b.Run(name, func(b *testing.B) {
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				p, s := beam.NewPipelineWithRoot()
+				beam.ParDo0(s, discardBenchRow, src.rows(s, rows))
+				if _, err := direct.Execute(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportWrite(b, n, cpu0)
+		})
+	}
+	for _, src := range benchSources {
+		b.Run("beamgo"+src.suffix, func(b *testing.B) {
+			srv := newTestServer(b)
+			cpu0 := processCPU()
+			if err := srv.AddTable("p.d.other", bqtest.Table{Schema: benchWriteSchema}); err != nil {
 				b.Fatal(err)
 			}
-		}
-		reportWrite(b, n, cpu0)
-	})
-	b.Run("beamgo", func(b *testing.B) {
-		srv := newTestServer(b)
-		cpu0 := processCPU()
-		if err := srv.AddTable("p.d.other", bqtest.Table{Schema: benchWriteSchema}); err != nil {
-			b.Fatal(err)
-		}
-		restore, err := srv.RouteGoogleAPIs()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer restore()
-		for i := 0; i < b.N; i++ {
-			p, s := beam.NewPipelineWithRoot()
-			beambq.Write(s, "p", fmt.Sprintf("p:d.b%d", i), beam.Create(s, rows...))
-			if _, err := direct.Execute(context.Background(), p); err != nil {
+			restore, err := srv.RouteGoogleAPIs()
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		reportWrite(b, n, cpu0)
-	})
+			defer restore()
+			for i := 0; i < b.N; i++ {
+				p, s := beam.NewPipelineWithRoot()
+				beambq.Write(s, "p", fmt.Sprintf("p:d.b%d", i), src.rows(s, rows))
+				if _, err := direct.Execute(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportWrite(b, n, cpu0)
+		})
+	}
 	b.Run("managedwriter", func(b *testing.B) {
 		srv := newTestServer(b)
 		cpu0 := processCPU()
