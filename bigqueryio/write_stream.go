@@ -280,6 +280,7 @@ type streamAppendFn struct {
 	End   timers.EventTime
 
 	mw      *managedwriter.Client
+	wc      *writeClient // CreateWriteStream, with the write's own retries
 	streams map[string]*openStream // by stream name
 	descs   map[string]*descriptorpb.DescriptorProto
 	m       streamMetrics
@@ -315,6 +316,9 @@ func (f *streamAppendFn) Teardown() {
 	f.streams = nil
 	if f.mw != nil {
 		f.mw.Close()
+	}
+	if f.wc != nil {
+		f.wc.Close()
 	}
 }
 
@@ -596,14 +600,24 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 	if err != nil {
 		return "", err
 	}
+	if f.wc == nil {
+		if f.wc, err = newWriteClient(ctx, f.Cfg); err != nil {
+			return "", fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
 	bo := retryBackoff(f.Cfg.RetryBase)
 	for retries := 0; ; retries++ {
-		ms, err := mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(res), managedwriter.WithType(managedwriter.BufferedStream),
-			managedwriter.WithSchemaDescriptor(desc), managedwriter.WithAppendRowsCallOption(noRetry))
+		ws, err := f.wc.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{Parent: res,
+			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_BUFFERED}}, noRetry)
 		if err == nil {
 			f.m.created.Inc(ctx, 1)
-			f.streams[ms.StreamName()] = &openStream{ms: ms, desc: string(key)}
-			return ms.StreamName(), nil
+			ms, err := mw.NewManagedStream(ctx, managedwriter.WithStreamName(ws.GetName()), managedwriter.WithType(managedwriter.BufferedStream),
+				managedwriter.WithSchemaDescriptor(desc))
+			if err != nil {
+				return "", fmt.Errorf("bigqueryio.Write to %s: opening write stream %s: %w", spec, ws.GetName(), err)
+			}
+			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key)}
+			return ws.GetName(), nil
 		}
 		if !(transient(err) || appendTransient(err)) || ctx.Err() != nil || retries >= f.Cfg.MaxRetries {
 			return "", fmt.Errorf("bigqueryio.Write to %s: creating a BUFFERED write stream (%d attempts): %w", spec, retries+1, err)
