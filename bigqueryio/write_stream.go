@@ -280,7 +280,7 @@ type streamAppendFn struct {
 	End   timers.EventTime
 
 	mw      *managedwriter.Client
-	wc      *writeClient // CreateWriteStream, with the write's own retries
+	wc      *writeClient           // CreateWriteStream, with the write's own retries
 	streams map[string]*openStream // by stream name
 	descs   map[string]*descriptorpb.DescriptorProto
 	m       streamMetrics
