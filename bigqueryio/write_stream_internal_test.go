@@ -65,8 +65,7 @@ func (f *fakeTimers) Set(t timers.TimerMap) { f.set = append(f.set, t) }
 // streamSteps are the steps of the streaming write, run by hand on one
 // shard, against a bqtest server.
 type streamSteps struct {
-	t      *testing.T
-	srv    *bqtest.Server
+	t      testing.TB
 	key    string
 	batch  *streamBatchFn
 	app    *streamAppendFn
@@ -77,8 +76,13 @@ type streamSteps struct {
 func newStreamSteps(t *testing.T, srv *bqtest.Server, opts ...WriteOption) *streamSteps {
 	t.Helper()
 	cfg := writeTestConfig(t, srv, "p.d.s", append([]WriteOption{WithExactlyOnceStreaming(), WithNumStreams(1)}, opts...)...)
-	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: reflect.TypeFor[onceRow]()}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
-	st := &streamSteps{t: t, srv: srv, key: cfg.Table + "#0",
+	return newStreamStepsOf(t, cfg, reflect.TypeFor[onceRow]())
+}
+
+// newStreamStepsOf is newStreamSteps of a configuration and a row type.
+func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSteps {
+	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
+	st := &streamSteps{t: t, key: cfg.Table + "#0",
 		batch: &streamBatchFn{Fn: fn, Every: cfg.Frequency, Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
 			Flush: timers.InProcessingTime("flush"), End: timers.InEventTime("end")},
 		app: &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
@@ -95,12 +99,23 @@ func newStreamSteps(t *testing.T, srv *bqtest.Server, opts ...WriteOption) *stre
 // of input's timer: the batches it outputs, in order.
 func (st *streamSteps) batches(sp *fakeState, from, to int) []streamBatch {
 	st.t.Helper()
+	rows := make([]any, 0, to-from)
+	for i := from; i < to; i++ {
+		rows = append(rows, onceRow{ID: int64(i), Name: "r"})
+	}
+	return st.batchRows(sp, rows)
+}
+
+// batchRows runs rows through the batching step and the end of input's
+// timer: the batches it outputs, in order.
+func (st *streamSteps) batchRows(sp *fakeState, rows []any) []streamBatch {
+	st.t.Helper()
 	ctx := context.Background()
 	var out []streamBatch
 	emit := func(k string, b streamBatch) { out = append(out, b) }
 	failed := func(r FailedRow) { st.failed = append(st.failed, r) }
-	for i := from; i < to; i++ {
-		if err := st.batch.ProcessElement(ctx, beam.EventTime(i), sp, &fakeTimers{}, st.key, onceRow{ID: int64(i), Name: "r"}, emit, failed); err != nil {
+	for i, x := range rows {
+		if err := st.batch.ProcessElement(ctx, beam.EventTime(i), sp, &fakeTimers{}, st.key, x, emit, failed); err != nil {
 			st.t.Fatal(err)
 		}
 	}
