@@ -63,10 +63,11 @@ type streamBatch struct {
 
 // batchMeta is a shard's open batch in the batching step's state.
 type batchMeta struct {
-	Seq   int64 // of the open batch
-	Rows  int64
-	Bytes int64
-	Desc  []byte
+	Seq    int64 // of the open batch
+	Opened int64 // unix ns of its first row
+	Rows   int64
+	Bytes  int64
+	Desc   []byte
 }
 
 // shardStream is a shard's write stream in the append step's state.
@@ -113,10 +114,10 @@ func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, 
 	keyed, badRoute := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
 	batches, badRow := beam.ParDo2(s, &streamBatchFn{Fn: fn, Every: cfg.Frequency,
 		Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-		Flush: timers.InProcessingTime("flush"), End: timers.InEventTime("end")}, keyed)
+		Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")}, keyed)
 	ops, refused := beam.ParDo2(s, &streamAppendFn{Cfg: cfg,
 		Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-		Idle: timers.InProcessingTime("idle"), End: timers.InEventTime("end")}, batches)
+		Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")}, batches)
 	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
 	return results, beam.Flatten(s, badRoute, badRow, refused)
 }
@@ -170,7 +171,7 @@ type streamBatchFn struct {
 	Every time.Duration
 	Rows  state.Bag[[]byte]
 	Meta  state.Value[batchMeta]
-	Flush timers.ProcessingTime
+	Flush timers.EventTime
 	End   timers.EventTime
 
 	descs map[*descriptorpb.DescriptorProto][]byte
@@ -206,14 +207,16 @@ func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, s
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", t.spec, key, err)
 	}
-	if m.Rows > 0 && (m.Bytes+int64(len(row)) > int64(f.Fn.Cfg.MaxBatchSize) || !bytes.Equal(m.Desc, desc)) {
+	if m.Rows > 0 && (m.Bytes+int64(len(row)) > int64(f.Fn.Cfg.MaxBatchSize) || !bytes.Equal(m.Desc, desc) ||
+		time.Since(time.Unix(0, m.Opened)) >= f.Every) {
 		if m, err = f.output(sp, key, m, emit); err != nil {
 			return err
 		}
 	}
 	if m.Rows == 0 {
 		m.Desc = desc
-		f.Flush.Set(tp, time.Now().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
+		m.Opened = time.Now().UnixNano()
+		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
 		f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	}
 	if err := f.Rows.Add(sp, row); err != nil {
@@ -276,7 +279,7 @@ type streamAppendFn struct {
 	Cfg   writeConfig
 	Shard state.Value[shardStream]
 	Early state.Bag[streamBatch]
-	Idle  timers.ProcessingTime
+	Idle  timers.EventTime
 	End   timers.EventTime
 
 	mw      *managedwriter.Client
@@ -360,7 +363,7 @@ func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 		return err
 	}
 	if f.Cfg.Idle > 0 {
-		f.Idle.Set(tp, time.Now().Add(f.Cfg.Idle), timers.WithOutputTimestamp(ts.ToTime()))
+		f.Idle.Set(tp, ts.ToTime().Add(f.Cfg.Idle), timers.WithOutputTimestamp(ts.ToTime()))
 	}
 	f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	return f.Shard.Write(sp, st)

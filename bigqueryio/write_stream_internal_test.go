@@ -84,9 +84,9 @@ func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSt
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	st := &streamSteps{t: t, key: cfg.Table + "#0",
 		batch: &streamBatchFn{Fn: fn, Every: cfg.Frequency, Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-			Flush: timers.InProcessingTime("flush"), End: timers.InEventTime("end")},
+			Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")},
 		app: &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-			Idle: timers.InProcessingTime("idle"), End: timers.InEventTime("end")},
+			Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")},
 		flush: &streamFlushFn{Cfg: cfg}}
 	st.batch.Setup()
 	st.app.Setup()
