@@ -719,7 +719,8 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 // batch, lost answers, throttling, a lost stream), but on Prism v2.77 a
 // pipeline with it does not progress (docs/DESIGN.md, "Streaming exactly
 // once"), so it has no pipeline test yet. Without it, unbounded input is
-// refused unless WithAtLeastOnce.
+// refused unless WithAtLeastOnce; bounded input is written as without it
+// (PENDING streams committed at the end).
 func WithExactlyOnceStreaming() WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithExactlyOnceStreaming"); c.Streaming = true })
 }

@@ -122,8 +122,6 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	unbounded := windowing.Unbounded(col)
 	streaming := unbounded && !cfg.AtLeastOnce
 	switch {
-	case cfg.Streaming && !unbounded:
-		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: %s applies to unbounded input, and this PCollection is bounded: leave it out (bounded input is written exactly once by a commit at its end)", dest, cfg.calls("WithExactlyOnceStreaming")[0])
 	case streaming && !cfg.Streaming:
 		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: the PCollection is unbounded: give WithAtLeastOnce (rows appended to each table's _default stream, visible as they are written), or the experimental WithExactlyOnceStreaming (see the package doc), or make the input bounded", dest)
 	case streaming && cfg.Disposition != WriteAppend:

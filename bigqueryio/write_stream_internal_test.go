@@ -379,9 +379,4 @@ func TestStreamOptions(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", c.opts, err, c.want)
 		}
 	}
-	_, s := beam.NewPipelineWithRoot()
-	_, err := TryWrite(s, "p.d.t", beam.Create(s, onceRow{}), WithExactlyOnceStreaming())
-	if err == nil || !strings.Contains(err.Error(), "WithExactlyOnceStreaming() applies to unbounded input") {
-		t.Errorf("bounded input WithExactlyOnceStreaming: %v", err)
-	}
 }
