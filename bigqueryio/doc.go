@@ -458,6 +458,35 @@
 // write starts (its metadata's row count), WriteAppend (the default)
 // appends, WriteTruncate replaces (below).
 //
+// # Streaming (experimental)
+//
+// Unbounded input is refused when the pipeline is built unless
+// WithAtLeastOnce (rows appended to each table's _default stream as they
+// come) or WithExactlyOnceStreaming. The latter, EXPERIMENTAL and off by
+// default, writes exactly once as Beam Java's StorageApiWritesShardedRecords
+// does: rows are keyed by table and shard (WithNumStreams, default
+// DefaultNumStreams), batched per shard in user state (a batch ends at an
+// append's bytes, a writer schema change, WithTriggeringFrequency after its
+// first row, default DefaultTriggeringFrequency, or the end of input) and
+// numbered; a stateful step appends each batch, in number order, at its
+// shard's next offset of a BUFFERED stream kept in state, so a bundle
+// retried from its state appends the same batches at the same offsets and
+// the service's ALREADY_EXISTS proves them written; after a Reshuffle,
+// FlushRows up to each append's end makes its rows visible (idempotent up
+// to an offset). Streams are finalized (flushed to their end first) before
+// an append would take them past WithStreamRotation's rows, when idle, and
+// at the end of input; a stream the service no longer takes (NOT_FOUND,
+// STREAM_FINALIZED, INVALID_STREAM_STATE) is replaced; OUT_OF_RANGE fails
+// the write naming the stream and offsets; transient codes and
+// RESOURCE_EXHAUSTED are retried with backoff (WithRetries); rows the
+// service refuses (row_errors, or a schema the table does not take) go to
+// FailedRows as JSON of their encoded form (protojson), or fail the write
+// WithFailOnRowErrors. WriteResult.Results holds one TableResult per
+// append made visible (table, stream, rows, the time of the flush). The
+// steps are tested directly against bqtest; on Prism v2.77 a pipeline with
+// them does not progress (docs/DESIGN.md, "Streaming exactly once"), which
+// is why the option is off by default.
+//
 // # Table features
 //
 // CreateIfNeeded makes the table as Beam Java's withTimePartitioning,

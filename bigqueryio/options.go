@@ -591,6 +591,14 @@ type writeConfig struct {
 	IgnoreUnknown bool
 	// AllowAddition and AllowRelaxation are WithSchemaUpdateOptions'.
 	AllowAddition, AllowRelaxation bool
+	// NumStreams, Frequency, StreamMaxRows and Idle are the exactly-once
+	// write of unbounded input's (WithNumStreams, WithTriggeringFrequency,
+	// WithStreamRotation; write_stream.go).
+	Streaming     bool
+	NumStreams    int
+	Frequency     time.Duration
+	StreamMaxRows int64
+	Idle          time.Duration
 
 	given   []givenOption
 	tableFn any // WithTableFunc's function, checked against the element type
@@ -615,7 +623,8 @@ func (c *writeConfig) calls(name string) []string {
 // newWriteConfig is the configuration of a Write of table (a table spec,
 // or "" with WithTableFunc) with opts, checked.
 func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
-	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes}
+	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes,
+		NumStreams: DefaultNumStreams, Frequency: DefaultTriggeringFrequency, StreamMaxRows: DefaultStreamMaxRows, Idle: DefaultStreamIdle}
 	if err := applyOptions("bigqueryio.Write", &cfg, opts, WriteOption.applyWrite); err != nil {
 		return writeConfig{}, err
 	}
@@ -682,7 +691,74 @@ func (c *writeConfig) checkOptions(table string) error {
 	case c.MaxBatchSize <= 0 || c.MaxBatchSize > maxAppendBytes:
 		return fmt.Errorf("%s: an append holds 1 byte to %d bytes", last("WithMaxAppendBytes"), maxAppendBytes)
 	}
+	return c.checkStreaming(last)
+}
+
+// checkStreaming checks the options of the exactly-once write of
+// unbounded input.
+func (c *writeConfig) checkStreaming(last func(string) string) error {
+	for _, name := range []string{"WithExactlyOnceStreaming", "WithNumStreams", "WithTriggeringFrequency", "WithStreamRotation"} {
+		if c.AtLeastOnce && len(c.calls(name)) > 0 {
+			return fmt.Errorf("%s cannot be given with WithAtLeastOnce: it shapes the exactly-once write of unbounded input, and WithAtLeastOnce appends every row to the _default stream", last(name))
+		}
+	}
+	for _, name := range []string{"WithNumStreams", "WithTriggeringFrequency", "WithStreamRotation"} {
+		if !c.Streaming && len(c.calls(name)) > 0 {
+			return fmt.Errorf("%s shapes the exactly-once write of unbounded input: give it with WithExactlyOnceStreaming", last(name))
+		}
+	}
+	switch {
+	case c.NumStreams <= 0:
+		return fmt.Errorf("%s: a table needs at least one stream", last("WithNumStreams"))
+	case c.Frequency <= 0:
+		return fmt.Errorf("%s: the frequency must be positive", last("WithTriggeringFrequency"))
+	case c.StreamMaxRows <= 0 || c.Idle <= 0:
+		return fmt.Errorf("%s: the rows and the idle time must be positive", last("WithStreamRotation"))
+	}
 	return nil
+}
+
+// WithExactlyOnceStreaming writes unbounded input exactly once (see the
+// package doc, "Streaming"): rows keyed by table and shard, batched, each
+// batch appended at its shard's next offset of a BUFFERED stream by a
+// stateful step, and made visible by FlushRows after a shuffle.
+// EXPERIMENTAL, off by default: its steps are tested directly (a retried
+// batch, lost answers, throttling, a lost stream), but on Prism v2.77 a
+// pipeline with it does not progress (docs/DESIGN.md, "Streaming exactly
+// once"), so it has no pipeline test yet. Without it, unbounded input is
+// refused unless WithAtLeastOnce; bounded input is written as without it
+// (PENDING streams committed at the end).
+func WithExactlyOnceStreaming() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithExactlyOnceStreaming"); c.Streaming = true })
+}
+
+// WithNumStreams is the number of shards of each table in the exactly-once
+// write of unbounded input, each appending to a write stream of its own
+// (default DefaultNumStreams). More shards append in parallel; each costs
+// a connection and a stream. It does not apply to bounded input, nor with
+// WithAtLeastOnce (refused).
+func WithNumStreams(n int) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithNumStreams", n); c.NumStreams = n })
+}
+
+// WithTriggeringFrequency bounds how long a row of unbounded input waits
+// in its shard's batch before it is appended (default
+// DefaultTriggeringFrequency); it is made visible by the flush that
+// follows. It needs WithExactlyOnceStreaming.
+func WithTriggeringFrequency(d time.Duration) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithTriggeringFrequency", d); c.Frequency = d })
+}
+
+// WithStreamRotation finalizes a shard's write stream, in the exactly-once
+// write of unbounded input, before an append would take it past maxRows
+// rows (default DefaultStreamMaxRows), and once no row was appended to it
+// for idle (default DefaultStreamIdle); the shard's next rows go to a new
+// stream. It needs WithExactlyOnceStreaming.
+func WithStreamRotation(maxRows int64, idle time.Duration) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) {
+		c.note("WithStreamRotation", maxRows, idle)
+		c.StreamMaxRows, c.Idle = maxRows, idle
+	})
 }
 
 // counter is the named counter of the write's metrics namespace.

@@ -121,17 +121,26 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if cfg.mutationFn != nil {
 		fn.Mutation = &beam.EncodedFunc{Fn: reflectx.MakeFunc(cfg.mutationFn)}
 	}
-	if windowing.Unbounded(col) && !cfg.AtLeastOnce {
-		dest := table
-		if dest == "" {
-			dest = "the tables of WithTableFunc"
-		}
-		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: the PCollection is unbounded, and exactly-once writes of unbounded input are not there yet: their commit runs once the input ends, which it never does; give WithAtLeastOnce (rows appended to each table's _default stream, visible as they are written), or make the input bounded", dest)
+	dest := table
+	if dest == "" {
+		dest = "the tables of WithTableFunc"
+	}
+	unbounded := windowing.Unbounded(col)
+	streaming := unbounded && !cfg.AtLeastOnce
+	switch {
+	case streaming && !cfg.Streaming:
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: the PCollection is unbounded: give WithAtLeastOnce (rows appended to each table's _default stream, visible as they are written), or the experimental WithExactlyOnceStreaming (see the package doc), or make the input bounded", dest)
+	case streaming && cfg.Disposition != WriteAppend:
+		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: %s cannot be given for unbounded input: it needs the end of the input, which never comes", dest, cfg.calls("WithWriteDisposition")[0])
 	}
 	s = s.Scope("bigqueryio.Write")
 	// The write's own steps run in the global window: each element-in-
 	// window is one row, and the commit sees every stream once.
 	col = windowing.Global(s, col)
+	if streaming {
+		results, failed := writeStreaming(s, fn, col)
+		return WriteResult{Results: results, FailedRows: failed}, nil
+	}
 	var streams, failed beam.PCollection
 	if cfg.Disposition == WriteTruncate {
 		run := beam.ParDo(s, runIDFn{}, beam.Impulse(s))

@@ -270,7 +270,14 @@
 // slow commits, and commits failing before or after they applied;
 // FinalizeWriteStream failing with a code (UNAVAILABLE, INTERNAL, ...)
 // before or after it finalized the stream, and a finalize of a finalized
-// stream answered STREAM_FINALIZED instead of its row count.
+// stream answered STREAM_FINALIZED instead of its row count; FlushRows
+// failing with a code (UNAVAILABLE, RESOURCE_EXHAUSTED for throttling,
+// ...) before or after it flushed (after: a retry is answered
+// ALREADY_EXISTS); CreateWriteStream failing with a code before or after
+// it made the stream (after: a stream nobody was told of, which stays
+// empty). Throttling of appends is a hook (WriteFaults.OnAppend) returning
+// RESOURCE_EXHAUSTED. Streaming writes' tests (BUFFERED streams appended
+// with offsets, flushed up to an offset, finalized) use these hooks.
 // AppendAttempts counts the requests naming each stream and offset, so a
 // test can check that a client did not send an append again.
 //

@@ -41,6 +41,8 @@ type writeState struct {
 	hookCalls   int // AppendRows requests given to WriteFaults.OnAppend
 	commitCalls int // BatchCommitWriteStreams calls since SetWriteFaults
 	finalCalls  int // FinalizeWriteStream calls since SetWriteFaults
+	flushCalls  int // FlushRows calls since SetWriteFaults
+	createCalls int // CreateWriteStream calls since SetWriteFaults
 	stats       WriteStats
 	attempts    map[AppendAt]int     // AppendRows requests by stream and offset
 	cdc         map[*table]*cdcState // CDC's keys, by table lineage (cdc.go)
@@ -138,6 +140,23 @@ type WriteFaults struct {
 	// append to it is answered, instead of its row count again.
 	FinalizeAgainRefused bool
 
+	// FlushErrorCode, when not OK, fails the first FlushErrorCalls
+	// FlushRows calls since SetWriteFaults with this code (UNAVAILABLE,
+	// RESOURCE_EXHAUSTED, ...), nothing flushed unless FlushAfterApply is
+	// set: then the rows are flushed and the answer is lost, so a retry is
+	// answered ALREADY_EXISTS.
+	FlushErrorCode  codes.Code
+	FlushErrorCalls int
+	FlushAfterApply bool
+
+	// CreateErrorCode, when not OK, fails the first CreateErrorCalls
+	// CreateWriteStream calls since SetWriteFaults with this code, no
+	// stream made unless CreateAfterApply is set: then the stream is made
+	// (and never named to the caller) and the answer is lost.
+	CreateErrorCode  codes.Code
+	CreateErrorCalls int
+	CreateAfterApply bool
+
 	// CopyJobError, when not empty, fails every copy job (jobs.insert with
 	// configuration.copy) with this message: the job ends DONE with it as
 	// its error result, and its destination is left as it was.
@@ -164,6 +183,8 @@ type WriteStats struct {
 	InjectedCloses    int   // AppendRows RPCs ended by WriteFaults.CloseAfterRequests
 	InjectedCommit    int   // BatchCommitWriteStreams calls failed by WriteFaults
 	InjectedFinalize  int   // FinalizeWriteStream calls failed by WriteFaults
+	InjectedFlush     int   // FlushRows calls failed by WriteFaults
+	InjectedCreate    int   // CreateWriteStream calls failed by WriteFaults
 	InsertAllRequests int   // tabledata.insertAll calls
 	InsertAllRows     int64 // rows tabledata.insertAll wrote
 	TablesCreated     int   // tables.insert calls that made a table
@@ -186,6 +207,7 @@ type WriteStream struct {
 func (s *Server) SetWriteFaults(f WriteFaults) {
 	s.mu.Lock()
 	s.w.faults, s.w.appendCalls, s.w.hookCalls, s.w.commitCalls, s.w.finalCalls = f, 0, 0, 0, 0
+	s.w.flushCalls, s.w.createCalls = 0, 0
 	s.mu.Unlock()
 }
 
@@ -452,12 +474,22 @@ func (w *writeService) CreateWriteStream(ctx context.Context, req *storagepb.Cre
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := s.w.faults
+	fail := f.CreateErrorCode != codes.OK && s.injectLocked(&s.w.createCalls, f.CreateErrorCalls, 0)
+	if fail && !f.CreateAfterApply {
+		s.w.stats.InjectedCreate++
+		return nil, status.Errorf(f.CreateErrorCode, "bqtest: injected CreateWriteStream failure for table %s", req.GetParent())
+	}
 	t, err := s.writeTableLocked(req.GetParent())
 	if err != nil {
 		return nil, err
 	}
 	ws := s.newWriteStreamLocked(req.GetParent(), t, typ)
 	s.w.stats.StreamsCreated++
+	if fail {
+		s.w.stats.InjectedCreate++
+		return nil, status.Errorf(f.CreateErrorCode, "bqtest: injected CreateWriteStream failure for table %s, after it made stream %s", req.GetParent(), ws.name)
+	}
 	return s.writeStreamProto(ws, t, true), nil
 }
 
@@ -539,6 +571,12 @@ func (w *writeService) FlushRows(ctx context.Context, req *storagepb.FlushRowsRe
 	off := req.GetOffset().GetValue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := s.w.faults
+	fail := f.FlushErrorCode != codes.OK && s.injectLocked(&s.w.flushCalls, f.FlushErrorCalls, 0)
+	if fail && !f.FlushAfterApply {
+		s.w.stats.InjectedFlush++
+		return nil, status.Errorf(f.FlushErrorCode, "bqtest: injected FlushRows failure of %s", name)
+	}
 	ws, err := s.streamLocked(name)
 	if err != nil {
 		return nil, err
@@ -561,6 +599,10 @@ func (w *writeService) FlushRows(ctx context.Context, req *storagepb.FlushRowsRe
 	ws.rows = ws.rows[k:]
 	ws.flushed = off + 1
 	s.w.stats.Flushes++
+	if fail {
+		s.w.stats.InjectedFlush++
+		return nil, status.Errorf(f.FlushErrorCode, "bqtest: injected FlushRows failure of %s, after it flushed to offset %d", name, off)
+	}
 	return &storagepb.FlushRowsResponse{Offset: off}, nil
 }
 

@@ -112,3 +112,15 @@ func DoFn7x1[I0, I1, I2, I3, I4, I5, I6, R0 any](doFn interface {
 		}).ProcessElement
 	})
 }
+
+// DoFn8x1 is register.DoFn8x1 without the lifecycle methods' callers.
+func DoFn8x1[I0, I1, I2, I3, I4, I5, I6, I7, R0 any](doFn interface {
+	ProcessElement(I0, I1, I2, I3, I4, I5, I6, I7) R0
+}) {
+	register.Function8x1(func(I0, I1, I2, I3, I4, I5, I6, I7) R0 { panic(unreachable) })
+	wrap(doFn, func(fn any) any {
+		return fn.(interface {
+			ProcessElement(I0, I1, I2, I3, I4, I5, I6, I7) R0
+		}).ProcessElement
+	})
+}

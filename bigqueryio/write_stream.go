@@ -1,0 +1,737 @@
+package bigqueryio
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/sdfio/sdfio/internal/beamreg"
+)
+
+// The defaults of the exactly-once write of unbounded input (see the
+// package doc, "Streaming").
+const (
+	// DefaultNumStreams is the number of shards, each with a write stream
+	// of its own, per destination table when WithNumStreams is not given.
+	DefaultNumStreams = 4
+	// DefaultTriggeringFrequency is the longest a row waits in its shard's
+	// batch before it is appended, when WithTriggeringFrequency is not
+	// given.
+	DefaultTriggeringFrequency = 5 * time.Second
+	// DefaultStreamMaxRows is the number of rows after which a shard's
+	// stream is finalized and a new one made, when WithStreamRotation is
+	// not given.
+	DefaultStreamMaxRows = 100_000_000
+	// DefaultStreamIdle is how long a shard's stream stays open without an
+	// append before it is finalized, when WithStreamRotation is not given.
+	DefaultStreamIdle = 5 * time.Minute
+)
+
+// streamBatch is the rows of one shard that are appended together, in the
+// order the shard's batches are made (Seq from 0). Desc is the writer
+// schema they are encoded in (a serialised DescriptorProto).
+type streamBatch struct {
+	Seq  int64
+	Rows [][]byte
+	Desc []byte
+}
+
+// batchMeta is a shard's open batch in the batching step's state.
+type batchMeta struct {
+	Seq    int64 // of the open batch
+	Opened int64 // unix ns of its first row
+	Rows   int64
+	Bytes  int64
+	Desc   []byte
+}
+
+// shardStream is a shard's write stream in the append step's state.
+type shardStream struct {
+	Stream  string // "" before the first append and after a finalize
+	Next    int64  // the stream's next offset
+	Seq     int64  // the next batch to append
+	Created int64  // unix ns
+	Last    int64  // unix ns of the last append
+}
+
+// flushOp asks the flush step to make a stream's rows [0, End) visible
+// and, with Finalize, to end the stream. Rows is how many rows the append
+// behind it added (0 for a finalize alone).
+type flushOp struct {
+	Table    string // project.dataset.table
+	Stream   string
+	End      int64
+	Rows     int64
+	Finalize bool
+}
+
+func init() {
+	beamreg.DoFn4x1[context.Context, beam.X, func(string, beam.X), func(FailedRow), error](&streamKeyFn{})
+	register.Emitter2[string, beam.X]()
+	beamreg.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, beam.X, func(string, streamBatch), func(FailedRow), error](&streamBatchFn{})
+	register.Emitter2[string, streamBatch]()
+	beamreg.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, streamBatch, func(string, flushOp), func(FailedRow), error](&streamAppendFn{})
+	register.Emitter2[string, flushOp]()
+	beamreg.DoFn4x1[context.Context, string, flushOp, func(TableResult), error](&streamFlushFn{})
+	beam.RegisterType(reflect.TypeFor[streamBatch]())
+	beam.RegisterType(reflect.TypeFor[batchMeta]())
+	beam.RegisterType(reflect.TypeFor[shardStream]())
+	beam.RegisterType(reflect.TypeFor[flushOp]())
+}
+
+// writeStreaming is the exactly-once write of an unbounded PCollection
+// (in the global window): rows keyed by table and shard, batched per shard
+// (at most the triggering frequency, or an append's bytes), each batch
+// appended at its shard's next offset of a BUFFERED stream by a stateful
+// step, and made visible by FlushRows in a step after a shuffle.
+func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, failed beam.PCollection) {
+	cfg := fn.Cfg
+	keyed, badRoute := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
+	batches, badRow := beam.ParDo2(s, &streamBatchFn{Fn: fn, Every: cfg.Frequency,
+		Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
+		Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")}, keyed)
+	ops, refused := beam.ParDo2(s, &streamAppendFn{Cfg: cfg,
+		Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
+		Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")}, batches)
+	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
+	return results, beam.Flatten(s, badRoute, badRow, refused)
+}
+
+// streamKeyFn keys each row by its table's resource name and a shard,
+// taken in turn: "res#shard".
+type streamKeyFn struct {
+	Fn     *appendFn
+	Shards int
+
+	next int
+}
+
+func (f *streamKeyFn) Setup() {
+	f.Fn.Setup()
+	f.next = rand.IntN(max(f.Shards, 1))
+}
+
+func (f *streamKeyFn) ProcessElement(ctx context.Context, x beam.X, emit func(string, beam.X), failed func(FailedRow)) error {
+	res := f.Fn.Cfg.Table
+	if f.Fn.HasTableFn {
+		spec := f.Fn.route.Call1x1(x).(string)
+		var err error
+		if res, err = tableResource(spec); err != nil {
+			return f.Fn.refuse(ctx, spec, x, fmt.Errorf("WithTableFunc: %w", err), failed)
+		}
+	}
+	f.next = (f.next + 1) % f.Shards
+	emit(res+"#"+strconv.Itoa(f.next), x)
+	return nil
+}
+
+// shardTable is the table resource name of a shard key.
+func shardTable(key string) string {
+	if i := strings.LastIndexByte(key, '#'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// streamBatchFn encodes the rows of a shard and gathers them in batches:
+// a batch is output when the next row would take it over an append's
+// bytes (WithMaxAppendBytes), when the writer schema changes, when the
+// triggering frequency has passed since its first row (a processing-time
+// timer), and when the input ends (an event-time timer at the end of the
+// global window). A batch is output with the state that made it, so it is
+// the same batch whatever bundle of the next step gets it, and however
+// often.
+type streamBatchFn struct {
+	Fn    *appendFn
+	Every time.Duration
+	Rows  state.Bag[[]byte]
+	Meta  state.Value[batchMeta]
+	Flush timers.EventTime
+	End   timers.EventTime
+
+	descs map[*descriptorpb.DescriptorProto][]byte
+}
+
+func (f *streamBatchFn) Setup() {
+	f.Fn.Setup()
+	f.descs = map[*descriptorpb.DescriptorProto][]byte{}
+}
+
+func (f *streamBatchFn) Teardown() { f.Fn.Teardown() }
+
+func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, x beam.X, emit func(string, streamBatch), failed func(FailedRow)) error {
+	t, err := f.Fn.table(ctx, shardTable(key))
+	if err != nil {
+		return err
+	}
+	row, err := t.enc.encode(nil, x)
+	if err != nil && t.enc.isRow && f.Fn.followSchema(ctx, t, x) {
+		row, err = t.enc.encode(nil, x)
+	}
+	if err == nil && len(row) > f.Fn.Cfg.MaxBatchSize {
+		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Fn.Cfg.MaxBatchSize)
+	}
+	if err != nil {
+		return f.Fn.refuse(ctx, t.spec, x, err, failed)
+	}
+	desc, err := f.desc(t)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: %w", t.spec, err)
+	}
+	m, _, err := f.Meta.Read(sp)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", t.spec, key, err)
+	}
+	if m.Rows > 0 && (m.Bytes+int64(len(row)) > int64(f.Fn.Cfg.MaxBatchSize) || !bytes.Equal(m.Desc, desc) ||
+		time.Since(time.Unix(0, m.Opened)) >= f.Every) {
+		if m, err = f.output(sp, key, m, emit); err != nil {
+			return err
+		}
+	}
+	if m.Rows == 0 {
+		m.Desc = desc
+		m.Opened = time.Now().UnixNano()
+		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
+		f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
+	}
+	if err := f.Rows.Add(sp, row); err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", t.spec, key, err)
+	}
+	m.Rows++
+	m.Bytes += int64(len(row))
+	return f.Meta.Write(sp, m)
+}
+
+// desc is the serialised writer schema of t's encoder.
+func (f *streamBatchFn) desc(t *writeTable) ([]byte, error) {
+	if b, ok := f.descs[t.enc.desc]; ok {
+		return b, nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(t.enc.desc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the writer schema: %w", err)
+	}
+	f.descs[t.enc.desc] = b
+	return b, nil
+}
+
+// output outputs the open batch of the shard key and opens the next.
+func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit func(string, streamBatch)) (batchMeta, error) {
+	rows, _, err := f.Rows.Read(sp)
+	if err != nil {
+		return m, fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch: %w", shardTable(key), key, err)
+	}
+	if err := f.Rows.Clear(sp); err != nil {
+		return m, fmt.Errorf("bigqueryio.Write to %s: clearing shard %s's batch: %w", shardTable(key), key, err)
+	}
+	if len(rows) > 0 {
+		emit(key, streamBatch{Seq: m.Seq, Rows: rows, Desc: m.Desc})
+		m.Seq++
+	}
+	m.Rows, m.Bytes, m.Desc = 0, 0, nil
+	return m, nil
+}
+
+func (f *streamBatchFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, streamBatch), _ func(FailedRow)) error {
+	m, _, err := f.Meta.Read(sp)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardTable(key), key, err)
+	}
+	if m.Rows == 0 {
+		return nil
+	}
+	if m, err = f.output(sp, key, m, emit); err != nil {
+		return err
+	}
+	return f.Meta.Write(sp, m)
+}
+
+// streamAppendFn appends each batch of a shard to the shard's BUFFERED
+// write stream at the offset its state holds, in the order of the
+// batches, and outputs a flushOp for each: see the package doc
+// ("Streaming") for why a retried bundle writes nothing twice.
+type streamAppendFn struct {
+	Cfg   writeConfig
+	Shard state.Value[shardStream]
+	Early state.Bag[streamBatch]
+	Idle  timers.EventTime
+	End   timers.EventTime
+
+	mw      *managedwriter.Client
+	wc      *writeClient           // CreateWriteStream, with the write's own retries
+	streams map[string]*openStream // by stream name
+	descs   map[string]*descriptorpb.DescriptorProto
+	m       streamMetrics
+}
+
+// openStream is a stream's ManagedStream and the writer schema it sends.
+type openStream struct {
+	ms   *managedwriter.ManagedStream
+	desc string
+}
+
+// streamMetrics are the counters of the streaming write.
+type streamMetrics struct {
+	writeMetrics
+	created, finalized, flushed, repeated beam.Counter
+}
+
+func newStreamMetrics(c writeConfig) streamMetrics {
+	return streamMetrics{writeMetrics: newWriteMetrics(c), created: c.counter("streams_created"),
+		finalized: c.counter("streams_finalized"), flushed: c.counter("rows_flushed"), repeated: c.counter("batches_repeated")}
+}
+
+func (f *streamAppendFn) Setup() {
+	f.streams = map[string]*openStream{}
+	f.descs = map[string]*descriptorpb.DescriptorProto{}
+	f.m = newStreamMetrics(f.Cfg)
+}
+
+func (f *streamAppendFn) Teardown() {
+	for _, o := range f.streams {
+		o.ms.Close()
+	}
+	f.streams = nil
+	if f.mw != nil {
+		f.mw.Close()
+	}
+	if f.wc != nil {
+		f.wc.Close()
+	}
+}
+
+// shardSpec is the table spec (project.dataset.table$partition) of a
+// shard key.
+func shardSpec(key string) string {
+	base, part := splitDecorator(shardTable(key))
+	p := strings.Split(base, "/")
+	if len(p) < 6 {
+		return base
+	}
+	spec := p[1] + "." + p[3] + "." + p[5]
+	if part != "" {
+		spec += "$" + part
+	}
+	return spec
+}
+
+func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, b streamBatch, emit func(string, flushOp), failed func(FailedRow)) error {
+	spec := shardSpec(key)
+	st, _, err := f.Shard.Read(sp)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", spec, key, err)
+	}
+	switch {
+	case b.Seq < st.Seq:
+		// Appended already, by a bundle whose state is committed: a batch
+		// delivered twice.
+		f.m.repeated.Inc(ctx, 1)
+		return nil
+	case b.Seq > st.Seq:
+		// A batch ahead of one not yet here: kept until that one comes.
+		return f.Early.Add(sp, b)
+	}
+	if err := f.appendBatch(ctx, key, &st, b, emit, failed); err != nil {
+		return err
+	}
+	if err := f.drainEarly(ctx, sp, key, &st, emit, failed); err != nil {
+		return err
+	}
+	if f.Cfg.Idle > 0 {
+		f.Idle.Set(tp, ts.ToTime().Add(f.Cfg.Idle), timers.WithOutputTimestamp(ts.ToTime()))
+	}
+	f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
+	return f.Shard.Write(sp, st)
+}
+
+// drainEarly appends the kept batches that now follow in order.
+func (f *streamAppendFn) drainEarly(ctx context.Context, sp state.Provider, key string, st *shardStream, emit func(string, flushOp), failed func(FailedRow)) error {
+	early, ok, err := f.Early.Read(sp)
+	if err != nil || !ok || len(early) == 0 {
+		return err
+	}
+	sort.Slice(early, func(i, j int) bool { return early[i].Seq < early[j].Seq })
+	var keep []streamBatch
+	for _, b := range early {
+		switch {
+		case b.Seq < st.Seq:
+			f.m.repeated.Inc(ctx, 1)
+		case b.Seq == st.Seq:
+			if err := f.appendBatch(ctx, key, st, b, emit, failed); err != nil {
+				return err
+			}
+		default:
+			keep = append(keep, b)
+		}
+	}
+	if err := f.Early.Clear(sp); err != nil {
+		return err
+	}
+	for _, b := range keep {
+		if err := f.Early.Add(sp, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *streamAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, flushOp), _ func(FailedRow)) error {
+	st, _, err := f.Shard.Read(sp)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", shardSpec(key), key, err)
+	}
+	if st.Stream == "" {
+		return nil
+	}
+	if timer.Family == f.Idle.Family && time.Since(time.Unix(0, st.Last)) < f.Cfg.Idle {
+		return nil // appended to since the timer was set
+	}
+	f.finalize(key, &st, emit)
+	return f.Shard.Write(sp, st)
+}
+
+// finalize asks the flush step to flush and finalize the shard's stream,
+// and forgets it: the shard's next append makes a new one.
+func (f *streamAppendFn) finalize(key string, st *shardStream, emit func(string, flushOp)) {
+	emit(st.Stream, flushOp{Table: shardSpec(key), Stream: st.Stream, End: st.Next, Finalize: true})
+	if o := f.streams[st.Stream]; o != nil {
+		o.ms.Close()
+		delete(f.streams, st.Stream)
+	}
+	st.Stream, st.Next, st.Created = "", 0, 0
+}
+
+// appendBatch appends b at st.Next, making or replacing the shard's stream
+// as needed, and outputs the flushOp of its rows. What the service can
+// answer:
+//   - OK, or ALREADY_EXISTS (OFFSET_ALREADY_EXISTS): the rows are at that
+//     offset: an earlier attempt at this batch, from the same state, wrote
+//     them (its answer lost, or its bundle failed after it).
+//   - row_errors: none of the batch written; the rows named go to
+//     FailedRows (or fail the write WithFailOnRowErrors), the rest are
+//     appended again.
+//   - NOT_FOUND (STREAM_NOT_FOUND), STREAM_FINALIZED or
+//     INVALID_STREAM_STATE (a stream the service will take no more rows
+//     into): the stream is ended for this shard (a finalize is asked for
+//     what it holds) and the batch goes to a new stream at offset 0.
+//   - OUT_OF_RANGE (OFFSET_OUT_OF_RANGE): the stream holds fewer rows than
+//     the state says were appended: rows acknowledged before are gone; the
+//     write fails, naming the stream and both offsets.
+//   - UNAVAILABLE, INTERNAL, ABORTED, RESOURCE_EXHAUSTED (throttling), a
+//     dropped connection: the same append again, after a backoff, up to
+//     WithRetries.
+//   - anything else (INVALID_ARGUMENT such as a schema that does not fit
+//     the table, PERMISSION_DENIED, TABLE_NOT_FOUND): the batch's rows go
+//     to FailedRows with the service's message, or WithFailOnRowErrors
+//     the write fails.
+func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardStream, b streamBatch, emit func(string, flushOp), failed func(FailedRow)) error {
+	spec, res := shardSpec(key), shardTable(key)
+	desc, err := f.desc(b.Desc)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: shard %s: %w", spec, key, err)
+	}
+	rows := b.Rows
+	bo := retryBackoff(f.Cfg.RetryBase)
+	retries := 0
+	for len(rows) > 0 {
+		now := time.Now()
+		if st.Stream != "" && (st.Next+int64(len(rows)) > f.Cfg.StreamMaxRows) {
+			f.finalize(key, st, emit)
+		}
+		if st.Stream == "" {
+			name, err := f.create(ctx, spec, res, desc, b.Desc)
+			if err != nil {
+				return err
+			}
+			st.Stream, st.Next, st.Created = name, 0, now.UnixNano()
+		}
+		o, err := f.open(ctx, spec, st.Stream, desc, b.Desc)
+		if err != nil {
+			return err
+		}
+		opts := []managedwriter.AppendOption{managedwriter.WithOffset(st.Next)}
+		if o.desc != string(b.Desc) {
+			opts = append(opts, managedwriter.UpdateSchemaDescriptor(desc))
+			o.desc = string(b.Desc)
+		}
+		f.m.appends.Inc(ctx, 1)
+		var resp *storagepb.AppendRowsResponse
+		r, err := o.ms.AppendRows(ctx, rows, opts...)
+		if err == nil {
+			resp, err = r.FullResponse(ctx)
+		}
+		code, sc := status.Code(err), storageCode(err)
+		switch {
+		case err == nil || code == codes.AlreadyExists:
+			f.m.rows.Inc(ctx, int64(len(rows)))
+			st.Next += int64(len(rows))
+			st.Last = now.UnixNano()
+			st.Seq = b.Seq + 1
+			emit(st.Stream, flushOp{Table: spec, Stream: st.Stream, End: st.Next, Rows: int64(len(rows))})
+			return nil
+		case len(resp.GetRowErrors()) > 0:
+			if rows, err = f.dropRefused(ctx, spec, st.Stream, desc, rows, resp.GetRowErrors(), failed); err != nil {
+				return err
+			}
+		case sc == storagepb.StorageError_STREAM_NOT_FOUND || sc == storagepb.StorageError_STREAM_FINALIZED || sc == storagepb.StorageError_INVALID_STREAM_STATE:
+			f.finalize(key, st, emit)
+		case code == codes.OutOfRange:
+			return fmt.Errorf("bigqueryio.Write to %s: stream %s answered OUT_OF_RANGE to an append at offset %d: the stream holds fewer rows than were acknowledged to shard %s: %w", spec, st.Stream, st.Next, key, err)
+		case appendTransient(err) && ctx.Err() == nil:
+			if retries >= f.Cfg.MaxRetries {
+				return fmt.Errorf("bigqueryio.Write to %s: appending %d rows to stream %s at offset %d: %d retries: %w", spec, len(rows), st.Stream, st.Next, retries, err)
+			}
+			retries++
+			f.m.retries.Inc(ctx, 1)
+			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+				return err
+			}
+		default:
+			if f.Cfg.FailOnErrors {
+				return fmt.Errorf("bigqueryio.Write to %s: appending %d rows to stream %s at offset %d (WithFailOnRowErrors): %w", spec, len(rows), st.Stream, st.Next, err)
+			}
+			for _, row := range rows {
+				f.m.refused.Inc(ctx, 1)
+				failed(FailedRow{Table: spec, Row: protoJSON(desc, row), Error: err.Error()})
+			}
+			st.Seq = b.Seq + 1
+			return nil
+		}
+	}
+	st.Seq = b.Seq + 1 // every row refused
+	return nil
+}
+
+// dropRefused sends the rows the service refused to FailedRows and
+// returns the others.
+func (f *streamAppendFn) dropRefused(ctx context.Context, spec, stream string, desc *descriptorpb.DescriptorProto, rows [][]byte, errs []*storagepb.RowError, failed func(FailedRow)) ([][]byte, error) {
+	bad := map[int64]string{}
+	var msgs []string
+	for _, e := range errs {
+		if e.GetIndex() < 0 || e.GetIndex() >= int64(len(rows)) {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s: a row error for row %d of an append of %d rows: %s", spec, stream, e.GetIndex(), len(rows), e.GetMessage())
+		}
+		bad[e.GetIndex()] = e.GetMessage()
+		msgs = append(msgs, fmt.Sprintf("row %d: %s", e.GetIndex(), e.GetMessage()))
+	}
+	if f.Cfg.FailOnErrors {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", spec, stream, len(errs), strings.Join(msgs, "; "))
+	}
+	var keep [][]byte
+	for i, row := range rows {
+		if msg, ok := bad[int64(i)]; ok {
+			f.m.refused.Inc(ctx, 1)
+			failed(FailedRow{Table: spec, Row: protoJSON(desc, row), Error: msg})
+			continue
+		}
+		keep = append(keep, row)
+	}
+	return keep, nil
+}
+
+// protoJSON is an encoded row as JSON (protojson, with the writer schema's
+// field names), or its bytes in base64 if it cannot be decoded.
+func protoJSON(desc *descriptorpb.DescriptorProto, row []byte) string {
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{Name: proto.String("row.proto"), Syntax: proto.String("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{desc}}, nil)
+	if err == nil && fd.Messages().Len() == 1 {
+		m := dynamicpb.NewMessage(fd.Messages().Get(0))
+		if proto.Unmarshal(row, m) == nil {
+			if b, err := protojson.Marshal(m); err == nil {
+				return string(b)
+			}
+		}
+	}
+	return base64.StdEncoding.EncodeToString(row)
+}
+
+// desc is the writer schema of a batch.
+func (f *streamAppendFn) desc(b []byte) (*descriptorpb.DescriptorProto, error) {
+	if d, ok := f.descs[string(b)]; ok {
+		return d, nil
+	}
+	d := &descriptorpb.DescriptorProto{}
+	if err := proto.Unmarshal(b, d); err != nil {
+		return nil, fmt.Errorf("decoding a batch's writer schema: %w", err)
+	}
+	f.descs[string(b)] = d
+	return d, nil
+}
+
+// client is the Storage Write API client, made on first use.
+func (f *streamAppendFn) client(ctx context.Context, spec, res string) (*managedwriter.Client, error) {
+	if f.mw == nil {
+		mw, err := managedwriter.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.clientOptions()...)
+		if err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+		f.mw = mw
+	}
+	return f.mw, nil
+}
+
+// create makes a BUFFERED stream of table res, retrying transient
+// failures. A stream made by an attempt whose answer was lost stays
+// empty: nothing names it.
+func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *descriptorpb.DescriptorProto, key []byte) (string, error) {
+	mw, err := f.client(ctx, spec, res)
+	if err != nil {
+		return "", err
+	}
+	if f.wc == nil {
+		if f.wc, err = newWriteClient(ctx, f.Cfg); err != nil {
+			return "", fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
+	bo := retryBackoff(f.Cfg.RetryBase)
+	for retries := 0; ; retries++ {
+		ws, err := f.wc.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{Parent: res,
+			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_BUFFERED}}, noRetry)
+		if err == nil {
+			f.m.created.Inc(ctx, 1)
+			ms, err := mw.NewManagedStream(ctx, managedwriter.WithStreamName(ws.GetName()), managedwriter.WithType(managedwriter.BufferedStream),
+				managedwriter.WithSchemaDescriptor(desc))
+			if err != nil {
+				return "", fmt.Errorf("bigqueryio.Write to %s: opening write stream %s: %w", spec, ws.GetName(), err)
+			}
+			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key)}
+			return ws.GetName(), nil
+		}
+		if !(transient(err) || appendTransient(err)) || ctx.Err() != nil || retries >= f.Cfg.MaxRetries {
+			return "", fmt.Errorf("bigqueryio.Write to %s: creating a BUFFERED write stream (%d attempts): %w", spec, retries+1, err)
+		}
+		if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+			return "", err
+		}
+	}
+}
+
+// open is the ManagedStream of stream name, opened on the stream when this
+// DoFn instance has none (the shard's state came from another worker).
+func (f *streamAppendFn) open(ctx context.Context, spec, name string, desc *descriptorpb.DescriptorProto, key []byte) (*openStream, error) {
+	if o := f.streams[name]; o != nil {
+		return o, nil
+	}
+	mw, err := f.client(ctx, spec, streamParent(name))
+	if err != nil {
+		return nil, err
+	}
+	ms, err := mw.NewManagedStream(ctx, managedwriter.WithStreamName(name), managedwriter.WithType(managedwriter.BufferedStream),
+		managedwriter.WithSchemaDescriptor(desc))
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: opening write stream %s: %w", spec, name, err)
+	}
+	o := &openStream{ms: ms, desc: string(key)}
+	f.streams[name] = o
+	return o, nil
+}
+
+// streamFlushFn makes the rows of a flushOp visible (FlushRows up to its
+// end), finalizes the stream if asked, and outputs a TableResult for the
+// rows. FlushRows is idempotent up to an offset: a flush repeated, or
+// overtaken by a later one of the same stream, is answered ALREADY_EXISTS,
+// which is its success; a stream is finalized only by a finalize op,
+// after a flush to its end, so a flush answered STREAM_FINALIZED was done
+// by it. A stream NOT_FOUND loses the rows the op names: the write fails,
+// naming the stream and the rows.
+type streamFlushFn struct {
+	Cfg writeConfig
+
+	c *writeClient
+	m streamMetrics
+}
+
+func (f *streamFlushFn) Setup() { f.m = newStreamMetrics(f.Cfg) }
+
+func (f *streamFlushFn) Teardown() {
+	if f.c != nil {
+		f.c.Close()
+	}
+}
+
+func (f *streamFlushFn) ProcessElement(ctx context.Context, _ string, op flushOp, emit func(TableResult)) error {
+	if f.c == nil {
+		c, err := newWriteClient(ctx, f.Cfg)
+		if err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: %w", op.Table, err)
+		}
+		f.c = c
+	}
+	if op.End > 0 {
+		if err := f.call(ctx, op, "flushing", func() error {
+			_, err := f.c.FlushRows(ctx, &storagepb.FlushRowsRequest{WriteStream: op.Stream, Offset: wrapInt64(op.End - 1)}, noRetry)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if op.Finalize {
+		if err := f.call(ctx, op, "finalizing", func() error {
+			_, err := f.c.FinalizeWriteStream(ctx, &storagepb.FinalizeWriteStreamRequest{Name: op.Stream}, noRetry)
+			return err
+		}); err != nil {
+			return err
+		}
+		f.m.finalized.Inc(ctx, 1)
+	}
+	if op.Rows > 0 {
+		f.m.flushed.Inc(ctx, op.Rows)
+		emit(TableResult{Table: op.Table, Streams: []string{op.Stream}, Rows: op.Rows, CommitTime: time.Now()})
+	}
+	return nil
+}
+
+// call runs a FlushRows or FinalizeWriteStream call of op until it is
+// done: ALREADY_EXISTS and STREAM_FINALIZED are done (see streamFlushFn);
+// transient failures are retried with backoff.
+func (f *streamFlushFn) call(ctx context.Context, op flushOp, what string, do func() error) error {
+	bo := retryBackoff(f.Cfg.RetryBase)
+	for retries := 0; ; retries++ {
+		err := do()
+		switch {
+		case err == nil, status.Code(err) == codes.AlreadyExists, storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
+			return nil
+		case (transient(err) || appendTransient(err)) && ctx.Err() == nil && retries < f.Cfg.MaxRetries:
+			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("bigqueryio.Write to %s: %s stream %s to offset %d (%d rows of it not yet visible, %d attempts): %w", op.Table, what, op.Stream, op.End, op.Rows, retries+1, err)
+		}
+	}
+}
+
+// writeClient is the Storage Write API's plain client, for the calls the
+// flush step makes (FlushRows, FinalizeWriteStream).
+type writeClient = bqstorage.BigQueryWriteClient
+
+func newWriteClient(ctx context.Context, cfg writeConfig) (*writeClient, error) {
+	return bqstorage.NewBigQueryWriteClient(ctx, cfg.clientOptions()...)
+}
+
+func wrapInt64(v int64) *wrapperspb.Int64Value { return wrapperspb.Int64(v) }
