@@ -27,7 +27,7 @@ import (
 // by Read into the same struct, by python3-avro and by avrocat.
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[inferOrder]())
+	avroio.RegisterType(reflect.TypeFor[inferOrder]())
 	beam.RegisterType(reflect.TypeFor[inferAddress]())
 	beam.RegisterType(reflect.TypeFor[inferLine]())
 	register.DoFn2x0[[]byte, func(inferOrder)](&ordersFn{})

@@ -495,7 +495,7 @@ func TestWriteConstruction(t *testing.T) {
 		{misfit{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "field Extra matches no column"},
 		{wrong{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "field ID of type string cannot be written to column id of type INTEGER"},
 		{bigqueryio.Row{}, "p.d.t", nil, "give WithSchema, or WithCreateDisposition(CreateNever)"},
-		{loose{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "is not registered with Beam: call beam.RegisterType"},
+		{loose{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithSchema(schema)}, "is not registered with Beam: call bigqueryio.RegisterType"},
 		{Simple{}, "nodots", nil, `table "nodots"`},
 		{Simple{}, "", nil, "no table"},
 		{Simple{}, "p.d.t", []bigqueryio.WriteOption{bigqueryio.WithTableFunc(simpleTable)}, "both name the destination"},

@@ -205,17 +205,16 @@ func shadowStruct(t reflect.Type, path map[reflect.Type]bool) (reflect.Type, boo
 }
 
 // structOf is reflect.StructOf, which refuses some embedded fields (of a
-// type with methods, unless it is the only field): those are made named
-// fields, which Beam's row coder encodes the same way (a nested row).
+// type with methods, unless it is the only field, and every unexported
+// embedded field): those are made named fields, which Beam's row coder
+// encodes the same way (a nested row, or nothing for an unexported one).
 func structOf(fields []reflect.StructField) (reflect.Type, error) {
 	s, err := tryStructOf(fields)
 	if err == nil {
 		return s, nil
 	}
 	for i := range fields {
-		if fields[i].Anonymous && fields[i].PkgPath == "" {
-			fields[i].Anonymous = false
-		}
+		fields[i].Anonymous = false
 	}
 	return tryStructOf(fields)
 }
