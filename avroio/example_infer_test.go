@@ -35,7 +35,7 @@ type Line struct {
 }
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[Order]())
+	avroio.RegisterType(reflect.TypeFor[Order]())
 	beam.RegisterType(reflect.TypeFor[Line]())
 	register.DoFn2x0[[]byte, func(Order)](&makeOrders{})
 }

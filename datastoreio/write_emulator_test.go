@@ -70,6 +70,7 @@ func init() {
 	register.Emitter2[*datastore.Key, wVal]()
 	register.Emitter1[*datastore.Key]()
 	datastoreio.RegisterType(reflect.TypeFor[wEnt]())
+	datastoreio.RegisterType(reflect.TypeFor[*wEnt]())
 	datastoreio.RegisterType(reflect.TypeFor[wInner]())
 	datastoreio.RegisterType(reflect.TypeFor[wVal]())
 	datastoreio.RegisterClientOptions("wHook", func() []option.ClientOption {
