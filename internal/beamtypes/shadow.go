@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,13 +208,27 @@ func shadowStruct(t reflect.Type, path map[reflect.Type]bool) (reflect.Type, boo
 // structOf is reflect.StructOf, which refuses some embedded fields (of a
 // type with methods, unless it is the only field, and every unexported
 // embedded field): those are made named fields, which Beam's row coder
-// encodes the same way (a nested row, or nothing for an unexported one).
+// encodes the same way (a nested row). An unexported embedded field gets
+// an exported name of its own, as Beam's coder of the original type keeps
+// its promoted fields and an unexported named field would be skipped.
 func structOf(fields []reflect.StructField) (reflect.Type, error) {
 	s, err := tryStructOf(fields)
 	if err == nil {
 		return s, nil
 	}
+	taken := map[string]bool{}
+	for _, f := range fields {
+		taken[f.Name] = true
+	}
 	for i := range fields {
+		if fields[i].Anonymous && fields[i].PkgPath != "" {
+			name := "Embedded" + strings.ToUpper(fields[i].Name[:1]) + fields[i].Name[1:]
+			for taken[name] {
+				name += "_"
+			}
+			taken[name] = true
+			fields[i].Name, fields[i].PkgPath = name, ""
+		}
 		fields[i].Anonymous = false
 	}
 	return tryStructOf(fields)

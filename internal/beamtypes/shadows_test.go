@@ -220,3 +220,32 @@ func TestCheckTimesOnly(t *testing.T) {
 }
 
 func typexNew(t reflect.Type) typex.FullType { return typex.New(t) }
+
+type embeddedBase struct{ Tenant string }
+
+type embeddingOrder struct {
+	embeddedBase
+	ID    int64
+	Price *big.Rat
+}
+
+// TestRegisterKeepsUnexportedEmbedded: a type embedding an unexported
+// struct (which reflect.StructOf cannot build) keeps the embedded fields
+// through its coder, as Beam's own coder of such a type does.
+func TestRegisterKeepsUnexportedEmbedded(t *testing.T) {
+	rt := reflect.TypeFor[embeddingOrder]()
+	Register(rt)
+	v := embeddingOrder{embeddedBase: embeddedBase{Tenant: "t1"}, ID: 7, Price: big.NewRat(3, 2)}
+	var b bytes.Buffer
+	if err := beam.NewElementEncoder(rt).Encode(v, &b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := beam.NewElementDecoder(rt).Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.(embeddingOrder)
+	if g.Tenant != "t1" || g.ID != 7 || g.Price == nil || g.Price.Cmp(v.Price) != 0 {
+		t.Errorf("decoded %+v (price %v), want %+v (price %v)", g, g.Price, v, v.Price)
+	}
+}
