@@ -104,8 +104,10 @@ func schemaOf(t reflect.Type) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	// Schema ids are random per process: leave them out.
-	return schemaID.ReplaceAllString(prototext.MarshalOptions{}.Format(s), "")
+	// Schema ids are random per process: leave them out. prototext puts
+	// one or two spaces between fields, chosen per binary (so that nobody
+	// relies on its layout): compare the fields, not the spaces.
+	return strings.Join(strings.Fields(schemaID.ReplaceAllString(prototext.MarshalOptions{}.Format(s), "")), " ")
 }
 
 var schemaID = regexp.MustCompile(`\s*id:"[^"]*"`)
