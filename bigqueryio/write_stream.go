@@ -16,7 +16,6 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -77,6 +76,7 @@ type shardStream struct {
 	Seq     int64  // the next batch to append
 	Created int64  // unix ns
 	Last    int64  // unix ns of the last append
+	IdleAt  int64  // the event time (unix ms) of the idle timer
 }
 
 // flushOp asks the flush step to make a stream's rows [0, End) visible
@@ -112,14 +112,31 @@ func init() {
 func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, failed beam.PCollection) {
 	cfg := fn.Cfg
 	keyed, badRoute := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
-	batches, badRow := beam.ParDo2(s, &streamBatchFn{Fn: fn, Every: cfg.Frequency,
-		Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-		Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")}, keyed)
-	ops, refused := beam.ParDo2(s, &streamAppendFn{Cfg: cfg,
-		Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-		Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")}, batches)
+	batches, badRow := beam.ParDo2(s, newStreamBatchFn(fn), keyed)
+	ops, refused := beam.ParDo2(s, newStreamAppendFn(cfg), batches)
 	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
 	return results, beam.Flatten(s, badRoute, badRow, refused)
+}
+
+// Each stateful step has one timer family: Beam Go's SDK harness (v2.78,
+// core/runtime/harness/datamgr.go, makeChannel) waits for one end-of-timers
+// signal per transform with timers, while Prism sends one per timer family
+// (runners/prism/internal/worker/bundle.go, HasTimers). With two families,
+// a bundle whose data reaches the worker before the worker opens the
+// bundle's input counts three signals where it wants two and never ends:
+// the job stalls with the bundle in progress (docs/DESIGN.md, "Streaming
+// exactly once").
+
+// newStreamBatchFn is the batching step of fn's write.
+func newStreamBatchFn(fn *appendFn) *streamBatchFn {
+	return &streamBatchFn{Fn: fn, Every: fn.Cfg.Frequency, Rows: state.MakeBagState[[]byte]("rows"),
+		Meta: state.MakeValueState[batchMeta]("meta"), Flush: timers.InProcessingTime("flush")}
+}
+
+// newStreamAppendFn is the append step of a write of cfg.
+func newStreamAppendFn(cfg writeConfig) *streamAppendFn {
+	return &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"),
+		Early: state.MakeBagState[streamBatch]("early"), Idle: timers.InEventTime("idle")}
 }
 
 // streamKeyFn keys each row by its table's resource name and a shard,
@@ -160,19 +177,18 @@ func shardTable(key string) string {
 
 // streamBatchFn encodes the rows of a shard and gathers them in batches:
 // a batch is output when the next row would take it over an append's
-// bytes (WithMaxAppendBytes), when the writer schema changes, when the
-// triggering frequency has passed since its first row (a processing-time
-// timer), and when the input ends (an event-time timer at the end of the
-// global window). A batch is output with the state that made it, so it is
-// the same batch whatever bundle of the next step gets it, and however
-// often.
+// bytes (WithMaxAppendBytes), when the writer schema changes, and when
+// the triggering frequency has passed since its first row (a
+// processing-time timer, which also outputs the last batch after the input
+// ends: the runner ends the job once it has fired). A batch is output with
+// the state that made it, so it is the same batch whatever bundle of the
+// next step gets it, and however often.
 type streamBatchFn struct {
 	Fn    *appendFn
 	Every time.Duration
 	Rows  state.Bag[[]byte]
 	Meta  state.Value[batchMeta]
-	Flush timers.EventTime
-	End   timers.EventTime
+	Flush timers.ProcessingTime
 
 	descs map[*descriptorpb.DescriptorProto][]byte
 }
@@ -215,9 +231,11 @@ func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, s
 	}
 	if m.Rows == 0 {
 		m.Desc = desc
-		m.Opened = time.Now().UnixNano()
-		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
-		f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
+		now := time.Now()
+		m.Opened = now.UnixNano()
+		// The batch's rows are held back (the step's output watermark) at
+		// its first row's time until the batch is output.
+		f.Flush.Set(tp, now.Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
 	}
 	if err := f.Rows.Add(sp, row); err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", t.spec, key, err)
@@ -280,7 +298,6 @@ type streamAppendFn struct {
 	Shard state.Value[shardStream]
 	Early state.Bag[streamBatch]
 	Idle  timers.EventTime
-	End   timers.EventTime
 
 	mw      *managedwriter.Client
 	wc      *writeClient           // CreateWriteStream, with the write's own retries
@@ -362,10 +379,14 @@ func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 	if err := f.drainEarly(ctx, sp, key, &st, emit, failed); err != nil {
 		return err
 	}
-	if f.Cfg.Idle > 0 {
-		f.Idle.Set(tp, ts.ToTime().Add(f.Cfg.Idle), timers.WithOutputTimestamp(ts.ToTime()))
+	// The idle timer is set WithStreamRotation's idle time after the
+	// latest batch (in event time: see the package doc); moved, never
+	// back, by each batch, it fires once no batch came for that long, and
+	// for every shard when the input ends.
+	if at := ts.ToTime().Add(f.Cfg.Idle); at.UnixMilli() > st.IdleAt {
+		st.IdleAt = at.UnixMilli()
+		f.Idle.Set(tp, at, timers.WithOutputTimestamp(ts.ToTime()))
 	}
-	f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	return f.Shard.Write(sp, st)
 }
 
@@ -405,13 +426,10 @@ func (f *streamAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", shardSpec(key), key, err)
 	}
-	if st.Stream == "" {
-		return nil
+	st.IdleAt = 0
+	if st.Stream != "" {
+		f.finalize(key, &st, emit)
 	}
-	if timer.Family == f.Idle.Family && time.Since(time.Unix(0, st.Last)) < f.Cfg.Idle {
-		return nil // appended to since the timer was set
-	}
-	f.finalize(key, &st, emit)
 	return f.Shard.Write(sp, st)
 }
 

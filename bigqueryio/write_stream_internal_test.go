@@ -83,10 +83,7 @@ func newStreamSteps(t *testing.T, srv *bqtest.Server, opts ...WriteOption) *stre
 func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSteps {
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	st := &streamSteps{t: t, key: cfg.Table + "#0",
-		batch: &streamBatchFn{Fn: fn, Every: cfg.Frequency, Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-			Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")},
-		app: &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-			Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")},
+		batch: newStreamBatchFn(fn), app: newStreamAppendFn(cfg),
 		flush: &streamFlushFn{Cfg: cfg}}
 	st.batch.Setup()
 	st.app.Setup()
@@ -119,7 +116,7 @@ func (st *streamSteps) batchRows(sp *fakeState, rows []any) []streamBatch {
 			st.t.Fatal(err)
 		}
 	}
-	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "end"}, emit, failed); err != nil {
+	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "flush"}, emit, failed); err != nil {
 		st.t.Fatal(err)
 	}
 	return out
@@ -351,7 +348,7 @@ func TestStreamRotation(t *testing.T) {
 	}
 	// The end of the input finalizes the last one.
 	var end []flushOp
-	if err := st.app.OnTimer(context.Background(), sp, &fakeTimers{}, st.key, timers.Context{Family: "end"}, func(_ string, op flushOp) { end = append(end, op) }, nil); err != nil {
+	if err := st.app.OnTimer(context.Background(), sp, &fakeTimers{}, st.key, timers.Context{Family: "idle"}, func(_ string, op flushOp) { end = append(end, op) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	st.flushAll(end)
