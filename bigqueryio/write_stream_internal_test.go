@@ -67,6 +67,7 @@ func (f *fakeTimers) Set(t timers.TimerMap) { f.set = append(f.set, t) }
 type streamSteps struct {
 	t      testing.TB
 	key    string
+	keyFn  *streamKeyFn
 	batch  *streamBatchFn
 	app    *streamAppendFn
 	flush  *streamFlushFn
@@ -75,25 +76,24 @@ type streamSteps struct {
 
 func newStreamSteps(t *testing.T, srv *bqtest.Server, opts ...WriteOption) *streamSteps {
 	t.Helper()
-	cfg := writeTestConfig(t, srv, "p.d.s", append([]WriteOption{WithExactlyOnceStreaming(), WithNumStreams(1)}, opts...)...)
+	cfg := writeTestConfig(t, srv, "p.d.s", append([]WriteOption{WithNumStreams(1)}, opts...)...)
 	return newStreamStepsOf(t, cfg, reflect.TypeFor[onceRow]())
 }
 
 // newStreamStepsOf is newStreamSteps of a configuration and a row type.
 func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSteps {
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
-	st := &streamSteps{t: t, key: cfg.Table + "#0",
-		batch: newStreamBatchFn(fn), app: newStreamAppendFn(cfg),
-		flush: &streamFlushFn{Cfg: cfg}}
-	st.batch.Setup()
+	st := &streamSteps{t: t, key: cfg.Table + "#0", keyFn: &streamKeyFn{Fn: fn, Shards: cfg.NumStreams},
+		batch: newStreamBatchFn(cfg), app: newStreamAppendFn(cfg), flush: &streamFlushFn{Cfg: cfg}}
+	st.keyFn.Setup()
 	st.app.Setup()
 	st.flush.Setup()
-	t.Cleanup(func() { st.batch.Teardown(); st.app.Teardown(); st.flush.Teardown() })
+	t.Cleanup(func() { st.keyFn.Teardown(); st.app.Teardown(); st.flush.Teardown() })
 	return st
 }
 
-// batches runs rows ids from..to-1 through the batching step and the end
-// of input's timer: the batches it outputs, in order.
+// batches runs rows ids from..to-1 through the keying and batching steps
+// and the batching step's timer: the batches it outputs, in order.
 func (st *streamSteps) batches(sp *fakeState, from, to int) []streamBatch {
 	st.t.Helper()
 	rows := make([]any, 0, to-from)
@@ -103,20 +103,41 @@ func (st *streamSteps) batches(sp *fakeState, from, to int) []streamBatch {
 	return st.batchRows(sp, rows)
 }
 
-// batchRows runs rows through the batching step and the end of input's
-// timer: the batches it outputs, in order.
+// keyBundle is the rows of one bundle of the keying step when the tests
+// run it by hand: its chunks (all of shard st.key) come out when a chunk
+// is full and when the bundle ends.
+const keyBundle = 37
+
+// batchRows runs rows through the keying step, in bundles of keyBundle
+// rows, each chunk through the batching step, and then the batching
+// step's timer: the batches it outputs, in order.
 func (st *streamSteps) batchRows(sp *fakeState, rows []any) []streamBatch {
 	st.t.Helper()
 	ctx := context.Background()
 	var out []streamBatch
 	emit := func(k string, b streamBatch) { out = append(out, b) }
 	failed := func(r FailedRow) { st.failed = append(st.failed, r) }
-	for i, x := range rows {
-		if err := st.batch.ProcessElement(ctx, beam.EventTime(i), sp, &fakeTimers{}, st.key, x, emit, failed); err != nil {
-			st.t.Fatal(err)
+	var batchErr error
+	chunk := func(ts beam.EventTime, k string, c streamChunk) {
+		if k != st.key {
+			st.t.Fatalf("a chunk keyed %q, want %q", k, st.key)
+		}
+		if err := st.batch.ProcessElement(ctx, ts, sp, &fakeTimers{}, k, c, emit); err != nil && batchErr == nil {
+			batchErr = err
 		}
 	}
-	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "flush"}, emit, failed); err != nil {
+	for i, x := range rows {
+		if err := st.keyFn.ProcessElement(ctx, beam.EventTime(i), x, chunk, failed); err != nil {
+			st.t.Fatal(err)
+		}
+		if i%keyBundle == keyBundle-1 || i == len(rows)-1 {
+			st.keyFn.FinishBundle(ctx, chunk, failed)
+		}
+	}
+	if batchErr != nil {
+		st.t.Fatal(batchErr)
+	}
+	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "flush"}, emit); err != nil {
 		st.t.Fatal(err)
 	}
 	return out
