@@ -378,15 +378,29 @@ func TestStreamRotation(t *testing.T) {
 	}
 }
 
-// TestStreamOptions: the options of the streaming write are refused
-// without WithExactlyOnceStreaming, with WithAtLeastOnce and with values
-// that cannot work, naming the option.
+// TestStreamOptions: the options of the streaming write are taken alone
+// (unbounded input is written exactly once without WithExactlyOnceStreaming)
+// and refused with WithAtLeastOnce and with values that cannot work,
+// naming the option.
 func TestStreamOptions(t *testing.T) {
+	for _, opts := range [][]WriteOption{
+		{WithNumStreams(3)}, {WithTriggeringFrequency(time.Second)}, {WithStreamRotation(10, time.Minute)},
+		{WithExactlyOnceStreaming(), WithNumStreams(2), WithTriggeringFrequency(time.Second), WithStreamRotation(10, time.Minute)},
+	} {
+		cfg, err := newWriteConfig("p.d.t", opts)
+		if err != nil {
+			t.Errorf("%v: %v", opts, err)
+		}
+		if cfg.NumStreams <= 0 || cfg.Frequency <= 0 || cfg.StreamMaxRows <= 0 || cfg.Idle <= 0 {
+			t.Errorf("%v: configuration %+v", opts, cfg)
+		}
+	}
 	for _, c := range []struct {
 		opts []WriteOption
 		want string
 	}{
-		{[]WriteOption{WithNumStreams(3)}, "WithNumStreams(3) shapes the exactly-once write of unbounded input: give it with WithExactlyOnceStreaming"},
+		{[]WriteOption{WithNumStreams(3), WithAtLeastOnce()}, "WithNumStreams(3) cannot be given with WithAtLeastOnce"},
+		{[]WriteOption{WithAtLeastOnce(), WithTriggeringFrequency(time.Second)}, "WithTriggeringFrequency(1s) cannot be given with WithAtLeastOnce"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithAtLeastOnce()}, "WithExactlyOnceStreaming() cannot be given with WithAtLeastOnce"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithNumStreams(0)}, "WithNumStreams(0): a table needs at least one stream"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithTriggeringFrequency(0)}, "WithTriggeringFrequency(0s): the frequency must be positive"},

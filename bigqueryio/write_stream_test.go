@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
@@ -22,12 +24,17 @@ import (
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/workertest"
 )
 
 func init() {
 	register.Function1x1(producedSimple)
 	register.Function1x1(resultRows)
 	register.Function1x1(fileRowSimple)
+	register.DoFn1x1[bigqueryio.TableResult, error](&dieFn{})
+	register.DoFn1x2[bigqueryio.TableResult, int, error](&checkResultFn{})
+	register.Function1x1(one)
+	register.DoFn1x1[int, error](&atLeastFn{})
 }
 
 // produced is when each row of a streaming test passed its first step
@@ -139,10 +146,12 @@ func checkLatency(t *testing.T, seen, made map[int64]time.Time, freq time.Durati
 }
 
 // TestWriteStreamExactlyOnce writes an unbounded input (a periodic
-// sequence: 80 rows over 8 s) exactly once, with a triggering frequency
-// of 500 ms, on Prism: rows become visible while the pipeline runs (most
-// about a frequency after they are produced), the results count every
-// row, and at the end the table holds every row exactly once.
+// sequence: 80 rows over 8 s) with Write's defaults for unbounded input
+// (exactly once) and a triggering frequency of 500 ms, on Prism: rows
+// become visible while the pipeline runs (most about a frequency after
+// they are produced), the results count every row, and at the end the
+// table holds every row exactly once; so does a second table written from
+// the same rows in fixed windows.
 func TestWriteStreamExactlyOnce(t *testing.T) {
 	srv := newServer(t)
 	srv.AddDataset("p", "d", "")
@@ -156,14 +165,19 @@ func TestWriteStreamExactlyOnce(t *testing.T) {
 	start := time.Now().Add(time.Second)
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*every), every)))
 	rows := beam.ParDo(s, producedSimple, seq)
-	res := bigqueryio.Write(s, "p.d.stream", rows, writeOpts(srv, bigqueryio.WithExactlyOnceStreaming(), bigqueryio.WithTriggeringFrequency(freq))...)
+	res := bigqueryio.Write(s, "p.d.stream", rows, writeOpts(srv, bigqueryio.WithTriggeringFrequency(freq))...)
 	passert.Equals(s, stats.Sum(s, beam.ParDo(s, resultRows, res.Results)), n)
 	passert.Empty(s, res.FailedRows)
+	// The same rows in fixed windows of a second: each row-in-window once.
+	fixed := bigqueryio.Write(s, "p.d.stream_fixed", beam.WindowInto(s, window.NewFixedWindows(time.Second), rows),
+		writeOpts(srv, bigqueryio.WithTriggeringFrequency(freq), bigqueryio.WithNumStreams(2))...)
+	passert.Empty(s, fixed.FailedRows)
 
 	v := watchVisibility(srv, "p.d.stream")
 	run(t, p)
 	seen := v.stop()
 	checkCopies(t, srv, "p.d.stream", n, 1)
+	checkCopies(t, srv, "p.d.stream_fixed", n, 1)
 	produced.Lock()
 	defer produced.Unlock()
 	checkLatency(t, seen, produced.at, freq)
@@ -227,7 +241,7 @@ func TestWriteStreamExactlyOnceWatch(t *testing.T) {
 	dir := t.TempDir()
 	p, s := beam.NewPipelineWithRoot()
 	recs := avroio.WatchForNewFiles(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[fileRow](), 100*time.Millisecond, avroio.AfterNoNewFilesFor(1500*time.Millisecond))
-	res := bigqueryio.Write(s, "p.d.files", beam.ParDo(s, fileRowSimple, recs), writeOpts(srv, bigqueryio.WithExactlyOnceStreaming(), bigqueryio.WithTriggeringFrequency(freq))...)
+	res := bigqueryio.Write(s, "p.d.files", beam.ParDo(s, fileRowSimple, recs), writeOpts(srv, bigqueryio.WithTriggeringFrequency(freq))...)
 	passert.Equals(s, stats.Sum(s, beam.ParDo(s, resultRows, res.Results)), n)
 	passert.Empty(s, res.FailedRows)
 
@@ -257,4 +271,150 @@ func TestWriteStreamExactlyOnceWatch(t *testing.T) {
 	}
 	checkCopies(t, srv, "p.d.files", n, 1)
 	checkLatency(t, seen, made, freq)
+}
+
+// dieFn ends the job once the results it has seen count Visible rows made
+// visible: with Exit, by ending its worker process (os.Exit, as a crash
+// would; only in a worker process of workertest's, else it fails the
+// bundle), otherwise by failing the bundle.
+type dieFn struct {
+	Visible int64
+	Exit    bool
+
+	seen int64
+}
+
+func (f *dieFn) ProcessElement(r bigqueryio.TableResult) error {
+	if f.seen += r.Rows; f.seen < f.Visible {
+		return nil
+	}
+	if f.Exit && os.Getenv("SDFIO_WORKERTEST_WORKER") != "" {
+		os.Exit(3)
+	}
+	return fmt.Errorf("bigqueryio_test: the bundle fails on purpose after %d rows were made visible", f.seen)
+}
+
+// TestWriteStreamDies: a streaming write whose job dies mid-stream, its
+// worker process ended (os.Exit in a separate worker process, workertest)
+// or a bundle failed, once 30 rows are visible: the job fails, and every
+// row visible in the table is there exactly once (no duplicate), at least
+// the 30 the results reported.
+func TestWriteStreamDies(t *testing.T) {
+	for _, exit := range []bool{true, false} {
+		name := map[bool]string{true: "worker killed", false: "bundle failed"}[exit]
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t)
+			srv.AddDataset("p", "d", "")
+			const (
+				n       = 150
+				visible = 30
+			)
+			p, s := beam.NewPipelineWithRoot()
+			start := time.Now().Add(time.Second)
+			seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+			res := bigqueryio.Write(s, "p.d.dies", beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithTriggeringFrequency(300*time.Millisecond))...)
+			beam.ParDo0(s, &dieFn{Visible: visible, Exit: exit}, res.Results)
+			_, err := workertest.Run(t, p)
+			if err == nil {
+				t.Fatal("the job succeeded")
+			}
+			if !exit && !strings.Contains(err.Error(), "fails on purpose") {
+				t.Errorf("error %v: want the bundle's", err)
+			}
+			seen, rows := idCounts(t, srv, "p.d.dies")
+			dup := 0
+			for id, c := range seen {
+				if id < 0 || id >= n {
+					t.Errorf("row id %d in the table, not one of the input's", id)
+				}
+				dup += c - 1
+			}
+			t.Logf("%s: %d rows visible (%d distinct) of %d; job error: %.300v", name, rows, len(seen), n, err)
+			if dup > 0 {
+				t.Errorf("%d duplicate rows of %d visible", dup, rows)
+			}
+			if rows < visible {
+				t.Errorf("%d rows visible, want at least the %d the results reported", rows, visible)
+			}
+		})
+	}
+}
+
+// checkResultFn fails the pipeline on a TableResult that is not one of
+// Table's: rows made visible (at least one), the streams that hold them
+// (exactly Streams of them when Streams > 0, else at least one), and the
+// time they were made visible (within the test's run); it passes on the
+// rows.
+type checkResultFn struct {
+	Table         string
+	Streams       int
+	After, Before int64 // unix ms
+}
+
+func (f *checkResultFn) ProcessElement(r bigqueryio.TableResult) (int, error) {
+	at := r.CommitTime.UnixMilli()
+	switch {
+	case r.Table != f.Table:
+		return 0, fmt.Errorf("a result of table %q, want %q: %+v", r.Table, f.Table, r)
+	case r.Rows <= 0:
+		return 0, fmt.Errorf("a result of %d rows: %+v", r.Rows, r)
+	case len(r.Streams) == 0 || f.Streams > 0 && len(r.Streams) != f.Streams:
+		return 0, fmt.Errorf("a result naming %d streams, want %d: %+v", len(r.Streams), f.Streams, r)
+	case at < f.After || at > f.Before:
+		return 0, fmt.Errorf("a result made visible at %v, outside the run [%v, %v]: %+v", r.CommitTime, time.UnixMilli(f.After), time.UnixMilli(f.Before), r)
+	}
+	return int(r.Rows), nil
+}
+
+func one(int) int { return 1 }
+
+// checkResults asserts, in the pipeline, that res's results are
+// well-formed results of table whose rows sum to n, and that there are
+// count of them (count < 0: at least -count).
+func checkResults(s beam.Scope, res bigqueryio.WriteResult, table string, streams, n, count int) {
+	s = s.Scope("check " + table)
+	now := time.Now()
+	rows := beam.ParDo(s, &checkResultFn{Table: table, Streams: streams, After: now.UnixMilli(), Before: now.Add(10 * time.Minute).UnixMilli()}, res.Results)
+	passert.Equals(s, stats.Sum(s, rows), n)
+	results := stats.Sum(s, beam.ParDo(s, one, rows))
+	if count >= 0 {
+		passert.Equals(s, results, count)
+	} else {
+		beam.ParDo0(s, &atLeastFn{N: -count}, results)
+	}
+	passert.Empty(s, res.FailedRows)
+}
+
+// atLeastFn fails the pipeline on a count under N.
+type atLeastFn struct{ N int }
+
+func (f *atLeastFn) ProcessElement(n int) error {
+	if n < f.N {
+		return fmt.Errorf("%d results, want at least %d", n, f.N)
+	}
+	return nil
+}
+
+// TestWriteResults: what WriteResult.Results gives in each mode, on
+// Prism. Bounded input: one TableResult per table once its rows are
+// visible, with every row (exactly once: the PENDING streams committed;
+// WithAtLeastOnce: the _default stream). Unbounded input, exactly once: a
+// result per append made visible, as the pipeline runs (several), each
+// naming the one stream flushed, their rows summing to the input's. Each
+// result's time is when its rows were made visible.
+func TestWriteResults(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	const n = 40
+	p, s := beam.NewPipelineWithRoot()
+	bounded := beam.Create(s, anys(simpleRows(n))...)
+	checkResults(s, bigqueryio.Write(s, "p.d.once", bounded, writeOpts(srv)...), "p.d.once", 0, n, 1)
+	checkResults(s, bigqueryio.Write(s, "p.d.alo", bounded, writeOpts(srv, bigqueryio.WithAtLeastOnce())...), "p.d.alo", 1, n, 1)
+	start := time.Now().Add(time.Second)
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
+	checkResults(s, bigqueryio.Write(s, "p.d.stream", beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithTriggeringFrequency(300*time.Millisecond))...), "p.d.stream", 1, n, -2)
+	run(t, p)
+	for _, tbl := range []string{"p.d.once", "p.d.alo", "p.d.stream"} {
+		checkCopies(t, srv, tbl, n, 1)
+	}
 }
