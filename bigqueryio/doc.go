@@ -403,12 +403,11 @@
 // windows is written three times, and each pane's elements are rows of
 // their own; the commit, and the TableResult, cover every window at once.
 // An unbounded PCollection (one from a source that never ends, such as
-// avroio's WatchForNewFiles or periodic.Impulse) is refused when the
-// pipeline is built unless WithAtLeastOnce is given: an exactly-once
-// commit runs once the input ends, which it never does (exactly-once
-// streaming writes are not there yet). WithAtLeastOnce writes it as it
-// comes, each bundle's rows visible once the bundle ends; its
-// WriteResult.Results has a table's result only when the input ends.
+// avroio's WatchForNewFiles or periodic.Impulse) is written as it comes,
+// exactly once, by the streaming write (below, "Streaming"); WithAtLeastOnce
+// writes it to the _default stream instead, each bundle's rows visible
+// once the bundle ends (its WriteResult.Results has a table's result only
+// when the input ends).
 //
 // # Change data capture
 //
@@ -458,34 +457,48 @@
 // write starts (its metadata's row count), WriteAppend (the default)
 // appends, WriteTruncate replaces (below).
 //
-// # Streaming (experimental)
+// # Streaming
 //
-// Unbounded input is refused when the pipeline is built unless
-// WithAtLeastOnce (rows appended to each table's _default stream as they
-// come) or WithExactlyOnceStreaming. The latter, EXPERIMENTAL and off by
-// default, writes exactly once as Beam Java's StorageApiWritesShardedRecords
-// does: rows are keyed by table and shard (WithNumStreams, default
-// DefaultNumStreams), batched per shard in user state (a batch ends at an
-// append's bytes, a writer schema change, WithTriggeringFrequency after its
-// first row, default DefaultTriggeringFrequency, or the end of input) and
-// numbered; a stateful step appends each batch, in number order, at its
+// Unbounded input is written exactly once unless WithAtLeastOnce (rows
+// appended to each table's _default stream as they come);
+// WithExactlyOnceStreaming says so explicitly. The write follows Beam
+// Java's StorageApiWritesShardedRecords: each row is encoded and the rows
+// of a bundle are gathered in chunks keyed by table and shard
+// (WithNumStreams, default DefaultNumStreams, a shard in turn per chunk);
+// a stateful step gathers each shard's chunks in batches in user state (a
+// batch ends at an append's bytes, a writer schema change, or
+// WithTriggeringFrequency after its first row, default
+// DefaultTriggeringFrequency, a processing-time timer) and numbers them; a
+// second stateful step appends each batch, in number order, at its
 // shard's next offset of a BUFFERED stream kept in state, so a bundle
 // retried from its state appends the same batches at the same offsets and
 // the service's ALREADY_EXISTS proves them written; after a Reshuffle,
 // FlushRows up to each append's end makes its rows visible (idempotent up
-// to an offset). Streams are finalized (flushed to their end first) before
-// an append would take them past WithStreamRotation's rows, when idle, and
-// at the end of input; a stream the service no longer takes (NOT_FOUND,
-// STREAM_FINALIZED, INVALID_STREAM_STATE) is replaced; OUT_OF_RANGE fails
-// the write naming the stream and offsets; transient codes and
-// RESOURCE_EXHAUSTED are retried with backoff (WithRetries); rows the
-// service refuses (row_errors, or a schema the table does not take) go to
-// FailedRows as JSON of their encoded form (protojson), or fail the write
-// WithFailOnRowErrors. WriteResult.Results holds one TableResult per
-// append made visible (table, stream, rows, the time of the flush). The
-// steps are tested directly against bqtest; on Prism v2.77 a pipeline with
-// them does not progress (docs/DESIGN.md, "Streaming exactly once"), which
-// is why the option is off by default.
+// to an offset). A row is visible about a triggering frequency after it
+// came, at most about two. Streams are finalized (flushed to their end
+// first) before an append would take them past WithStreamRotation's rows,
+// when idle (in event time: no batch for the idle time past the latest
+// batch's event time) and at the end of input; a stream the service no
+// longer takes (NOT_FOUND, STREAM_FINALIZED, INVALID_STREAM_STATE) is
+// replaced; OUT_OF_RANGE fails the write naming the stream and offsets;
+// transient codes and RESOURCE_EXHAUSTED are retried with backoff
+// (WithRetries); rows the service refuses (row_errors, or a schema the
+// table does not take) go to FailedRows as JSON of their encoded form
+// (protojson), or fail the write WithFailOnRowErrors. WriteResult.Results
+// holds one TableResult per append made visible (table, stream, rows, the
+// time of the flush). WithWriteDisposition(WriteTruncate or WriteEmpty)
+// is refused for unbounded input, which has no end to truncate or check
+// at, as are WithRowMutation (CDC goes only to _default) and the
+// streaming options with WithAtLeastOnce.
+//
+// The triggering frequency's timer also outputs a shard's last batch after
+// the input ends: a runner that drains a job without firing
+// processing-time timers (Prism fires them before it ends the job) would
+// leave up to a frequency of each shard's rows unwritten. Each stateful
+// step has one timer family: Beam Go's harness (v2.78) and Prism disagree
+// on how many end-of-timers signals a bundle gets when a step has two, and
+// such a bundle can wait forever (docs/DESIGN.md, "Streaming exactly
+// once").
 //
 // # Table features
 //

@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"log"
 	"reflect"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
 	"github.com/sdfio/sdfio/bigqueryio"
@@ -31,7 +29,6 @@ func init() {
 	bigqueryio.RegisterType(reflect.TypeOf((*Word)(nil)).Elem())
 	register.Function1x1(wordCount)
 	register.Function1x0(printTotal)
-	register.Function1x1(tickWord)
 }
 
 func wordCount(w Word) int64 { return w.WordCount }
@@ -134,20 +131,3 @@ func Example_write() {
 	}
 	// Output: p.d.counts 2 rows committed
 }
-
-// Stream an unbounded PCollection into BigQuery (needs a Google Cloud
-// project to run; EXPERIMENTAL, see the package doc).
-func Example_streaming() {
-	p, s := beam.NewPipelineWithRoot()
-	now := time.Now()
-	ticks := periodic.Impulse(s, now, now.Add(time.Hour), time.Second, false) // unbounded
-	words := beam.ParDo(s, tickWord, ticks)
-	res := bigqueryio.Write(s, "my-project.sales.words", words,
-		bigqueryio.WithExactlyOnceStreaming(),           // or WithAtLeastOnce: the _default stream
-		bigqueryio.WithNumStreams(4),                    // shards per table, a stream each
-		bigqueryio.WithTriggeringFrequency(time.Second)) // the longest a row waits to be appended
-	beam.ParDo0(s, printResult, res.Results) // one result per append made visible
-	_ = p
-}
-
-func tickWord(_ []byte) Word { return Word{Word: "tick", WordCount: 1, Corpus: "clock"} }

@@ -594,7 +594,6 @@ type writeConfig struct {
 	// NumStreams, Frequency, StreamMaxRows and Idle are the exactly-once
 	// write of unbounded input's (WithNumStreams, WithTriggeringFrequency,
 	// WithStreamRotation; write_stream.go).
-	Streaming     bool
 	NumStreams    int
 	Frequency     time.Duration
 	StreamMaxRows int64
@@ -702,11 +701,6 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 			return fmt.Errorf("%s cannot be given with WithAtLeastOnce: it shapes the exactly-once write of unbounded input, and WithAtLeastOnce appends every row to the _default stream", last(name))
 		}
 	}
-	for _, name := range []string{"WithNumStreams", "WithTriggeringFrequency", "WithStreamRotation"} {
-		if !c.Streaming && len(c.calls(name)) > 0 {
-			return fmt.Errorf("%s shapes the exactly-once write of unbounded input: give it with WithExactlyOnceStreaming", last(name))
-		}
-	}
 	switch {
 	case c.NumStreams <= 0:
 		return fmt.Errorf("%s: a table needs at least one stream", last("WithNumStreams"))
@@ -718,25 +712,22 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 	return nil
 }
 
-// WithExactlyOnceStreaming writes unbounded input exactly once (see the
-// package doc, "Streaming"): rows keyed by table and shard, batched, each
-// batch appended at its shard's next offset of a BUFFERED stream by a
-// stateful step, and made visible by FlushRows after a shuffle.
-// EXPERIMENTAL, off by default: its steps are tested directly (a retried
-// batch, lost answers, throttling, a lost stream), but on Prism v2.77 a
-// pipeline with it does not progress (docs/DESIGN.md, "Streaming exactly
-// once"), so it has no pipeline test yet. Without it, unbounded input is
-// refused unless WithAtLeastOnce; bounded input is written as without it
-// (PENDING streams committed at the end).
+// WithExactlyOnceStreaming says what Write does with unbounded input
+// anyway: it writes it exactly once (see the package doc, "Streaming"):
+// rows keyed by table and shard, batched, each batch appended at its
+// shard's next offset of a BUFFERED stream by a stateful step, and made
+// visible by FlushRows after a shuffle. It is refused with WithAtLeastOnce;
+// bounded input is written as without it (PENDING streams committed at the
+// end).
 func WithExactlyOnceStreaming() WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithExactlyOnceStreaming"); c.Streaming = true })
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithExactlyOnceStreaming") })
 }
 
 // WithNumStreams is the number of shards of each table in the exactly-once
 // write of unbounded input, each appending to a write stream of its own
 // (default DefaultNumStreams). More shards append in parallel; each costs
-// a connection and a stream. It does not apply to bounded input, nor with
-// WithAtLeastOnce (refused).
+// a connection and a stream. It does not apply to bounded input (ignored),
+// nor with WithAtLeastOnce (refused).
 func WithNumStreams(n int) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithNumStreams", n); c.NumStreams = n })
 }
@@ -744,7 +735,9 @@ func WithNumStreams(n int) WriteOption {
 // WithTriggeringFrequency bounds how long a row of unbounded input waits
 // in its shard's batch before it is appended (default
 // DefaultTriggeringFrequency); it is made visible by the flush that
-// follows. It needs WithExactlyOnceStreaming.
+// follows, so a row is visible about a frequency after it came (at most
+// about twice). It does not apply to bounded input (ignored), nor with
+// WithAtLeastOnce (refused).
 func WithTriggeringFrequency(d time.Duration) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithTriggeringFrequency", d); c.Frequency = d })
 }
@@ -752,8 +745,9 @@ func WithTriggeringFrequency(d time.Duration) WriteOption {
 // WithStreamRotation finalizes a shard's write stream, in the exactly-once
 // write of unbounded input, before an append would take it past maxRows
 // rows (default DefaultStreamMaxRows), and once no row was appended to it
-// for idle (default DefaultStreamIdle); the shard's next rows go to a new
-// stream. It needs WithExactlyOnceStreaming.
+// for idle (default DefaultStreamIdle, measured in event time: see the
+// package doc); the shard's next rows go to a new stream. It does not
+// apply to bounded input (ignored), nor with WithAtLeastOnce (refused).
 func WithStreamRotation(maxRows int64, idle time.Duration) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
 		c.note("WithStreamRotation", maxRows, idle)

@@ -23,20 +23,26 @@ const maxAppendBytes = 9 << 20
 
 // WriteResult is what Write gives back.
 type WriteResult struct {
-	// Results holds one TableResult per table written, once its rows are
-	// committed (or, WithAtLeastOnce, appended): a pipeline can wait on
-	// it (as a side input) for the write.
+	// Results holds a TableResult each time rows of a table are made
+	// visible, in the global window (the write's steps run in it, whatever
+	// the input's windowing). Bounded input: one per table, once all its
+	// rows are visible (committed exactly once; WithAtLeastOnce, appended
+	// to _default), so a pipeline can wait on it (as a side input) for the
+	// write. Unbounded input, exactly once: one per append made visible
+	// (a FlushRows of its stream), as the pipeline runs, about a triggering
+	// frequency after its rows came. Unbounded input WithAtLeastOnce: one
+	// per table when the input ends (its rows are visible as appended).
 	Results beam.PCollection
 	// FailedRows holds a FailedRow per row the service refused, or that
 	// could not be encoded or routed (unless WithFailOnRowErrors).
 	FailedRows beam.PCollection
 }
 
-// TableResult is the outcome of a write to one table.
+// TableResult is rows of one table made visible (see WriteResult.Results).
 type TableResult struct {
 	Table      string   // project.dataset.table
-	Streams    []string // the write streams committed (WithAtLeastOnce: the _default stream)
-	Rows       int64    // rows committed (WithAtLeastOnce: appended)
+	Streams    []string // the write streams committed or flushed (WithAtLeastOnce: the _default stream)
+	Rows       int64    // rows made visible: committed, flushed (WithAtLeastOnce: appended)
 	CommitTime time.Time
 }
 
@@ -125,12 +131,10 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	if dest == "" {
 		dest = "the tables of WithTableFunc"
 	}
-	unbounded := windowing.Unbounded(col)
-	streaming := unbounded && !cfg.AtLeastOnce
-	switch {
-	case streaming && !cfg.Streaming:
-		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: the PCollection is unbounded: give WithAtLeastOnce (rows appended to each table's _default stream, visible as they are written), or the experimental WithExactlyOnceStreaming (see the package doc), or make the input bounded", dest)
-	case streaming && cfg.Disposition != WriteAppend:
+	// Unbounded input is written exactly once by the streaming write
+	// (write_stream.go) unless WithAtLeastOnce.
+	streaming := windowing.Unbounded(col) && !cfg.AtLeastOnce
+	if streaming && cfg.Disposition != WriteAppend {
 		return WriteResult{}, fmt.Errorf("bigqueryio.Write to %s: %s cannot be given for unbounded input: it needs the end of the input, which never comes", dest, cfg.calls("WithWriteDisposition")[0])
 	}
 	s = s.Scope("bigqueryio.Write")

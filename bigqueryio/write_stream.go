@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -52,6 +52,14 @@ const (
 	DefaultStreamIdle = 5 * time.Minute
 )
 
+// streamChunk is rows of one shard that the keying step gathered from
+// one bundle, encoded in the writer schema Desc (a serialised
+// DescriptorProto), at most an append's bytes.
+type streamChunk struct {
+	Desc []byte
+	Rows [][]byte
+}
+
 // streamBatch is the rows of one shard that are appended together, in the
 // order the shard's batches are made (Seq from 0). Desc is the writer
 // schema they are encoded in (a serialised DescriptorProto).
@@ -77,6 +85,7 @@ type shardStream struct {
 	Seq     int64  // the next batch to append
 	Created int64  // unix ns
 	Last    int64  // unix ns of the last append
+	IdleAt  int64  // the event time (unix ms) of the idle timer
 }
 
 // flushOp asks the flush step to make a stream's rows [0, End) visible
@@ -91,13 +100,14 @@ type flushOp struct {
 }
 
 func init() {
-	beamreg.DoFn4x1[context.Context, beam.X, func(string, beam.X), func(FailedRow), error](&streamKeyFn{})
-	register.Emitter2[string, beam.X]()
-	beamreg.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, beam.X, func(string, streamBatch), func(FailedRow), error](&streamBatchFn{})
+	beamreg.DoFn5x1[context.Context, beam.EventTime, beam.X, func(beam.EventTime, string, streamChunk), func(FailedRow), error](&streamKeyFn{})
+	register.Emitter3[beam.EventTime, string, streamChunk]()
+	beamreg.DoFn7x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, streamChunk, func(string, streamBatch), error](&streamBatchFn{})
 	register.Emitter2[string, streamBatch]()
 	beamreg.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, streamBatch, func(string, flushOp), func(FailedRow), error](&streamAppendFn{})
 	register.Emitter2[string, flushOp]()
 	beamreg.DoFn4x1[context.Context, string, flushOp, func(TableResult), error](&streamFlushFn{})
+	beam.RegisterType(reflect.TypeFor[streamChunk]())
 	beam.RegisterType(reflect.TypeFor[streamBatch]())
 	beam.RegisterType(reflect.TypeFor[batchMeta]())
 	beam.RegisterType(reflect.TypeFor[shardStream]())
@@ -105,38 +115,79 @@ func init() {
 }
 
 // writeStreaming is the exactly-once write of an unbounded PCollection
-// (in the global window): rows keyed by table and shard, batched per shard
-// (at most the triggering frequency, or an append's bytes), each batch
+// (in the global window): rows encoded and gathered per bundle into chunks
+// keyed by table and shard, batched per shard (at most the triggering
+// frequency, or an append's bytes), each batch
 // appended at its shard's next offset of a BUFFERED stream by a stateful
 // step, and made visible by FlushRows in a step after a shuffle.
 func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, failed beam.PCollection) {
 	cfg := fn.Cfg
-	keyed, badRoute := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
-	batches, badRow := beam.ParDo2(s, &streamBatchFn{Fn: fn, Every: cfg.Frequency,
-		Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-		Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")}, keyed)
-	ops, refused := beam.ParDo2(s, &streamAppendFn{Cfg: cfg,
-		Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-		Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")}, batches)
+	keyed, badRow := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
+	batches := beam.ParDo(s, newStreamBatchFn(cfg), keyed)
+	ops, refused := beam.ParDo2(s, newStreamAppendFn(cfg), batches)
 	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
-	return results, beam.Flatten(s, badRoute, badRow, refused)
+	return results, beam.Flatten(s, badRow, refused)
 }
 
-// streamKeyFn keys each row by its table's resource name and a shard,
-// taken in turn: "res#shard".
+// Each stateful step has one timer family: Beam Go's SDK harness (v2.78,
+// core/runtime/harness/datamgr.go, makeChannel) waits for one end-of-timers
+// signal per transform with timers, while Prism sends one per timer family
+// (runners/prism/internal/worker/bundle.go, HasTimers). With two families,
+// a bundle whose data reaches the worker before the worker opens the
+// bundle's input counts three signals where it wants two and never ends:
+// the job stalls with the bundle in progress (docs/DESIGN.md, "Streaming
+// exactly once").
+
+// newStreamBatchFn is the batching step of a write of cfg.
+func newStreamBatchFn(cfg writeConfig) *streamBatchFn {
+	return &streamBatchFn{Every: cfg.Frequency, MaxBytes: cfg.MaxBatchSize, Chunks: state.MakeBagState[streamChunk]("chunks"),
+		Meta: state.MakeValueState[batchMeta]("meta"), Flush: timers.InProcessingTime("flush")}
+}
+
+// newStreamAppendFn is the append step of a write of cfg.
+func newStreamAppendFn(cfg writeConfig) *streamAppendFn {
+	return &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"),
+		Early: state.MakeBagState[streamBatch]("early"), Idle: timers.InEventTime("idle")}
+}
+
+// streamKeyFn encodes each row in its table's writer schema and gathers
+// the rows of a bundle in chunks, one open per table, each keyed by the
+// table's resource name and a shard taken in turn per chunk ("res#shard").
+// A chunk is output when the next row would take it over an append's
+// bytes or has another writer schema, when the rows the instance holds
+// come to an append's bytes (all are output), and when the bundle ends.
+// Rows that cannot be encoded go to FailedRows here. Chunking the bundle
+// keeps the stateful step after it to a few state calls per chunk, not
+// per row: Beam Go's harness asks the runner for every state read and
+// write (it keeps nothing between elements).
 type streamKeyFn struct {
 	Fn     *appendFn
 	Shards int
 
-	next int
+	next  map[string]int // by table resource: the next chunk's shard
+	open  map[string]*openChunk
+	order []string // of open's tables, as opened
+	held  int      // bytes of open's rows
+	descs map[*descriptorpb.DescriptorProto][]byte
+}
+
+// openChunk is a chunk being gathered, and the earliest event time of its
+// rows, which it is output at.
+type openChunk struct {
+	streamChunk
+	bytes int
+	ts    beam.EventTime
 }
 
 func (f *streamKeyFn) Setup() {
 	f.Fn.Setup()
-	f.next = rand.IntN(max(f.Shards, 1))
+	f.next, f.open = map[string]int{}, map[string]*openChunk{}
+	f.descs = map[*descriptorpb.DescriptorProto][]byte{}
 }
 
-func (f *streamKeyFn) ProcessElement(ctx context.Context, x beam.X, emit func(string, beam.X), failed func(FailedRow)) error {
+func (f *streamKeyFn) Teardown() { f.Fn.Teardown() }
+
+func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x beam.X, emit func(beam.EventTime, string, streamChunk), failed func(FailedRow)) error {
 	res := f.Fn.Cfg.Table
 	if f.Fn.HasTableFn {
 		spec := f.Fn.route.Call1x1(x).(string)
@@ -145,47 +196,7 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, x beam.X, emit func(st
 			return f.Fn.refuse(ctx, spec, x, fmt.Errorf("WithTableFunc: %w", err), failed)
 		}
 	}
-	f.next = (f.next + 1) % f.Shards
-	emit(res+"#"+strconv.Itoa(f.next), x)
-	return nil
-}
-
-// shardTable is the table resource name of a shard key.
-func shardTable(key string) string {
-	if i := strings.LastIndexByte(key, '#'); i >= 0 {
-		return key[:i]
-	}
-	return key
-}
-
-// streamBatchFn encodes the rows of a shard and gathers them in batches:
-// a batch is output when the next row would take it over an append's
-// bytes (WithMaxAppendBytes), when the writer schema changes, when the
-// triggering frequency has passed since its first row (a processing-time
-// timer), and when the input ends (an event-time timer at the end of the
-// global window). A batch is output with the state that made it, so it is
-// the same batch whatever bundle of the next step gets it, and however
-// often.
-type streamBatchFn struct {
-	Fn    *appendFn
-	Every time.Duration
-	Rows  state.Bag[[]byte]
-	Meta  state.Value[batchMeta]
-	Flush timers.EventTime
-	End   timers.EventTime
-
-	descs map[*descriptorpb.DescriptorProto][]byte
-}
-
-func (f *streamBatchFn) Setup() {
-	f.Fn.Setup()
-	f.descs = map[*descriptorpb.DescriptorProto][]byte{}
-}
-
-func (f *streamBatchFn) Teardown() { f.Fn.Teardown() }
-
-func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, x beam.X, emit func(string, streamBatch), failed func(FailedRow)) error {
-	t, err := f.Fn.table(ctx, shardTable(key))
+	t, err := f.Fn.table(ctx, res)
 	if err != nil {
 		return err
 	}
@@ -203,32 +214,49 @@ func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, s
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: %w", t.spec, err)
 	}
-	m, _, err := f.Meta.Read(sp)
-	if err != nil {
-		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", t.spec, key, err)
+	c := f.open[res]
+	if c != nil && (c.bytes+len(row) > f.Fn.Cfg.MaxBatchSize || !bytes.Equal(c.Desc, desc)) {
+		f.output(res, emit)
+		c = nil
 	}
-	if m.Rows > 0 && (m.Bytes+int64(len(row)) > int64(f.Fn.Cfg.MaxBatchSize) || !bytes.Equal(m.Desc, desc) ||
-		time.Since(time.Unix(0, m.Opened)) >= f.Every) {
-		if m, err = f.output(sp, key, m, emit); err != nil {
-			return err
-		}
+	if c == nil {
+		c = &openChunk{streamChunk: streamChunk{Desc: desc}, ts: ts}
+		f.open[res] = c
+		f.order = append(f.order, res)
 	}
-	if m.Rows == 0 {
-		m.Desc = desc
-		m.Opened = time.Now().UnixNano()
-		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
-		f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
+	c.Rows = append(c.Rows, row)
+	c.bytes += len(row)
+	c.ts = min(c.ts, ts)
+	if f.held += len(row); f.held >= f.Fn.Cfg.MaxBatchSize {
+		f.FinishBundle(ctx, emit, failed)
 	}
-	if err := f.Rows.Add(sp, row); err != nil {
-		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", t.spec, key, err)
+	return nil
+}
+
+// output outputs the open chunk of table res, keyed by the table's next
+// shard.
+func (f *streamKeyFn) output(res string, emit func(beam.EventTime, string, streamChunk)) {
+	c := f.open[res]
+	n, ok := f.next[res]
+	if !ok {
+		n = rand.IntN(max(f.Shards, 1)) // instances start on different shards
 	}
-	m.Rows++
-	m.Bytes += int64(len(row))
-	return f.Meta.Write(sp, m)
+	f.next[res] = (n + 1) % max(f.Shards, 1)
+	emit(c.ts, res+"#"+strconv.Itoa(n), c.streamChunk)
+	f.held -= c.bytes
+	delete(f.open, res)
+	f.order = slices.DeleteFunc(f.order, func(r string) bool { return r == res })
+}
+
+// FinishBundle outputs every open chunk.
+func (f *streamKeyFn) FinishBundle(_ context.Context, emit func(beam.EventTime, string, streamChunk), _ func(FailedRow)) {
+	for len(f.order) > 0 {
+		f.output(f.order[0], emit)
+	}
 }
 
 // desc is the serialised writer schema of t's encoder.
-func (f *streamBatchFn) desc(t *writeTable) ([]byte, error) {
+func (f *streamKeyFn) desc(t *writeTable) ([]byte, error) {
 	if b, ok := f.descs[t.enc.desc]; ok {
 		return b, nil
 	}
@@ -240,14 +268,76 @@ func (f *streamBatchFn) desc(t *writeTable) ([]byte, error) {
 	return b, nil
 }
 
+// shardTable is the table resource name of a shard key.
+func shardTable(key string) string {
+	if i := strings.LastIndexByte(key, '#'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// streamBatchFn gathers the chunks of a shard in batches: a batch is
+// output when the next chunk would take it over an append's bytes
+// (WithMaxAppendBytes), when the writer schema changes, and when the
+// triggering frequency has passed since its first row (a processing-time
+// timer, which also outputs the last batch after the input ends: the
+// runner ends the job once it has fired). A batch is output with the
+// state that made it, so it is the same batch whatever bundle of the next
+// step gets it, and however often.
+type streamBatchFn struct {
+	Every    time.Duration
+	MaxBytes int
+	Chunks   state.Bag[streamChunk]
+	Meta     state.Value[batchMeta]
+	Flush    timers.ProcessingTime
+}
+
+func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, c streamChunk, emit func(string, streamBatch)) error {
+	m, _, err := f.Meta.Read(sp)
+	if err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardSpec(key), key, err)
+	}
+	n := 0
+	for _, r := range c.Rows {
+		n += len(r)
+	}
+	if m.Rows > 0 && (m.Bytes+int64(n) > int64(f.MaxBytes) || !bytes.Equal(m.Desc, c.Desc) ||
+		time.Since(time.Unix(0, m.Opened)) >= f.Every) {
+		if m, err = f.output(sp, key, m, emit); err != nil {
+			return err
+		}
+	}
+	if m.Rows == 0 {
+		now := time.Now()
+		m.Desc = c.Desc
+		m.Opened = now.UnixNano()
+		// The batch's rows are held back (the step's output watermark) at
+		// its first chunk's time until the batch is output.
+		f.Flush.Set(tp, now.Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
+	}
+	if err := f.Chunks.Add(sp, c); err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", shardSpec(key), key, err)
+	}
+	m.Rows += int64(len(c.Rows))
+	m.Bytes += int64(n)
+	return f.Meta.Write(sp, m)
+}
+
 // output outputs the open batch of the shard key and opens the next.
 func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit func(string, streamBatch)) (batchMeta, error) {
-	rows, _, err := f.Rows.Read(sp)
+	chunks, _, err := f.Chunks.Read(sp)
 	if err != nil {
-		return m, fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch: %w", shardTable(key), key, err)
+		return m, fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch: %w", shardSpec(key), key, err)
 	}
-	if err := f.Rows.Clear(sp); err != nil {
-		return m, fmt.Errorf("bigqueryio.Write to %s: clearing shard %s's batch: %w", shardTable(key), key, err)
+	if err := f.Chunks.Clear(sp); err != nil {
+		return m, fmt.Errorf("bigqueryio.Write to %s: clearing shard %s's batch: %w", shardSpec(key), key, err)
+	}
+	rows := make([][]byte, 0, m.Rows)
+	for _, c := range chunks {
+		rows = append(rows, c.Rows...)
+	}
+	if int64(len(rows)) != m.Rows {
+		return m, fmt.Errorf("bigqueryio.Write to %s: shard %s's batch state holds %d rows, its count says %d", shardSpec(key), key, len(rows), m.Rows)
 	}
 	if len(rows) > 0 {
 		emit(key, streamBatch{Seq: m.Seq, Rows: rows, Desc: m.Desc})
@@ -257,10 +347,10 @@ func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit 
 	return m, nil
 }
 
-func (f *streamBatchFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, streamBatch), _ func(FailedRow)) error {
+func (f *streamBatchFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, streamBatch)) error {
 	m, _, err := f.Meta.Read(sp)
 	if err != nil {
-		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardTable(key), key, err)
+		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardSpec(key), key, err)
 	}
 	if m.Rows == 0 {
 		return nil
@@ -280,7 +370,6 @@ type streamAppendFn struct {
 	Shard state.Value[shardStream]
 	Early state.Bag[streamBatch]
 	Idle  timers.EventTime
-	End   timers.EventTime
 
 	mw      *managedwriter.Client
 	wc      *writeClient           // CreateWriteStream, with the write's own retries
@@ -362,10 +451,14 @@ func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 	if err := f.drainEarly(ctx, sp, key, &st, emit, failed); err != nil {
 		return err
 	}
-	if f.Cfg.Idle > 0 {
-		f.Idle.Set(tp, ts.ToTime().Add(f.Cfg.Idle), timers.WithOutputTimestamp(ts.ToTime()))
+	// The idle timer is set WithStreamRotation's idle time after the
+	// latest batch (in event time: see the package doc); moved, never
+	// back, by each batch, it fires once no batch came for that long, and
+	// for every shard when the input ends.
+	if at := ts.ToTime().Add(f.Cfg.Idle); at.UnixMilli() > st.IdleAt {
+		st.IdleAt = at.UnixMilli()
+		f.Idle.Set(tp, at, timers.WithOutputTimestamp(ts.ToTime()))
 	}
-	f.End.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	return f.Shard.Write(sp, st)
 }
 
@@ -405,13 +498,10 @@ func (f *streamAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", shardSpec(key), key, err)
 	}
-	if st.Stream == "" {
-		return nil
+	st.IdleAt = 0
+	if st.Stream != "" {
+		f.finalize(key, &st, emit)
 	}
-	if timer.Family == f.Idle.Family && time.Since(time.Unix(0, st.Last)) < f.Cfg.Idle {
-		return nil // appended to since the timer was set
-	}
-	f.finalize(key, &st, emit)
 	return f.Shard.Write(sp, st)
 }
 

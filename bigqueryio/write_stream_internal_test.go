@@ -67,6 +67,7 @@ func (f *fakeTimers) Set(t timers.TimerMap) { f.set = append(f.set, t) }
 type streamSteps struct {
 	t      testing.TB
 	key    string
+	keyFn  *streamKeyFn
 	batch  *streamBatchFn
 	app    *streamAppendFn
 	flush  *streamFlushFn
@@ -75,28 +76,24 @@ type streamSteps struct {
 
 func newStreamSteps(t *testing.T, srv *bqtest.Server, opts ...WriteOption) *streamSteps {
 	t.Helper()
-	cfg := writeTestConfig(t, srv, "p.d.s", append([]WriteOption{WithExactlyOnceStreaming(), WithNumStreams(1)}, opts...)...)
+	cfg := writeTestConfig(t, srv, "p.d.s", append([]WriteOption{WithNumStreams(1)}, opts...)...)
 	return newStreamStepsOf(t, cfg, reflect.TypeFor[onceRow]())
 }
 
 // newStreamStepsOf is newStreamSteps of a configuration and a row type.
 func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSteps {
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
-	st := &streamSteps{t: t, key: cfg.Table + "#0",
-		batch: &streamBatchFn{Fn: fn, Every: cfg.Frequency, Rows: state.MakeBagState[[]byte]("rows"), Meta: state.MakeValueState[batchMeta]("meta"),
-			Flush: timers.InEventTime("flush"), End: timers.InEventTime("end")},
-		app: &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"), Early: state.MakeBagState[streamBatch]("early"),
-			Idle: timers.InEventTime("idle"), End: timers.InEventTime("end")},
-		flush: &streamFlushFn{Cfg: cfg}}
-	st.batch.Setup()
+	st := &streamSteps{t: t, key: cfg.Table + "#0", keyFn: &streamKeyFn{Fn: fn, Shards: cfg.NumStreams},
+		batch: newStreamBatchFn(cfg), app: newStreamAppendFn(cfg), flush: &streamFlushFn{Cfg: cfg}}
+	st.keyFn.Setup()
 	st.app.Setup()
 	st.flush.Setup()
-	t.Cleanup(func() { st.batch.Teardown(); st.app.Teardown(); st.flush.Teardown() })
+	t.Cleanup(func() { st.keyFn.Teardown(); st.app.Teardown(); st.flush.Teardown() })
 	return st
 }
 
-// batches runs rows ids from..to-1 through the batching step and the end
-// of input's timer: the batches it outputs, in order.
+// batches runs rows ids from..to-1 through the keying and batching steps
+// and the batching step's timer: the batches it outputs, in order.
 func (st *streamSteps) batches(sp *fakeState, from, to int) []streamBatch {
 	st.t.Helper()
 	rows := make([]any, 0, to-from)
@@ -106,20 +103,41 @@ func (st *streamSteps) batches(sp *fakeState, from, to int) []streamBatch {
 	return st.batchRows(sp, rows)
 }
 
-// batchRows runs rows through the batching step and the end of input's
-// timer: the batches it outputs, in order.
+// keyBundle is the rows of one bundle of the keying step when the tests
+// run it by hand: its chunks (all of shard st.key) come out when a chunk
+// is full and when the bundle ends.
+const keyBundle = 37
+
+// batchRows runs rows through the keying step, in bundles of keyBundle
+// rows, each chunk through the batching step, and then the batching
+// step's timer: the batches it outputs, in order.
 func (st *streamSteps) batchRows(sp *fakeState, rows []any) []streamBatch {
 	st.t.Helper()
 	ctx := context.Background()
 	var out []streamBatch
 	emit := func(k string, b streamBatch) { out = append(out, b) }
 	failed := func(r FailedRow) { st.failed = append(st.failed, r) }
-	for i, x := range rows {
-		if err := st.batch.ProcessElement(ctx, beam.EventTime(i), sp, &fakeTimers{}, st.key, x, emit, failed); err != nil {
-			st.t.Fatal(err)
+	var batchErr error
+	chunk := func(ts beam.EventTime, k string, c streamChunk) {
+		if k != st.key {
+			st.t.Fatalf("a chunk keyed %q, want %q", k, st.key)
+		}
+		if err := st.batch.ProcessElement(ctx, ts, sp, &fakeTimers{}, k, c, emit); err != nil && batchErr == nil {
+			batchErr = err
 		}
 	}
-	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "end"}, emit, failed); err != nil {
+	for i, x := range rows {
+		if err := st.keyFn.ProcessElement(ctx, beam.EventTime(i), x, chunk, failed); err != nil {
+			st.t.Fatal(err)
+		}
+		if i%keyBundle == keyBundle-1 || i == len(rows)-1 {
+			st.keyFn.FinishBundle(ctx, chunk, failed)
+		}
+	}
+	if batchErr != nil {
+		st.t.Fatal(batchErr)
+	}
+	if err := st.batch.OnTimer(ctx, sp, &fakeTimers{}, st.key, timers.Context{Family: "flush"}, emit); err != nil {
 		st.t.Fatal(err)
 	}
 	return out
@@ -351,7 +369,7 @@ func TestStreamRotation(t *testing.T) {
 	}
 	// The end of the input finalizes the last one.
 	var end []flushOp
-	if err := st.app.OnTimer(context.Background(), sp, &fakeTimers{}, st.key, timers.Context{Family: "end"}, func(_ string, op flushOp) { end = append(end, op) }, nil); err != nil {
+	if err := st.app.OnTimer(context.Background(), sp, &fakeTimers{}, st.key, timers.Context{Family: "idle"}, func(_ string, op flushOp) { end = append(end, op) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	st.flushAll(end)
@@ -360,15 +378,29 @@ func TestStreamRotation(t *testing.T) {
 	}
 }
 
-// TestStreamOptions: the options of the streaming write are refused
-// without WithExactlyOnceStreaming, with WithAtLeastOnce and with values
-// that cannot work, naming the option.
+// TestStreamOptions: the options of the streaming write are taken alone
+// (unbounded input is written exactly once without WithExactlyOnceStreaming)
+// and refused with WithAtLeastOnce and with values that cannot work,
+// naming the option.
 func TestStreamOptions(t *testing.T) {
+	for _, opts := range [][]WriteOption{
+		{WithNumStreams(3)}, {WithTriggeringFrequency(time.Second)}, {WithStreamRotation(10, time.Minute)},
+		{WithExactlyOnceStreaming(), WithNumStreams(2), WithTriggeringFrequency(time.Second), WithStreamRotation(10, time.Minute)},
+	} {
+		cfg, err := newWriteConfig("p.d.t", opts)
+		if err != nil {
+			t.Errorf("%v: %v", opts, err)
+		}
+		if cfg.NumStreams <= 0 || cfg.Frequency <= 0 || cfg.StreamMaxRows <= 0 || cfg.Idle <= 0 {
+			t.Errorf("%v: configuration %+v", opts, cfg)
+		}
+	}
 	for _, c := range []struct {
 		opts []WriteOption
 		want string
 	}{
-		{[]WriteOption{WithNumStreams(3)}, "WithNumStreams(3) shapes the exactly-once write of unbounded input: give it with WithExactlyOnceStreaming"},
+		{[]WriteOption{WithNumStreams(3), WithAtLeastOnce()}, "WithNumStreams(3) cannot be given with WithAtLeastOnce"},
+		{[]WriteOption{WithAtLeastOnce(), WithTriggeringFrequency(time.Second)}, "WithTriggeringFrequency(1s) cannot be given with WithAtLeastOnce"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithAtLeastOnce()}, "WithExactlyOnceStreaming() cannot be given with WithAtLeastOnce"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithNumStreams(0)}, "WithNumStreams(0): a table needs at least one stream"},
 		{[]WriteOption{WithExactlyOnceStreaming(), WithTriggeringFrequency(0)}, "WithTriggeringFrequency(0s): the frequency must be positive"},

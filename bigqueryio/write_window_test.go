@@ -109,26 +109,33 @@ func TestWriteWindowed(t *testing.T) {
 	}
 }
 
-// TestWriteUnboundedRefused: an unbounded PCollection cannot be written
-// exactly once yet: refused when the pipeline is built, naming
-// WithAtLeastOnce; WithAtLeastOnce takes it.
-func TestWriteUnboundedRefused(t *testing.T) {
+// TestWriteUnboundedConstruction: an unbounded PCollection is taken
+// without options (written exactly once by the streaming write, its
+// options alone included) and WithAtLeastOnce, to one table and WithTableFunc;
+// a write disposition that needs the end of the input is refused when the
+// pipeline is built, naming it.
+func TestWriteUnboundedConstruction(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	now := time.Now()
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(now, now.Add(time.Second), time.Second)))
 	col := beam.ParDo(s, seqSimple, seq)
 	for _, table := range []string{"p.d.t", ""} {
-		var opts []bigqueryio.WriteOption
+		var base []bigqueryio.WriteOption
 		if table == "" {
-			opts = append(opts, bigqueryio.WithTableFunc(simpleTable))
+			base = append(base, bigqueryio.WithTableFunc(simpleTable))
 		}
-		_, err := bigqueryio.TryWrite(s, table, col, opts...)
-		if err == nil || !strings.Contains(err.Error(), "unbounded") || !strings.Contains(err.Error(), "WithAtLeastOnce") || !strings.HasPrefix(err.Error(), "bigqueryio.Write to ") {
-			t.Errorf("%q: error %v, want the unbounded input refused naming WithAtLeastOnce", table, err)
+		for _, opts := range [][]bigqueryio.WriteOption{nil, {bigqueryio.WithAtLeastOnce()}, {bigqueryio.WithExactlyOnceStreaming()},
+			{bigqueryio.WithNumStreams(2), bigqueryio.WithTriggeringFrequency(time.Second)}} {
+			if _, err := bigqueryio.TryWrite(s, table, col, append(base, opts...)...); err != nil {
+				t.Errorf("%q %v: %v", table, opts, err)
+			}
 		}
-	}
-	if _, err := bigqueryio.TryWrite(s, "p.d.t", col, bigqueryio.WithAtLeastOnce()); err != nil {
-		t.Errorf("WithAtLeastOnce of unbounded input: %v", err)
+		for _, d := range []bigqueryio.WriteDisposition{bigqueryio.WriteTruncate, bigqueryio.WriteEmpty} {
+			_, err := bigqueryio.TryWrite(s, table, col, append(base, bigqueryio.WithWriteDisposition(d))...)
+			if err == nil || !strings.Contains(err.Error(), "unbounded") || !strings.Contains(err.Error(), "WithWriteDisposition(") || !strings.HasPrefix(err.Error(), "bigqueryio.Write to ") {
+				t.Errorf("%q %v: error %v, want the disposition refused for unbounded input", table, d, err)
+			}
+		}
 	}
 }
 
