@@ -34,12 +34,14 @@ import (
 //     the table's rows at once (readers see the old rows or the new, never
 //     a part), and deletes the staging table;
 //  4. a failed commit or copy job deletes the staging table and fails the
-//     write: the table is as it was. The copy job's id is made of the
-//     streams it copies, so a retried commit step finds it and does not
-//     copy again.
+//     write: the table is as it was; so does a commit step that refuses
+//     (a bundle passed a failure on, see appendFn.passOn). The copy job's
+//     id is made of the streams it copies, so a retried commit step finds
+//     it and does not copy again.
 //
 // A static table that gets no rows is still replaced, by an empty one:
-// an Impulse gives the commit step its key.
+// an Impulse gives the commit step its key and the run's id, by which it
+// tells an empty input from one whose bundles failed (truncateEvidence).
 
 // stagingTTL is how long a staging table lives if nothing deletes it (a
 // pipeline that dies between its appends and its copy job).
