@@ -179,7 +179,13 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 	} else {
 		streams, failed = beam.ParDo2(s, fn, col)
 	}
-	failures := beam.ParDo(s, failuresOf, streams)
+	// The failures bundles pass on reach every table's commit step. The
+	// at-least-once write passes none on, and its input may be unbounded,
+	// of which a side input would never be ready.
+	failures := beam.CreateList(s, []streamDone{})
+	if !cfg.AtLeastOnce {
+		failures = beam.ParDo(s, failuresOf, streams)
+	}
 	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams), beam.SideInput{Input: failures})
 	return WriteResult{Results: results, FailedRows: failed}, nil
 }

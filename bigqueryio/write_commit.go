@@ -65,6 +65,14 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams, fail
 			}
 		}
 	}
+	if res == failedKey {
+		_, err := commitplan.Make(reports, commitplan.Expect{})
+		if err == nil {
+			return nil
+		}
+		f.dropTables(ctx, staging)
+		return fmt.Errorf("bigqueryio.Write failed, and nothing was committed to any table: %w", err)
+	}
 	if f.Cfg.AtLeastOnce {
 		// Nothing to commit: every bundle appended to the _default
 		// stream, visible at once, and reports its rows there.
@@ -79,14 +87,6 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams, fail
 		sort.Strings(names)
 		emit(TableResult{Table: tableSpecOf(res), Streams: names, Rows: rows, CommitTime: time.Now()})
 		return nil
-	}
-	if res == failedKey {
-		_, err := commitplan.Make(reports, commitplan.Expect{})
-		if err == nil {
-			return nil
-		}
-		f.dropTables(ctx, staging)
-		return fmt.Errorf("bigqueryio.Write failed, and nothing was committed to any table: %w", err)
 	}
 	p := strings.Split(res, "/")
 	spec := tableSpecOf(res)
