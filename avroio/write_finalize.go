@@ -1,14 +1,17 @@
 package avroio
 
 // The finalize step of a non-windowed write: the evidence that no bundle
-// is missing, the renames, and the removal of what is left.
+// is missing (checked by internal/commitplan, which bigqueryio's commit
+// shares), the renames, and the removal of what is left.
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+
+	"github.com/sdfio/sdfio/internal/commitplan"
 )
 
 // finalizeFn runs once, after every writing bundle committed: it gets the
@@ -76,42 +79,27 @@ type finalizeStats struct {
 //
 // It commits only what shows the write succeeded, since a runner may run
 // it after a writing bundle failed (Prism v2.77 and v2.78 do, now and then, with
-// the results of the bundles that committed): no result may carry an
-// error (a record that could not be written); under fixed sharding every
-// shard must have its file (WriteShards writes one for each, records or
-// not); and with runner-determined sharding, no result at all is an empty
-// input only if Begin's marker is still there (a failing bundle attempt
-// removes it) and no bundle attempt left a file. Otherwise nothing is
-// committed: every temporary file is removed (see failWrite), and the
-// error says why.
+// the results of the bundles that committed), by internal/commitplan's
+// rule: no result may carry an error (a record that could not be
+// written); under fixed sharding every shard must have its file
+// (WriteShards writes one for each, records or not); and with
+// runner-determined sharding, no result at all is an empty input only if
+// Begin's marker is still there (a failing bundle attempt removes it) and
+// no bundle attempt left a file. Otherwise nothing is committed: every
+// temporary file is removed (see failWrite), and the error says why.
 func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, results []fileResult) (finalizeStats, error) {
 	var st finalizeStats
-	results, failed := splitFailures(results)
-	if why := bundleFailures(failed); why != "" {
-		return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: %s", cfg.Prefix, why))
-	}
-	marker := cfg.TempDir + begunMarker
-	var moves []string // temporary names, in shard order
-	emptyInput := false
+	want := commitplan.Expect{}
 	if cfg.NumShards > 0 {
-		placed, fault := placeShards(shardFiles(results), []string{""}, cfg.NumShards)
-		switch {
-		case fault == nil:
-			moves = placed[""]
-		case fault.kind == faultBadShard:
-			return st, fmt.Errorf("avroio.Write to %s: temporary file %s has shard %d, want one of [0, %d)", cfg.Prefix, fault.temp, fault.shard, cfg.NumShards)
-		case fault.kind == faultTwice:
-			return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", cfg.Prefix, fault.shard, fault.other, fault.temp)
-		default:
-			return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: shard %d of %d has no file (its writing failed, and the runner ran the finalize step all the same)", cfg.Prefix, fault.shard, cfg.NumShards))
-		}
-	} else {
-		sort.Slice(results, func(i, j int) bool { return results[i].Temp < results[j].Temp })
-		for _, r := range results {
-			moves = append(moves, r.Temp)
-		}
-		emptyInput = len(moves) == 0
+		want.Shards, want.Groups = cfg.NumShards, []string{""}
 	}
+	reports := reportsOf(results)
+	plan, err := commitplan.Make(reports, want)
+	if err != nil {
+		return refused(ctx, fs, cfg, st, err)
+	}
+	moves := plan.Items[""] // temporary names, in shard order or by name
+	emptyInput := len(moves) == 0
 	n := max(len(moves), 1)
 	finals := make([]string, n)
 	seen := map[string]int{}
@@ -123,26 +111,21 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		seen[finals[i]] = i
 	}
 	if emptyInput {
-		left, err := tempFiles(ctx, fs, cfg)
-		if err != nil {
+		why, retried, err := beginEvidence(ctx, fs, cfg, finals[0])
+		switch {
+		case err != nil:
 			return st, err
-		}
-		_, merr := fs.Size(ctx, marker)
-		if merr != nil && len(left) == 0 {
-			if _, ferr := fs.Size(ctx, finals[0]); ferr == nil {
-				// A finalize step retried after it wrote the file and
-				// removed the marker.
-				st.files = finals
-				removeLocalDir(cfg.TempDir)
-				return st, nil
+		case retried:
+			// A finalize step retried after it wrote the file and
+			// removed the marker.
+			st.files = finals
+			removeLocalDir(cfg.TempDir)
+			return st, nil
+		case why != "":
+			want.Began = map[string]string{"": why}
+			if _, err := commitplan.Make(reports, want); err != nil {
+				return refused(ctx, fs, cfg, st, err)
 			}
-		}
-		if merr != nil || len(left) > 0 {
-			why := "the temporary directory's marker is gone (a bundle attempt failed)"
-			if merr == nil {
-				why = fmt.Sprintf("bundle attempts that had records left %s", left[0])
-			}
-			return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: no bundle committed a file, but the input was not empty: %s", cfg.Prefix, why))
 		}
 		// The one empty file of an empty input, written like the others.
 		path := fmt.Sprintf("%sempty-0-%s", cfg.TempDir, randomID())
@@ -162,6 +145,83 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		st.emptyBytes = res.Bytes
 	}
 	return commitMoves(ctx, fs, cfg, st, moves, finals)
+}
+
+// beginEvidence is, for a runner-sharded write to which no bundle
+// committed a file, the evidence that its input was not empty, as a
+// phrase for commitplan.Expect.Began ("" for none): Begin's marker is gone
+// (a failing bundle attempt removed it), or an attempt left its file. With
+// final given (the name of the empty input's file), retried is a finalize
+// step run again after it committed: the marker gone, nothing left, and
+// final in place.
+func beginEvidence(ctx context.Context, fs filesystem.Interface, cfg writeConfig, final string) (why string, retried bool, err error) {
+	left, err := tempFiles(ctx, fs, cfg)
+	if err != nil {
+		return "", false, err
+	}
+	_, merr := fs.Size(ctx, cfg.TempDir+begunMarker)
+	if merr != nil && len(left) == 0 && final != "" {
+		if _, ferr := fs.Size(ctx, final); ferr == nil {
+			return "", true, nil
+		}
+	}
+	switch {
+	case merr != nil:
+		return "the temporary directory's marker is gone (a bundle attempt failed)", false, nil
+	case len(left) > 0:
+		return fmt.Sprintf("bundle attempts that had records left %s", left[0]), false, nil
+	}
+	return "", false, nil
+}
+
+// reportsOf is results as the reports of commitplan.
+func reportsOf(results []fileResult) []commitplan.Report {
+	out := make([]commitplan.Report, len(results))
+	for i, r := range results {
+		out[i] = commitplan.Report{Group: r.Dest, Shard: r.Shard, Item: r.Temp, Count: r.Records, Err: r.Err}
+		if r.Err != "" {
+			out[i].Item = ""
+		}
+	}
+	return out
+}
+
+// refused is the error of a finalize step that commitplan refused (err).
+// A write that failed (a bundle's error, a missing shard or bundle, a
+// file of a destination no bundle reported) commits nothing and removes
+// every temporary file (failWrite); results that cannot come of this
+// write's bundles (a shard out of range, or written twice) fail as they
+// are.
+func refused(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st finalizeStats, err error) (finalizeStats, error) {
+	var r *commitplan.Refusal
+	if !errors.As(err, &r) {
+		return st, fmt.Errorf("avroio.Write to %s: %w", cfg.Prefix, err)
+	}
+	prefix := cfg.Prefix
+	dest := ""
+	if cfg.Dynamic {
+		prefix = cfg.destPrefix(r.Group)
+		dest = fmt.Sprintf(" of destination %q", r.Group)
+	}
+	fail := func(format string, args ...any) (finalizeStats, error) {
+		return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: %s", cfg.Prefix, fmt.Sprintf(format, args...)))
+	}
+	switch r.Kind {
+	case commitplan.Failed:
+		return fail("%s", r.Error())
+	case commitplan.Unknown:
+		return fail("temporary file %s of destination %q, which no bundle reported", r.Item, r.Group)
+	case commitplan.BadShard:
+		return st, fmt.Errorf("avroio.Write to %s: temporary file %s has shard %d, want one of [0, %d)", prefix, r.Item, r.Shard, r.Shards)
+	case commitplan.Twice:
+		return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", prefix, r.Shard, r.Other, r.Item)
+	case commitplan.Missing:
+		if r.Shard == commitplan.Unsharded {
+			return fail("no bundle committed a file, but the input was not empty: %s", r.Evidence)
+		}
+		return fail("shard %d of %d%s has no file (its writing failed, and the runner ran the finalize step all the same)", r.Shard, r.Shards, dest)
+	}
+	return st, fmt.Errorf("avroio.Write to %s: %v", cfg.Prefix, r)
 }
 
 // commitMoves renames each temporary file moves[i] to finals[i], then
@@ -241,59 +301,36 @@ func (fn *finalizeDestsFn) ProcessElement(ctx context.Context, _ []byte, results
 // Otherwise nothing is committed and every temporary file is removed.
 func finalizeDests(ctx context.Context, fs filesystem.Interface, cfg writeConfig, results []fileResult, dests []string) (finalizeStats, error) {
 	var st finalizeStats
-	ok, failed := splitFailures(results)
-	fail := func(format string, args ...any) (finalizeStats, error) {
-		return failWrite(ctx, fs, cfg, st, fmt.Errorf("avroio.Write to %s failed, and no file was committed: %s", cfg.Prefix, fmt.Sprintf(format, args...)))
-	}
-	if why := bundleFailures(failed); why != "" {
-		return fail("%s", why)
-	}
-	byDest := map[string][]string{} // temporary names, in shard order
+	cfg.Dynamic = true
+	want := commitplan.Expect{}
 	if cfg.NumShards > 0 {
-		placed, fault := placeShards(shardFiles(ok), dests, cfg.NumShards)
-		switch {
-		case fault == nil:
-			byDest = placed
-		case fault.kind == faultUnknownGroup:
-			return fail("temporary file %s of destination %q, which no bundle reported", fault.temp, fault.group)
-		case fault.kind == faultBadShard:
-			return st, fmt.Errorf("avroio.Write to %s: temporary file %s has shard %d, want one of [0, %d)", cfg.destPrefix(fault.group), fault.temp, fault.shard, cfg.NumShards)
-		case fault.kind == faultTwice:
-			return st, fmt.Errorf("avroio.Write to %s: shard %d was written twice (%s and %s)", cfg.destPrefix(fault.group), fault.shard, fault.other, fault.temp)
-		default:
-			return fail("shard %d of %d of destination %q has no file (its writing failed, and the runner ran the finalize step all the same)", fault.shard, cfg.NumShards, fault.group)
+		want.Shards, want.Groups = cfg.NumShards, dests
+	}
+	reports := reportsOf(results)
+	plan, err := commitplan.Make(reports, want)
+	if err != nil {
+		return refused(ctx, fs, cfg, st, err)
+	}
+	if cfg.NumShards == 0 && len(plan.Groups) == 0 {
+		why, _, err := beginEvidence(ctx, fs, cfg, "")
+		if err != nil {
+			return st, err
 		}
-	} else {
-		sort.Slice(ok, func(i, j int) bool { return ok[i].Temp < ok[j].Temp })
-		for _, r := range ok {
-			byDest[r.Dest] = append(byDest[r.Dest], r.Temp)
-		}
-		if len(ok) == 0 {
-			left, err := tempFiles(ctx, fs, cfg)
-			if err != nil {
-				return st, err
-			}
-			if _, merr := fs.Size(ctx, cfg.TempDir+begunMarker); merr != nil {
-				return fail("no bundle committed a file, and the temporary directory's marker is gone (a bundle attempt failed)")
-			}
-			if len(left) > 0 {
-				return fail("no bundle committed a file, but bundle attempts that had records left %s", left[0])
+		if why != "" {
+			want.Began = map[string]string{"": why}
+			if _, err := commitplan.Make(reports, want); err != nil {
+				return refused(ctx, fs, cfg, st, err)
 			}
 		}
 	}
-	names := make([]string, 0, len(byDest))
-	for d := range byDest {
-		names = append(names, d)
-	}
-	sort.Strings(names)
 	var moves, finals []string
 	seen := map[string]string{}
-	for _, d := range names {
-		n := len(byDest[d])
-		for i, m := range byDest[d] {
+	for _, d := range plan.Groups {
+		n := len(plan.Items[d])
+		for i, m := range plan.Items[d] {
 			final := cfg.destShardName(d, i, n)
 			if other, dup := seen[final]; dup {
-				return st, fmt.Errorf("avroio.Write to %s: %s and %s would both be named %s (destinations %q; shard name template %q)", cfg.Prefix, other, m, final, names, cfg.Template)
+				return st, fmt.Errorf("avroio.Write to %s: %s and %s would both be named %s (destinations %q; shard name template %q)", cfg.Prefix, other, m, final, plan.Groups, cfg.Template)
 			}
 			seen[final] = m
 			moves = append(moves, m)
@@ -301,119 +338,4 @@ func finalizeDests(ctx context.Context, fs filesystem.Interface, cfg writeConfig
 		}
 	}
 	return commitMoves(ctx, fs, cfg, st, moves, finals)
-}
-
-// The evidence a finalize step commits on, as pure decisions over what the
-// committed bundles reported: no Beam, no filesystem and no type of this
-// package's files beyond the three below, so that another IO's "commit
-// once every bundle is done" (bigqueryio's) can share it from an internal
-// package. The rule: a report of a bundle that could not write its
-// records fails the write (bundleFailures); under fixed sharding every
-// shard of every group expected has exactly one file (placeShards); under
-// runner sharding, the files are committed in the order of their names,
-// and no file at all needs Begin's evidence (see finalize).
-
-// splitFailures separates the results that carry an error (their errors)
-// from those that carry a file.
-func splitFailures(results []fileResult) (files []fileResult, failed []string) {
-	files = results[:0:0]
-	for _, r := range results {
-		if r.Err != "" {
-			failed = append(failed, r.Err)
-		} else {
-			files = append(files, r)
-		}
-	}
-	return files, failed
-}
-
-// bundleFailures is why a write some of whose bundles reported records
-// they could not write (errs, one per bundle) fails: the first error in
-// order and how many more there were; "" for none.
-func bundleFailures(errs []string) string {
-	if len(errs) == 0 {
-		return ""
-	}
-	sort.Strings(errs)
-	if len(errs) > 1 {
-		return fmt.Sprintf("%s (and %d more bundles failed)", errs[0], len(errs)-1)
-	}
-	return errs[0]
-}
-
-// shardFile is a committed temporary file Temp of shard Shard of group
-// Group (a destination; "" without destinations).
-type shardFile struct {
-	Group string
-	Shard int
-	Temp  string
-}
-
-// shardFiles is results as shardFiles.
-func shardFiles(results []fileResult) []shardFile {
-	out := make([]shardFile, len(results))
-	for i, r := range results {
-		out[i] = shardFile{Group: r.Dest, Shard: r.Shard, Temp: r.Temp}
-	}
-	return out
-}
-
-// faultKind is how committed files fail to show that every shard of
-// every group was written once.
-type faultKind int
-
-const (
-	faultUnknownGroup faultKind = iota + 1 // a file of a group not expected
-	faultBadShard                          // a shard outside [0, n)
-	faultTwice                             // two files of one shard
-	faultMissing                           // a shard without a file
-)
-
-// evidenceFault is the first fault placeShards found: its kind, the group
-// and shard, the file at fault, and (faultTwice) the shard's other file.
-type evidenceFault struct {
-	kind        faultKind
-	group       string
-	shard       int
-	temp, other string
-}
-
-// placeShards checks the evidence of a write of n fixed shards per group:
-// every group of groups (duplicates allowed) has exactly one file for
-// each shard in [0, n), and no file belongs elsewhere. It returns each
-// group's temporary files in shard order, or the first fault: of the
-// files in the order given, then the first missing shard of the groups in
-// sorted order.
-func placeShards(files []shardFile, groups []string, n int) (map[string][]string, *evidenceFault) {
-	placed := map[string][]string{}
-	for _, g := range groups {
-		if placed[g] == nil {
-			placed[g] = make([]string, n)
-		}
-	}
-	for _, f := range files {
-		slots, known := placed[f.Group]
-		switch {
-		case !known:
-			return nil, &evidenceFault{kind: faultUnknownGroup, group: f.Group, shard: f.Shard, temp: f.Temp}
-		case f.Shard < 0 || f.Shard >= n:
-			return nil, &evidenceFault{kind: faultBadShard, group: f.Group, shard: f.Shard, temp: f.Temp}
-		case slots[f.Shard] != "":
-			return nil, &evidenceFault{kind: faultTwice, group: f.Group, shard: f.Shard, temp: f.Temp, other: slots[f.Shard]}
-		}
-		slots[f.Shard] = f.Temp
-	}
-	names := make([]string, 0, len(placed))
-	for g := range placed {
-		names = append(names, g)
-	}
-	sort.Strings(names)
-	for _, g := range names {
-		for i, t := range placed[g] {
-			if t == "" {
-				return nil, &evidenceFault{kind: faultMissing, group: g, shard: i}
-			}
-		}
-	}
-	return placed, nil
 }

@@ -301,8 +301,15 @@ func TestFinalizeEmptyAndBadShards(t *testing.T) {
 	if _, err := finalize(ctx, fs, cfg, []fileResult{bad}); err == nil || !strings.Contains(err.Error(), "shard 3") {
 		t.Errorf("shard out of range: %v", err)
 	}
-	if _, err := finalize(ctx, fs, cfg, []fileResult{r, r}); err == nil || !strings.Contains(err.Error(), "written twice") {
+	other := tempFileWith(t, fs, cfg, cfg.TempDir+"shard-1-other", 0, 5)
+	other.Shard = 1
+	if _, err := finalize(ctx, fs, cfg, []fileResult{r, other}); err == nil || !strings.Contains(err.Error(), "written twice") {
 		t.Errorf("shard written twice: %v", err)
+	}
+	// The same result delivered twice is one: the write lacks shards 0
+	// and 2, not a second file of shard 1.
+	if _, err := finalize(ctx, fs, cfg, []fileResult{r, r}); err == nil || !strings.Contains(err.Error(), "shard 0 of 3 has no file") {
+		t.Errorf("a result delivered twice: %v", err)
 	}
 	cfgOne := cfg0
 	cfgOne.Template = "-single"
@@ -593,37 +600,4 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 			t.Errorf("left %v", left)
 		}
 	})
-}
-
-// TestPlaceShards: the evidence rule of fixed sharding on its own (the
-// part of the finalize steps that another IO could share): each group's
-// files in shard order, or the first fault, files in order first, then
-// missing shards by group.
-func TestPlaceShards(t *testing.T) {
-	f := func(g string, s int, tmp string) shardFile { return shardFile{Group: g, Shard: s, Temp: tmp} }
-	placed, fault := placeShards([]shardFile{f("b", 1, "t3"), f("a", 0, "t1"), f("b", 0, "t2"), f("a", 1, "t4")}, []string{"a", "b", "a"}, 2)
-	if fault != nil || !reflect.DeepEqual(placed, map[string][]string{"a": {"t1", "t4"}, "b": {"t2", "t3"}}) {
-		t.Fatalf("placed %v, fault %+v", placed, fault)
-	}
-	for _, c := range []struct {
-		files []shardFile
-		want  evidenceFault
-	}{
-		{[]shardFile{f("c", 0, "t1")}, evidenceFault{kind: faultUnknownGroup, group: "c", temp: "t1"}},
-		{[]shardFile{f("a", 2, "t1")}, evidenceFault{kind: faultBadShard, group: "a", shard: 2, temp: "t1"}},
-		{[]shardFile{f("a", -1, "t1")}, evidenceFault{kind: faultBadShard, group: "a", shard: -1, temp: "t1"}},
-		{[]shardFile{f("a", 1, "t1"), f("a", 1, "t2")}, evidenceFault{kind: faultTwice, group: "a", shard: 1, temp: "t2", other: "t1"}},
-		{[]shardFile{f("a", 0, "t1"), f("a", 1, "t2"), f("b", 1, "t3")}, evidenceFault{kind: faultMissing, group: "b", shard: 0}},
-		{nil, evidenceFault{kind: faultMissing, group: "a", shard: 0}},
-	} {
-		if _, fault := placeShards(c.files, []string{"b", "a"}, 2); fault == nil || *fault != c.want {
-			t.Errorf("%v: fault %+v, want %+v", c.files, fault, c.want)
-		}
-	}
-	if got := bundleFailures([]string{"z", "b", "m"}); got != "b (and 2 more bundles failed)" {
-		t.Errorf("bundleFailures: %q", got)
-	}
-	if got := bundleFailures(nil); got != "" {
-		t.Errorf("bundleFailures(nil): %q", got)
-	}
 }

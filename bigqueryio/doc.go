@@ -301,7 +301,24 @@
 // are never committed and no row is written twice. WriteResult.Results
 // then holds one TableResult per table (its streams, rows, commit time); a
 // table that got no row gets none. A commit retried after one whose answer
-// was lost finds every stream STREAM_ALREADY_COMMITTED, which is success.
+// was lost finds every stream STREAM_ALREADY_COMMITTED, which is success;
+// a stream delivered twice is committed and counted once.
+//
+// The commit step commits only on evidence that no bundle is missing (the
+// rule avroio's Write shares): a bundle that meets a failure every attempt
+// would meet alike (a row refused WithFailOnRowErrors, or a permanent
+// error of the service: a gRPC code other than UNAVAILABLE, INTERNAL,
+// ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN and CANCELLED)
+// does not fail: it drops its streams unfinalized, skips its other rows
+// and passes the failure on to the commit step of every table, which
+// commits nothing and fails the write with it. So a runner that runs the
+// commit step after a bundle failed (Prism v2.77 and v2.78 do, now and
+// then) does not make a part of the rows visible; the write fails once
+// its input is consumed rather than at the first such failure. Other
+// failures (transient ones past WithRetries, a worker that dies) fail the
+// bundle for the runner to retry, and are not covered on such a runner
+// when other bundles of the write committed: bundles have no identity that
+// survives a retry, so a failed one cannot be told from one retried.
 // A FinalizeWriteStream failing with a transient code (UNAVAILABLE,
 // INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN) is
 // retried with the write's backoff (WithRetries); a retry that finds the
@@ -310,7 +327,7 @@
 // GetWriteStream shows PENDING and uncommitted (the API reports no row
 // count of a stream: every append was acknowledged at its offset, so the
 // stream holds the rows appended). Another count, a committed stream, or
-// a permanent error fails the bundle naming the table, the stream and the
+// a permanent error fails the write naming the table, the stream and the
 // counts.
 //
 // Rows are encoded by hand (no dynamicpb message per row) as proto2
@@ -585,10 +602,14 @@
 // pipeline run again (a template) replaces the table again; the copy job's
 // id is made of the streams it copies, so a retried commit step finds its
 // job and does not copy twice. A write of one table that gets no row
-// empties it; with WithTableFunc only the tables that get rows are
-// replaced, each on its own (not all at once). A pipeline that fails
-// before its commit step (an append refused) leaves the table as it was
-// and its staging table, which expires. WriteTruncate cannot be given
+// empties it, unless the run's staging table exists (a bundle that had
+// rows for it began and failed, and the commit step runs without it):
+// then the commit step deletes it and fails, the table as it was. With
+// WithTableFunc only the tables that get rows are replaced, each on its
+// own (not all at once). An append refused for good reaches the commit
+// steps, which delete the staging tables and fail the write with the
+// table as it was; a pipeline that fails otherwise before its commit step
+// leaves its staging table, which expires. WriteTruncate cannot be given
 // with WithAtLeastOnce, nor for a partition decorator. It needs
 // bigquery.jobs.create besides the rights of a write.
 //

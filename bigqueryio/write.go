@@ -53,19 +53,47 @@ type FailedRow struct {
 	Error string // the service's message, or why the row could not be sent
 }
 
-// streamDone is a stream an append bundle wrote, finalized: the table's
-// resource name is its key.
+// streamDone is an append bundle's report to the commit step of a table
+// (the table's resource name is its key): a stream it wrote, finalized;
+// or, Stream "", that every row it had for the table was refused; or, Err
+// set (under failedKey), the failure it passed on instead of failing
+// (appendFn.passOn), which fails the write in its commit step.
 type streamDone struct {
 	Stream string
 	Rows   int64
+	Err    string
+	// Key is set on the report of truncateKeyFn, which only gives the
+	// commit step of a WriteTruncate of one table its key (no bundle's),
+	// with the run's id (Run).
+	Key bool
+	Run string
+	// Staging, on a failure's report of a WriteTruncate, are the staging
+	// tables the bundle met, which the commit step of failedKey deletes.
+	Staging []string
+}
+
+// failedKey is the key of the failures append bundles pass on: no table's
+// resource name, so that a commit step runs for it (and fails the write)
+// even when no bundle reported a stream. The commit step of every table
+// sees them too, as a side input (failuresOf).
+const failedKey = ""
+
+// failuresOf picks the failures bundles passed on out of their reports,
+// for every table's commit step.
+func failuresOf(_ string, sd streamDone, emit func(streamDone)) {
+	if sd.Err != "" {
+		emit(sd)
+	}
 }
 
 func init() {
 	beamreg.DoFn4x1[context.Context, beam.X, func(string, streamDone), func(FailedRow), error](&appendFn{})
 	register.Emitter2[string, streamDone]()
 	register.Emitter1[FailedRow]()
-	beamreg.DoFn4x1[context.Context, string, func(*streamDone) bool, func(TableResult), error](&commitFn{})
-	beamreg.DoFn2x0[[]byte, func(string, streamDone)](&truncateKeyFn{})
+	beamreg.DoFn5x1[context.Context, string, func(*streamDone) bool, func(*streamDone) bool, func(TableResult), error](&commitFn{})
+	beamreg.DoFn3x0[[]byte, string, func(string, streamDone)](&truncateKeyFn{})
+	register.Function3x0(failuresOf)
+	register.Emitter1[streamDone]()
 	beamreg.DoFn5x1[context.Context, beam.X, string, func(string, streamDone), func(FailedRow), error](&truncAppendFn{})
 	beamreg.DoFn1x1[[]byte, string](&runIDFn{})
 	register.Iter1[streamDone]()
@@ -150,12 +178,19 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		run := beam.ParDo(s, runIDFn{}, beam.Impulse(s))
 		streams, failed = beam.ParDo2(s, &truncAppendFn{Fn: fn}, col, beam.SideInput{Input: run})
 		if cfg.tableFn == nil {
-			streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table))
+			streams = beam.Flatten(s, streams, truncateKey(s, cfg.Table, run))
 		}
 	} else {
 		streams, failed = beam.ParDo2(s, fn, col)
 	}
-	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams))
+	// The failures bundles pass on reach every table's commit step. The
+	// at-least-once write passes none on, and its input may be unbounded,
+	// of which a side input would never be ready.
+	failures := beam.CreateList(s, []streamDone{})
+	if !cfg.AtLeastOnce {
+		failures = beam.ParDo(s, failuresOf, streams)
+	}
+	results := beam.ParDo(s, &commitFn{Cfg: cfg, Type: beam.EncodedType{T: t}}, beam.GroupByKey(s, streams), beam.SideInput{Input: failures})
 	return WriteResult{Results: results, FailedRows: failed}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type appendFn struct {
 	mutate *mutationFunc
 	run    string // WriteTruncate: the run's id (truncAppendFn)
 	m      writeMetrics
+	// fault is the failure this bundle passes on to the commit step
+	// (passOn), "" for none.
+	fault string
 }
 
 // writeMetrics are the counters of a write.
@@ -166,10 +170,65 @@ func (f *appendFn) Setup() {
 }
 
 func (f *appendFn) StartBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) {
-	f.dests, f.order = map[string]*destination{}, nil
+	f.dests, f.order, f.fault = map[string]*destination{}, nil, ""
 }
 
 func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(string, streamDone), failed func(FailedRow)) error {
+	if f.fault != "" {
+		return nil // the write fails in its commit step, which says why
+	}
+	return f.passOn(ctx, f.process(ctx, x, failed))
+}
+
+// Failures passed on. A failure of an append bundle that every attempt
+// would meet alike (a row refused WithFailOnRowErrors, or a permanent
+// answer of the service: a gRPC code other than UNAVAILABLE, INTERNAL,
+// ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN and CANCELLED)
+// does not fail the bundle of an exactly-once write: the bundle closes its
+// streams unfinalized, skips the rest of its rows and reports the failure
+// (under failedKey) to the commit steps, which then commit nothing and
+// fail the write with it. A failed bundle could not tell them, and a
+// runner that runs the commit step after a bundle failed (Prism v2.77 and
+// v2.78 do, now and then) would commit the others' streams: a part of the
+// rows visible in a failed write. Other failures (transient ones past
+// WithRetries, a dropped connection, a REST call's) fail the bundle, for
+// the runner to retry; WithAtLeastOnce, whose rows are visible as they are
+// appended, every failure fails the bundle.
+
+// rowFault is a row's failure WithFailOnRowErrors: passed on.
+type rowFault struct{ error }
+
+func (e rowFault) Unwrap() error { return e.error }
+
+// passOn passes err on to the commit step (see above) and returns nil, or
+// returns err, which fails the bundle.
+func (f *appendFn) passOn(ctx context.Context, err error) error {
+	if err == nil || f.Cfg.AtLeastOnce || !permanent(ctx, err) {
+		return err
+	}
+	f.fault = err.Error()
+	f.closeStreams()
+	return nil
+}
+
+// permanent reports whether err, from an append bundle, would fail every
+// attempt alike (see above).
+func permanent(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.As(err, new(rowFault)) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	return st.Code() != codes.Canceled && !transient(st.Err()) && !appendTransient(st.Err())
+}
+
+// process writes x to its table's stream.
+func (f *appendFn) process(ctx context.Context, x beam.X, failed func(FailedRow)) error {
 	res, spec := f.Cfg.Table, ""
 	if f.HasTableFn {
 		spec = f.route.Call1x1(x).(string)
@@ -216,7 +275,7 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 // refuse sends x to FailedRows, or fails the bundle WithFailOnRowErrors.
 func (f *appendFn) refuse(ctx context.Context, table string, x any, cause error, failed func(FailedRow)) error {
 	if f.Cfg.FailOnErrors {
-		return fmt.Errorf("bigqueryio.Write to %s: row refused (WithFailOnRowErrors): %w", table, cause)
+		return rowFault{fmt.Errorf("bigqueryio.Write to %s: row refused (WithFailOnRowErrors): %w", table, cause)}
 	}
 	f.m.refused.Inc(ctx, 1)
 	failed(FailedRow{Table: table, Row: rowJSON(x), Error: cause.Error()})
@@ -233,6 +292,27 @@ func rowJSON(x any) string {
 
 func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) error {
 	defer f.closeStreams()
+	if f.fault == "" {
+		if err := f.passOn(ctx, f.finish(ctx, emit, failed)); err != nil {
+			return err
+		}
+	}
+	if f.fault != "" {
+		var staging []string
+		for _, t := range f.tables {
+			if strings.HasPrefix(t.streams, t.base+"_sdfio_tmp_") {
+				staging = append(staging, t.streams)
+			}
+		}
+		sort.Strings(staging)
+		emit(failedKey, streamDone{Err: f.fault, Staging: staging})
+		f.fault = ""
+	}
+	return nil
+}
+
+// finish finalizes the bundle's streams and outputs them.
+func (f *appendFn) finish(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) error {
 	for _, res := range f.order {
 		d := f.dests[res]
 		if err := f.flush(ctx, d, failed); err != nil {
@@ -242,7 +322,12 @@ func (f *appendFn) FinishBundle(ctx context.Context, emit func(string, streamDon
 			return err
 		}
 		if d.ms == nil {
-			continue // every row refused
+			// Every row refused: the bundle still reports the table, which
+			// it began to write (see truncateEvidence).
+			if !f.Cfg.AtLeastOnce {
+				emit(res, streamDone{})
+			}
+			continue
 		}
 		if f.Cfg.AtLeastOnce {
 			emit(res, streamDone{Stream: d.ms.StreamName(), Rows: d.next})
@@ -612,7 +697,7 @@ func (f *appendFn) dropRefused(ctx context.Context, d *destination, b *appendBat
 		for _, e := range errs {
 			msgs = append(msgs, fmt.Sprintf("row %d: %s", b.offset+e.GetIndex(), e.GetMessage()))
 		}
-		return fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", d.table.spec, d.ms.StreamName(), len(errs), strings.Join(msgs, "; "))
+		return rowFault{fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", d.table.spec, d.ms.StreamName(), len(errs), strings.Join(msgs, "; "))}
 	}
 	keep := appendBatch{offset: b.offset}
 	for i, row := range b.rows {

@@ -3,6 +3,7 @@ package bigqueryio
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,11 +12,24 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/googleapis/gax-go/v2"
+
+	"github.com/sdfio/sdfio/internal/commitplan"
 )
 
 // commitFn commits, for one table, every stream the append bundles output
 // (BatchCommitWriteStreams: all of them or none), and outputs the table's
 // result. WithAtLeastOnce the rows are already there: it only sums them.
+//
+// It commits by internal/commitplan's rule, which avroio's finalize step
+// shares: no bundle may have passed a failure on (the failures of every
+// bundle come as a side input, so that every table's commit step refuses
+// and nothing of a failed write is visible; the one of failedKey fails
+// the write even when no stream came); a stream delivered twice is
+// committed and counted once; and a WriteTruncate of one table to which
+// no bundle reported replaces the table by an empty one only when no
+// bundle began writing it (truncateEvidence). Otherwise it commits
+// nothing (deleting a WriteTruncate's staging table) and fails, naming
+// what is missing.
 type commitFn struct {
 	Cfg  writeConfig
 	Type beam.EncodedType // the element type, for WriteTruncate's schema
@@ -32,24 +46,73 @@ func (f *commitFn) Teardown() {
 	}
 }
 
-func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(*streamDone) bool, emit func(TableResult)) error {
-	p := strings.Split(res, "/")
-	spec := p[1] + "." + p[3] + "." + p[5] // with its partition decorator, if any
-	var names []string
-	var rows int64
-	seen := map[string]bool{}
-	var sd streamDone
-	for streams(&sd) {
-		rows += sd.Rows
-		if sd.Stream != "" && !seen[sd.Stream] {
-			seen[sd.Stream] = true
-			names = append(names, sd.Stream)
+func (f *commitFn) ProcessElement(ctx context.Context, res string, streams, failures func(*streamDone) bool, emit func(TableResult)) error {
+	var reports []commitplan.Report
+	var staging []string // of failures
+	key, run := false, ""
+	for _, iter := range []func(*streamDone) bool{streams, failures} {
+		var sd streamDone
+		for iter(&sd) {
+			if sd.Key {
+				key, run = true, sd.Run
+				continue
+			}
+			reports = append(reports, commitplan.Report{Group: res, Shard: commitplan.Unsharded, Item: sd.Stream, Count: sd.Rows, Err: sd.Err})
+			for _, t := range sd.Staging {
+				if !slices.Contains(staging, t) {
+					staging = append(staging, t)
+				}
+			}
 		}
 	}
-	sort.Strings(names)
+	if res == failedKey {
+		_, err := commitplan.Make(reports, commitplan.Expect{})
+		if err == nil {
+			return nil
+		}
+		f.dropTables(ctx, staging)
+		return fmt.Errorf("bigqueryio.Write failed, and nothing was committed to any table: %w", err)
+	}
 	if f.Cfg.AtLeastOnce {
-		emit(TableResult{Table: spec, Streams: names, Rows: rows, CommitTime: time.Now()})
+		// Nothing to commit: every bundle appended to the _default
+		// stream, visible at once, and reports its rows there.
+		var names []string
+		var rows int64
+		for _, r := range reports {
+			rows += r.Count
+			if r.Item != "" && !slices.Contains(names, r.Item) {
+				names = append(names, r.Item)
+			}
+		}
+		sort.Strings(names)
+		emit(TableResult{Table: tableSpecOf(res), Streams: names, Rows: rows, CommitTime: time.Now()})
 		return nil
+	}
+	p := strings.Split(res, "/")
+	spec := tableSpecOf(res)
+	want := commitplan.Expect{}
+	plan, err := commitplan.Make(reports, want)
+	if err == nil && len(plan.Groups) == 0 && run != "" && f.Cfg.Disposition == WriteTruncate {
+		// No bundle reported: an empty input, unless one began.
+		why, eerr := f.truncateEvidence(ctx, res, run)
+		if eerr != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: %w", spec, eerr)
+		}
+		if why != "" {
+			want.Began = map[string]string{res: why}
+			plan, err = commitplan.Make(reports, want)
+		}
+	}
+	if err != nil {
+		if f.Cfg.Disposition == WriteTruncate {
+			f.dropStagings(ctx, res, spec, run, reports)
+			return fmt.Errorf("bigqueryio.Write to %s failed, and nothing was committed (the table left as it was): %w", spec, err)
+		}
+		return fmt.Errorf("bigqueryio.Write to %s failed, and nothing was committed to it: %w", spec, err)
+	}
+	names, rows := plan.Items[res], plan.Counts[res]
+	if len(names) == 0 && !key {
+		return nil // every row refused: no stream, no result
 	}
 	if f.mw == nil {
 		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
@@ -59,7 +122,6 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 		f.mw = mw
 	}
 	var at time.Time
-	var err error
 	if f.Cfg.Disposition == WriteTruncate {
 		at, err = f.replace(ctx, res, spec, names)
 	} else {
@@ -71,6 +133,13 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams func(
 	f.m.committed.Inc(ctx, int64(len(names)))
 	emit(TableResult{Table: spec, Streams: names, Rows: rows, CommitTime: at})
 	return nil
+}
+
+// tableSpecOf is project.dataset.table of the table resource res, with
+// its partition decorator, if any.
+func tableSpecOf(res string) string {
+	p := strings.Split(res, "/")
+	return p[1] + "." + p[3] + "." + p[5]
 }
 
 // commit commits names to res, retrying transient failures: a commit that
@@ -91,13 +160,24 @@ func (f *commitFn) commit(ctx context.Context, res, spec string, names []string)
 		}
 		if errs := resp.GetStreamErrors(); len(errs) > 0 {
 			all := true
-			var msgs []string
+			var msgs, done []string
 			for _, e := range errs {
-				all = all && e.GetCode() == storagepb.StorageError_STREAM_ALREADY_COMMITTED
+				if e.GetCode() == storagepb.StorageError_STREAM_ALREADY_COMMITTED {
+					done = append(done, e.GetEntity())
+				} else {
+					all = false
+				}
 				msgs = append(msgs, fmt.Sprintf("%s: %s: %s", e.GetEntity(), e.GetCode(), e.GetErrorMessage()))
 			}
-			if all && len(errs) == len(names) {
-				return f.commitTime(ctx, names[0])
+			if all {
+				// A retry of a commit that applied, its answer lost.
+				retried, err := commitplan.Retried(names, done)
+				if retried {
+					return f.commitTime(ctx, names[0])
+				}
+				if err != nil {
+					msgs = append(msgs, err.Error())
+				}
 			}
 			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: committing %d streams, nothing committed: %s", spec, len(names), strings.Join(msgs, "; "))
 		}

@@ -61,6 +61,10 @@ func keptResults() []TableResult {
 	return append([]TableResult(nil), kept.results...)
 }
 
+// noFailures is the side input of a commit step to which no bundle
+// passed a failure on.
+func noFailures(*streamDone) bool { return false }
+
 func writeTestConfig(t *testing.T, srv *bqtest.Server, table string, opts ...WriteOption) writeConfig {
 	t.Helper()
 	opts = append([]WriteOption{WithEndpoint(srv.Addr()), WithInsecure(), WithRESTEndpoint(srv.RESTEndpoint()),
@@ -121,7 +125,7 @@ func TestWriteNothingVisibleBeforeCommit(t *testing.T) {
 		*sd = streamDone{Stream: names[i], Rows: 0}
 		i++
 		return true
-	}, func(r TableResult) { got = append(got, r) })
+	}, noFailures, func(r TableResult) { got = append(got, r) })
 	c.Teardown()
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +154,7 @@ func TestWriteBundleFailsAfterAppend(t *testing.T) {
 		fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: reflect.TypeFor[onceRow]()}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 		streams, _ := beam.ParDo2(s, fn, col)
 		beam.ParDo0(s, failStreamFn, streams)
-		beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams))
+		beam.ParDo(s, &commitFn{Cfg: cfg}, beam.GroupByKey(s, streams), beam.SideInput{Input: beam.ParDo(s, failuresOf, streams)})
 		return p
 	}
 	failAfterAppend.Store(true)
@@ -237,7 +241,7 @@ func TestWriteTruncateCommitRetried(t *testing.T) {
 		return true
 	}
 	var got []TableResult
-	if err := retry.ProcessElement(context.Background(), cfg.Table, next, func(r TableResult) { got = append(got, r) }); err != nil {
+	if err := retry.ProcessElement(context.Background(), cfg.Table, next, noFailures, func(r TableResult) { got = append(got, r) }); err != nil {
 		t.Fatalf("the retried commit: %v", err)
 	}
 	after := srv.WriteStats()

@@ -3,10 +3,10 @@ package bigqueryio
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +14,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/googleapis/gax-go/v2"
+
+	"github.com/sdfio/sdfio/internal/commitplan"
 )
 
 // WriteTruncate, in the Storage Write API, which cannot truncate (as Beam
@@ -32,12 +34,14 @@ import (
 //     the table's rows at once (readers see the old rows or the new, never
 //     a part), and deletes the staging table;
 //  4. a failed commit or copy job deletes the staging table and fails the
-//     write: the table is as it was. The copy job's id is made of the
-//     streams it copies, so a retried commit step finds it and does not
-//     copy again.
+//     write: the table is as it was; so does a commit step that refuses
+//     (a bundle passed a failure on, see appendFn.passOn). The copy job's
+//     id is made of the streams it copies, so a retried commit step finds
+//     it and does not copy again.
 //
 // A static table that gets no rows is still replaced, by an empty one:
-// an Impulse gives the commit step its key.
+// an Impulse gives the commit step its key and the run's id, by which it
+// tells an empty input from one whose bundles failed (truncateEvidence).
 
 // stagingTTL is how long a staging table lives if nothing deletes it (a
 // pipeline that dies between its appends and its copy job).
@@ -55,15 +59,10 @@ func newRunID() string {
 func stagingTable(res, run string) string { return res + "_sdfio_tmp_" + run }
 
 // copyJobID is the id of the copy job that replaces the table res with the
-// rows of streams (sorted).
+// rows of streams (sorted): the commit plan's key, the same for every
+// attempt of the commit step.
 func copyJobID(res string, streams []string) string {
-	h := sha256.New()
-	h.Write([]byte(res))
-	for _, s := range streams {
-		h.Write([]byte{0})
-		h.Write([]byte(s))
-	}
-	return "sdfio_truncate_" + hex.EncodeToString(h.Sum(nil)[:16])
+	return "sdfio_truncate_" + commitplan.Plan{Items: map[string][]string{res: streams}}.Key(res)
 }
 
 // runIDFn draws the id of a run (of a WriteTruncate).
@@ -245,16 +244,76 @@ func (f *commitFn) dropStaging(ctx context.Context, client *bigquery.Client, sta
 }
 
 // truncateKeyFn gives the commit step of a WriteTruncate of one table its
-// key, so that the table is replaced even when no row comes.
+// key, so that the table is replaced even when no row comes, and the
+// run's id, by which it finds the evidence that rows came
+// (truncateEvidence).
 type truncateKeyFn struct {
 	Table string
 }
 
-func (f *truncateKeyFn) ProcessElement(_ []byte, emit func(string, streamDone)) {
-	emit(f.Table, streamDone{})
+func (f *truncateKeyFn) ProcessElement(_ []byte, run string, emit func(string, streamDone)) {
+	emit(f.Table, streamDone{Key: true, Run: run})
 }
 
 // truncateKey is the key's PCollection of a WriteTruncate of one table.
-func truncateKey(s beam.Scope, table string) beam.PCollection {
-	return beam.ParDo(s, &truncateKeyFn{Table: table}, beam.Impulse(s))
+func truncateKey(s beam.Scope, table string, run beam.PCollection) beam.PCollection {
+	return beam.ParDo(s, &truncateKeyFn{Table: table}, beam.Impulse(s), beam.SideInput{Input: run})
+}
+
+// truncateEvidence is the evidence that append bundles began writing the
+// table res in the run run, for a commit step to which none reported
+// (commitplan.Expect.Began): the run's staging table, which the first
+// bundle meeting the table makes, exists. "" when it does not: no bundle
+// had a row for the table, and replacing it by an empty one is right.
+func (f *commitFn) truncateEvidence(ctx context.Context, res, run string) (string, error) {
+	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.restOptions()...)
+	if err != nil {
+		return "", err
+	}
+	defer client.Close()
+	staging := stagingTable(res, run)
+	_, err = tableOf(client, staging).Metadata(ctx)
+	switch {
+	case isHTTP(err, http.StatusNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("looking for the staging table %s (WriteTruncate): %w", staging, err)
+	}
+	return fmt.Sprintf("the run's staging table %s exists: an append bundle had rows for the table, and its streams never came (the bundle failed)", staging), nil
+}
+
+// dropStagings deletes, for a commit step of the table res that refused,
+// the staging tables of a WriteTruncate: the run's (run, when known) and
+// those the streams reported write to.
+func (f *commitFn) dropStagings(ctx context.Context, res, spec, run string, reports []commitplan.Report) {
+	var tables []string
+	if run != "" {
+		tables = append(tables, stagingTable(res, run))
+	}
+	for _, r := range reports {
+		if t := streamParent(r.Item); strings.HasPrefix(t, res+"_sdfio_tmp_") && !slices.Contains(tables, t) {
+			tables = append(tables, t)
+		}
+	}
+	f.dropTables(ctx, tables)
+}
+
+// dropTables deletes the staging tables of a write that failed; a failure
+// to delete one is logged (it expires after stagingTTL).
+func (f *commitFn) dropTables(ctx context.Context, tables []string) {
+	for _, t := range tables {
+		spec := tableSpecOf(t)
+		if i := strings.Index(t, "_sdfio_tmp_"); i > 0 {
+			spec = tableSpecOf(t[:i]) // the destination's
+		}
+		client, err := bigquery.NewClient(ctx, strings.Split(t, "/")[1], f.Cfg.restOptions()...)
+		if err != nil {
+			log.Warnf(ctx, "bigqueryio.Write: deleting the staging table %s: %v", spec, err)
+			continue
+		}
+		if err := f.dropStaging(ctx, client, t, spec); err != nil {
+			log.Warnf(ctx, "%v", err)
+		}
+		client.Close()
+	}
 }
