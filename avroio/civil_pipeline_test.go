@@ -179,7 +179,9 @@ func civilRowRead(i int64) civilRow {
 }
 
 // civilDays is d as an Avro date: days since 1970-01-01.
-func civilDays(d civil.Date) int64 { return int64(d.DaysSince(civil.Date{Year: 1970, Month: 1, Day: 1})) }
+func civilDays(d civil.Date) int64 {
+	return int64(d.DaysSince(civil.Date{Year: 1970, Month: 1, Day: 1}))
+}
 
 // civilMicros is t as a time-micros: microseconds since midnight.
 func civilMicros(t civil.Time) int64 {
