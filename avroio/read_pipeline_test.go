@@ -486,7 +486,7 @@ func TestUnregisteredType(t *testing.T) {
 	msg := mustPanic(t, "Read of an unregistered type", func() {
 		Read(s, testdataPath(t, "events-null.avro"), reflect.TypeFor[unregistered]())
 	})
-	if !strings.Contains(msg, "beam.RegisterType") {
+	if !strings.Contains(msg, "RegisterType(reflect.TypeFor[avroio.unregistered]())") {
 		t.Errorf("panic does not say how to register the type: %s", msg)
 	}
 }

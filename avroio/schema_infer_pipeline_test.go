@@ -27,9 +27,12 @@ import (
 // by Read into the same struct, by python3-avro and by avrocat.
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[inferOrder]())
+	// inferOrder holds decimals: its coder is RegisterType's. (Its
+	// embedded struct is of an exported type: RegisterType's coder cannot
+	// be built for a struct embedding one of an unexported type.)
+	avroio.RegisterType(reflect.TypeFor[inferOrder]())
 	beam.RegisterType(reflect.TypeFor[inferAddress]())
-	beam.RegisterType(reflect.TypeFor[inferLine]())
+	avroio.RegisterType(reflect.TypeFor[inferLine]())
 	register.DoFn2x0[[]byte, func(inferOrder)](&ordersFn{})
 	register.DoFn3x0[inferOrder, func(string), func(int64)](&checkOrderFn{})
 	register.Emitter1[inferOrder]()
@@ -42,7 +45,7 @@ var orderBase = time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC)
 func makeOrder(i int64) inferOrder {
 	at := orderBase.Add(time.Duration(i*1001) * time.Microsecond)
 	o := inferOrder{
-		inferBase: inferBase{Tenant: fmt.Sprintf("t%d", i%3)},
+		InferBase: InferBase{Tenant: fmt.Sprintf("t%d", i%3)},
 		ID:        i, Qty: int32(i*3 - 7), Small: int16(-i), Count: int(i * 1000003),
 		Ratio: float32(i) / 4, Score: float64(i) * 1.5, OK: i%2 == 0, Name: fmt.Sprintf("order-%d", i),
 		Raw: []byte{byte(i), 0, 255}, Sum: inferMD5{byte(i), 1, 2, 3}, Code: [2]byte{byte(i >> 8), byte(i)},

@@ -27,13 +27,13 @@ type inferLine struct {
 	Amount *big.Rat `avro:"amount,decimal(12,2)"`
 }
 
-type inferBase struct {
+type InferBase struct {
 	Tenant string `avro:"tenant"`
 }
 
 // inferOrder holds every Go type inference maps.
 type inferOrder struct {
-	inferBase
+	InferBase
 	ID    int64            `avro:"id"`
 	Qty   int32            `avro:"qty"`
 	Small int16            `avro:"small"`
