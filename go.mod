@@ -7,7 +7,7 @@ require (
 	cloud.google.com/go/bigquery v1.86.2
 	cloud.google.com/go/datastore v1.28.1
 	cloud.google.com/go/storage v1.70.0
-	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/apache/beam/sdks/v2 v2.78.0
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/googleapis/gax-go/v2 v2.27.0
@@ -34,7 +34,6 @@ require (
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.57.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.57.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/apache/arrow/go/v15 v15.0.2 // indirect
 	github.com/avast/retry-go/v4 v4.7.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect

@@ -290,10 +290,34 @@
 // SchemaOf gives it, and documents the mapping (records, ["null", T] for
 // pointers, arrays, maps, fixed for [N]byte, timestamp-micros for
 // time.Time, a bytes decimal for a *big.Rat tagged
-// `avro:"name,decimal(P,S)"`). A type it cannot map (a channel, a func, an
-// interface, a map whose keys are not strings, a recursive struct, the
-// civil types for now) panics at construction, naming the field's Go
-// path. Records have no type to infer from: give their schema.
+// `avro:"name,decimal(P,S)"`, date, time-micros and local-timestamp-micros
+// for civil.Date, civil.Time and civil.DateTime). A type it cannot map (a
+// channel, a func, an interface, a map whose keys are not strings, a
+// recursive struct) panics at construction, naming the field's Go path.
+// Records have no type to infer from: give their schema.
+//
+// # Civil dates and times
+//
+// Struct fields of the types of cloud.google.com/go/civil are read and
+// written as Java's LocalDate, LocalTime and LocalDateTime are: a
+// civil.Date holds an Avro date, a civil.Time a time-micros or
+// time-millis, a civil.DateTime a local-timestamp-micros or -millis (by
+// the rule of "Local timestamps": the same in every zone), plain, in
+// nullable unions through pointers, in arrays, maps and nested records;
+// any of them holds an Avro string too, as its text (2024-03-10), as
+// hamba/avro reads and writes it. Times are cut to the schema's unit. A
+// value that is not a valid civil value (the zero civil.Date, February
+// 30, hour 24) fails the write, naming the field and the record, as does
+// a date beyond an Avro date; a time-micros or time-millis outside
+// [00:00, 24:00), which no civil.Time holds, fails the read with an
+// error of kind container.ErrRange naming the field, the file and the
+// record. hamba/avro has no codec for the civil types at those logical
+// types, so such a struct type is decoded and encoded through a stand-in
+// type built for it (the civil fields as time.Time and time.Duration),
+// each record converted on the way; types without civil fields cost
+// nothing more. A recursive type holding civil fields is refused when the
+// read opens a file or Write is built. Element types holding civil.Date
+// are registered with RegisterType (see Decimals).
 //
 // WithWindowedWrites writes a set of files for each window and pane of
 // the input, committed as each pane fires, with names that carry the

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"time"
 
+	"cloud.google.com/go/civil"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -21,12 +22,13 @@ import (
 
 // Order's Avro schema is inferred from its fields and tags.
 type Order struct {
-	ID      int64     `avro:"id"`
-	Placed  time.Time `avro:"placed"`              // long timestamp-micros
-	Total   *big.Rat  `avro:"total,decimal(12,2)"` // bytes decimal(12,2)
-	Coupon  *string   `avro:"coupon"`              // ["null", "string"]
-	Lines   []Line    `avro:"lines"`               // array of record Line
-	Tracked [16]byte  `avro:"tracked"`             // fixed Order_tracked, size 16
+	ID      int64      `avro:"id"`
+	Placed  time.Time  `avro:"placed"`              // long timestamp-micros
+	Due     civil.Date `avro:"due"`                 // int date
+	Total   *big.Rat   `avro:"total,decimal(12,2)"` // bytes decimal(12,2)
+	Coupon  *string    `avro:"coupon"`              // ["null", "string"]
+	Lines   []Line     `avro:"lines"`               // array of record Line
+	Tracked [16]byte   `avro:"tracked"`             // fixed Order_tracked, size 16
 }
 
 type Line struct {
@@ -35,7 +37,7 @@ type Line struct {
 }
 
 func init() {
-	avroio.RegisterType(reflect.TypeFor[Order]())
+	avroio.RegisterType(reflect.TypeFor[Order]()) // it holds a decimal and a civil.Date
 	beam.RegisterType(reflect.TypeFor[Line]())
 	register.DoFn2x0[[]byte, func(Order)](&makeOrders{})
 }
@@ -45,7 +47,7 @@ type makeOrders struct{}
 
 func (makeOrders) ProcessElement(_ []byte, emit func(Order)) {
 	for i := range int64(3) {
-		emit(Order{ID: i, Placed: time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC),
+		emit(Order{ID: i, Placed: time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC), Due: civil.Date{Year: 2026, Month: 12, Day: 24},
 			Total: big.NewRat(1999+i, 100), Lines: []Line{{SKU: "A-1", Qty: 2}}})
 	}
 }
@@ -75,5 +77,5 @@ func Example_inferSchema() {
 	fmt.Println(schema)
 	// Output:
 	// 1 file
-	// {"name":"github_com.sdfio.sdfio.avroio_test.Order","type":"record","fields":[{"name":"id","type":"long"},{"name":"placed","type":{"type":"long","logicalType":"timestamp-micros"}},{"name":"total","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"coupon","type":["null","string"],"default":null},{"name":"lines","type":{"type":"array","items":{"name":"github_com.sdfio.sdfio.avroio_test.Line","type":"record","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}}},{"name":"tracked","type":{"name":"github_com.sdfio.sdfio.avroio_test.Order_tracked","type":"fixed","size":16}}]}
+	// {"name":"github_com.sdfio.sdfio.avroio_test.Order","type":"record","fields":[{"name":"id","type":"long"},{"name":"placed","type":{"type":"long","logicalType":"timestamp-micros"}},{"name":"due","type":{"type":"int","logicalType":"date"}},{"name":"total","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"coupon","type":["null","string"],"default":null},{"name":"lines","type":{"type":"array","items":{"name":"github_com.sdfio.sdfio.avroio_test.Line","type":"record","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}}},{"name":"tracked","type":{"name":"github_com.sdfio.sdfio.avroio_test.Order_tracked","type":"fixed","size":16}}]}
 }

@@ -187,6 +187,9 @@ func (f *fitter) leaf(t reflect.Type, s avro.Schema, path string) (*valueCheck, 
 		return nil, fmt.Errorf("%s holds an Avro %s, which hamba/avro reads and writes as a time.Duration in nanoseconds, so an %v would change the number; make it a time.Duration, an int (the number itself), or read it with a reader schema in which the field is a plain %s", where(), lt, t, s.Type())
 	}
 	if err := hambaRefuses(t, s, f.dir); err != nil {
+		if isCivil(t) {
+			return nil, fmt.Errorf("%s cannot hold Avro %s: a civil.Date holds an Avro date (int), a civil.Time a time-micros or time-millis, a civil.DateTime a local-timestamp-micros or -millis, and each of them a string (as text)", where(), schemaDescription(s))
+		}
 		return nil, fmt.Errorf("%s cannot hold Avro %s: %w", where(), schemaDescription(s), err)
 	}
 	if f.dir != fitWrite {

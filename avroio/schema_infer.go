@@ -42,6 +42,9 @@ var (
 //	[]byte                      bytes
 //	[N]byte                     fixed of size N
 //	time.Time                   long timestamp-micros
+//	civil.Date                  int date
+//	civil.Time                  long time-micros
+//	civil.DateTime              long local-timestamp-micros
 //	*big.Rat                    bytes decimal, with the precision and scale
 //	                            of the field's tag: `avro:"price,decimal(38,9)"`
 //	struct S                    record (nested)
@@ -57,7 +60,11 @@ var (
 // "github_com.acme.events"); an unnamed struct or [N]byte by the record
 // that holds it and the field's Avro name joined by '_' ("Order_address"),
 // in that record's namespace (an unnamed element type itself is "Record").
-// A type that comes again is referred to by its name. A field with a
+// A type that comes again is referred to by its name. The civil types
+// (cloud.google.com/go/civil) are Java's LocalDate, LocalTime and
+// LocalDateTime, as Avro's conversions map them (local-timestamp-micros
+// is Avro 1.10's; readers before it see the long); Read and Write convert
+// them exactly, times truncated to the microsecond (see Write). A field with a
 // decimal(P,S) option needs 1 <= P and 0 <= S <= P, and holds *big.Rat
 // (directly, or in pointers, slices and maps).
 //
@@ -66,9 +73,8 @@ var (
 // uint64 and uintptr (no Avro type holds them), maps whose keys are not
 // strings, arrays other than [N]byte (use a slice), a pointer to a
 // pointer (but **big.Rat), a big.Rat held by value (Read cannot read it:
-// use *big.Rat), a *big.Rat without a decimal(P,S) tag, the types of
-// cloud.google.com/go/civil (not supported yet: use time.Time, or give a
-// schema), an unknown tag option, a name that is not an Avro name, two Go
+// use *big.Rat), a *big.Rat without a decimal(P,S) tag, an unknown tag
+// option, a name that is not an Avro name, two Go
 // types that would have the same Avro name, and recursive types (a struct
 // that holds itself, through any pointers, slices and maps): Avro's
 // ReflectData refers to the record by name there, but a schema of a
@@ -91,7 +97,7 @@ func inferSchema(t reflect.Type) (string, error) {
 	if top.Kind() == reflect.Pointer {
 		top = top.Elem()
 	}
-	if top.Kind() != reflect.Struct || top == timeTime || top == ratValueType {
+	if top.Kind() != reflect.Struct || top == timeTime || top == ratValueType || isCivil(top) {
 		return "", fmt.Errorf("only a struct type (or a pointer to one) has a schema to infer, not %v: give Write a schema", t)
 	}
 	in := &inferrer{defined: map[string]reflect.Type{}, named: map[reflect.Type]avro.NamedSchema{}, open: map[reflect.Type]string{}}
@@ -149,8 +155,12 @@ func (in *inferrer) schema(t reflect.Type, p place) (avro.Schema, error) {
 		return avro.NewPrimitiveSchema(avro.Bytes, avro.NewDecimalLogicalSchema(p.decimal.precision, p.decimal.scale)), nil
 	case t == ratValueType:
 		return nil, p.fail("a big.Rat held by value reads back as 0 (hamba/avro), so Read refuses it: make it a *big.Rat")
-	case t.PkgPath() == "cloud.google.com/go/civil":
-		return nil, p.fail("%v is not supported by inference yet: use time.Time (timestamp-micros), or give Write a schema", t)
+	case t == civilDateType:
+		return avro.NewPrimitiveSchema(avro.Int, avro.NewPrimitiveLogicalSchema(avro.Date)), nil
+	case t == civilTimeType:
+		return avro.NewPrimitiveSchema(avro.Long, avro.NewPrimitiveLogicalSchema(avro.TimeMicros)), nil
+	case t == civilDateTimeType:
+		return avro.NewPrimitiveSchema(avro.Long, avro.NewPrimitiveLogicalSchema(avro.LocalTimestampMicros)), nil
 	}
 	switch t.Kind() {
 	case reflect.Bool:

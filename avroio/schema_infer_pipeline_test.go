@@ -29,7 +29,7 @@ import (
 func init() {
 	avroio.RegisterType(reflect.TypeFor[inferOrder]())
 	beam.RegisterType(reflect.TypeFor[inferAddress]())
-	beam.RegisterType(reflect.TypeFor[inferLine]())
+	avroio.RegisterType(reflect.TypeFor[inferLine]())
 	register.DoFn2x0[[]byte, func(inferOrder)](&ordersFn{})
 	register.DoFn3x0[inferOrder, func(string), func(int64)](&checkOrderFn{})
 	register.Emitter1[inferOrder]()

@@ -80,11 +80,29 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 	if err != nil {
 		return nil, err
 	}
+	// Civil dates and times are decoded into a stand-in type and
+	// converted (civil.go); the stand-in depends on the schema records are
+	// read by: the reader schema's shape, or else the file's.
+	decodeType := f.Type.T
+	var conv *civilConv
+	if f.Type.T != RecordType && holdsCivil(f.Type.T) {
+		s := opts.ReaderSchema
+		if s == nil {
+			s, _ = cachedSchema(br.Header().Schema) // a schema that does not parse fails just below
+		}
+		if conv, err = civilStandIn(f.Type.T, s); err != nil {
+			br.Close()
+			return nil, &container.Error{File: file.Path, Offset: br.Header().Size, Block: -1, Record: -1, Kind: container.ErrSchema, Msg: err.Error()}
+		}
+		if conv != nil {
+			decodeType = conv.m
+		}
+	}
 	var r *container.Reader[any]
 	if f.Type.T == RecordType {
 		r, err = container.NewReaderWith(br, f.Type.T, newRecordDecoder, opts)
 	} else {
-		r, err = container.NewReaderOf(br, f.Type.T, opts)
+		r, err = container.NewReaderOf(br, decodeType, opts)
 	}
 	if err != nil {
 		br.Close()
@@ -95,7 +113,7 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		// Go types hamba/avro would fail every record of, or read
 		// changed (fit.go), and nulls it cannot skip: refused before any
 		// record is read.
-		_, err = fitTypes(f.Type.T, r.Schema(), fitRead)
+		_, err = fitTypes(decodeType, r.Schema(), fitRead)
 		if err == nil {
 			err = checkSkippedNulls(f.Type.T, r.Schema())
 		}
@@ -104,7 +122,7 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		r.Close()
 		return nil, &container.Error{File: file.Path, Offset: r.Header().Size, Block: -1, Record: -1, Kind: container.ErrSchema, Msg: err.Error()}
 	}
-	return &recordReader{r: r}, nil
+	return &recordReader{r: r, conv: conv, file: file.Path}, nil
 }
 
 // recordReader adapts the container's reader to offsetsource's: records
@@ -112,6 +130,11 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 type recordReader struct {
 	r     *container.Reader[any]
 	bytes int64
+	// conv converts records decoded as the stand-in of a type holding
+	// civil dates and times (civil.go); nil for others.
+	conv *civilConv
+	file string
+	nth  int64 // the index of the last record in its block
 }
 
 // Next returns the next record, the offset of its block, and whether it is
@@ -121,6 +144,14 @@ func (r *recordReader) Next() (beam.X, int64, bool, error) {
 	if sp {
 		size, _ := r.r.BlockInfo()
 		r.bytes += size
+		r.nth = 0
+	} else {
+		r.nth++
+	}
+	if r.conv != nil && err == nil {
+		if rec, err = r.conv.convertRead(rec); err != nil {
+			return nil, off, sp, &container.Error{File: r.file, Offset: off, Block: off, Record: r.nth, Kind: container.ErrRange, Msg: err.Error()}
+		}
 	}
 	return rec, off, sp, err
 }

@@ -398,7 +398,17 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 		return fail("%v", err)
 	}
 	if elem != RecordType && elem.Kind() != reflect.Interface {
-		if _, err := fitTypes(elem, parsedSchema(schema), fitWrite); err != nil {
+		// Civil dates and times are encoded through a stand-in type
+		// (civil.go), which is what hamba/avro must be able to encode.
+		conv, err := civilStandIn(elem, parsedSchema(schema))
+		if err != nil {
+			return fail("%v", err)
+		}
+		encoded := elem
+		if conv != nil {
+			encoded = conv.m
+		}
+		if _, err := fitTypes(encoded, parsedSchema(schema), fitWrite); err != nil {
 			return fail("%v", err)
 		}
 	}

@@ -73,6 +73,12 @@ type elementEncoder struct {
 	// checks are what each Go type of element needs checked before
 	// hamba/avro encodes it (fit.go), made at its first element.
 	checks map[reflect.Type]*valueCheck
+	// user is the writer schema as given (local timestamps not
+	// relabelled), by which the stand-ins of Go types holding civil dates
+	// and times are made (civil.go): convs, by Go type, nil for a type
+	// without one.
+	user  avro.Schema
+	convs map[reflect.Type]*civilConv
 }
 
 func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
@@ -80,7 +86,8 @@ func newElementEncoder(cfg writeConfig) (*elementEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512), checks: map[reflect.Type]*valueCheck{}}
+	e := &elementEncoder{rec: rec, schema: parsedSchema(cfg.Schema), enc: avro.NewWriter(nil, 512), checks: map[reflect.Type]*valueCheck{}, convs: map[reflect.Type]*civilConv{}}
+	e.user = e.schema
 	e.name = schemaFullName(e.schema)
 	if cfg.StructSchema != "" {
 		e.schema = parsedSchema(cfg.StructSchema)
@@ -97,6 +104,10 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 		}
 		return d, nil
 	}
+	elem, err := e.standIn(elem)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.checkValue(elem); err != nil {
 		return nil, err
 	}
@@ -108,6 +119,32 @@ func (e *elementEncoder) encode(elem any) ([]byte, error) {
 		return nil, fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
 	}
 	return e.enc.Buffer(), nil
+}
+
+// standIn is elem, or, when its Go type holds civil dates or times that
+// the schema has as dates, times or local timestamps, its stand-in
+// (civil.go).
+func (e *elementEncoder) standIn(elem any) (any, error) {
+	if elem == nil {
+		return nil, nil
+	}
+	t := reflect.TypeOf(elem)
+	c, ok := e.convs[t]
+	if !ok {
+		var err error
+		if c, err = civilStandIn(t, e.user); err != nil {
+			return nil, fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+		}
+		e.convs[t] = c
+	}
+	if c == nil {
+		return elem, nil
+	}
+	v, err := c.convertWrite(elem)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a %T by schema %s: %w", elem, e.name, err)
+	}
+	return v, nil
 }
 
 // checkValue refuses an element that hamba/avro would encode changed: a
@@ -137,6 +174,10 @@ func (e *elementEncoder) checkValue(elem any) error {
 // append adds elem to w.
 func (e *elementEncoder) append(w *container.Writer, elem any) error {
 	if _, ok := elem.(Record); !ok {
+		elem, err := e.standIn(elem)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", w.Records(), err)
+		}
 		if err := e.checkValue(elem); err != nil {
 			return fmt.Errorf("record %d: %w", w.Records(), err)
 		}

@@ -9,9 +9,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/hamba/avro/v2"
 )
 
@@ -173,8 +172,8 @@ func timeOf(micros int64) civil.Time {
 type arrowDecoder struct {
 	schema bigquery.Schema
 	header []byte // the session's IPC schema message
-	buf    []byte
-	row    []bigquery.Value
+	arrowScratch
+	row []bigquery.Value
 }
 
 func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
@@ -182,26 +181,38 @@ func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
 }
 
 // arrowBatches reads the IPC record batches of payload, framed after the
-// session's schema message header in *buf (reused), calling fn for each
+// session's schema message header in s (reused, and its arena reset), calling fn for each
 // with the count of the rows of the batches before it; each must have the
 // schema's columns. It returns the count of all their rows, by the batches'
 // own lengths. fn's batch is valid only during the call.
-func arrowBatches(buf *[]byte, header, payload []byte, schema bigquery.Schema, fn func(rec arrow.RecordBatch, before int64) error) (int64, error) {
-	*buf = append(append((*buf)[:0], header...), payload...)
-	rd := bytes.NewReader(*buf)
-	r, err := ipc.NewReader(rd)
+func arrowBatches(s *arrowScratch, header, payload []byte, schema bigquery.Schema, fn func(rec arrow.Record, before int64) error) (int64, error) {
+	s.buf = append(append(s.buf[:0], header...), payload...)
+	s.mem.reset()
+	r, rd, err := newIPCReader(s.buf, &s.mem)
 	if err != nil {
 		return 0, fmt.Errorf("Arrow record batch: %w", err)
 	}
 	defer r.Release()
 	var got int64
-	for r.Next() {
-		rec := r.RecordBatch()
+	for {
+		more, err := nextBatch(r)
+		if err != nil {
+			return got, fmt.Errorf("Arrow record batch: %w", err)
+		}
+		if !more {
+			break
+		}
+		rec := r.Record()
 		if int(rec.NumCols()) != len(schema) {
 			return got, fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(schema))
 		}
 		if err := arrowRows(rec.NumRows(), got, payload); err != nil {
 			return got, err
+		}
+		for c, col := range rec.Columns() {
+			if err := validateArrowArray(col.Data()); err != nil {
+				return got, fmt.Errorf("Arrow column %s: %w", schema[c].Name, err)
+			}
 		}
 		if err := fn(rec, got); err != nil {
 			return got, err
@@ -218,7 +229,7 @@ func arrowBatches(buf *[]byte, header, payload []byte, schema bigquery.Schema, f
 }
 
 func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
-	got, err := arrowBatches(&d.buf, d.header, payload, d.schema, func(rec arrow.RecordBatch, got int64) error {
+	got, err := arrowBatches(&d.arrowScratch, d.header, payload, d.schema, func(rec arrow.Record, got int64) error {
 		m := rec.NumRows()
 		cols := rec.Columns()
 		for c := range cols {

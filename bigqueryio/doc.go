@@ -232,10 +232,23 @@
 // types of its own for them.
 //
 // Avro rows are decoded with hamba/avro's reader (the decoder avroio uses)
-// and Arrow record batches with github.com/apache/arrow-go/v18, the
-// maintained Arrow line (cloud.google.com/go/bigquery still pulls in the
-// frozen github.com/apache/arrow/go/v15, which this package does not use),
-// straight into the fields: each column is compiled, once per session and
+// and Arrow record batches with github.com/apache/arrow/go/v15, the Arrow
+// line that cloud.google.com/go/bigquery itself links, so that a program
+// pays for one Arrow library, not two (arrow-go/v18 cost a BigQuery
+// program about 4 MB; docs/BENCHMARKS.md). The trade-off: v15 is a frozen
+// line, which gets no fixes, and its IPC reader trusts the lengths in its
+// input (a negative length panics, a length of gigabytes is allocated
+// before the read fails, a buffer shorter than its array's length is
+// indexed past its end), where the maintained arrow-go/v18 refuses some of
+// that. So this package checks every payload before v15 reads it: the
+// messages' metadata and body lengths and every record batch's buffers
+// must lie within the payload, one after another; compressed batches (not
+// asked for) are refused; and each column's buffers must hold the values
+// its length says, offsets in order. A payload that fails fails the read
+// with an error naming the column or the byte, never a panic, and costs
+// no more memory than its own size. When the BigQuery client moves to a
+// newer Arrow line, this package follows it. Rows are decoded straight
+// into the fields: each column is compiled, once per session and
 // type, to an operation that writes its field (an Arrow column is written
 // for a whole batch at once), and the rows of a response fill new chunks
 // of 32 structs, so that a row costs no allocation of its own beyond its

@@ -45,7 +45,7 @@ type rowPlan struct {
 func (p *rowPlan) decoder() (batchDecoder, error) {
 	if p.dec != nil {
 		d := *p.dec
-		d.r, d.buf = nil, nil
+		d.r, d.arrowScratch = nil, arrowScratch{} // its own buffers and arena
 		if d.format == int32(Avro) {
 			d.r = avro.NewReader(bytes.NewReader(nil), 0)
 		}

@@ -1,13 +1,11 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/hamba/avro/v2"
 )
 
@@ -158,7 +156,7 @@ func avroField(af *avro.Field, t avro.Schema, path []string) (*bigquery.FieldSch
 
 // parseArrowSchema decodes the IPC schema message of a read session.
 func parseArrowSchema(b []byte) (*arrow.Schema, error) {
-	r, err := ipc.NewReader(bytes.NewReader(b))
+	r, _, err := newIPCReader(b, nil)
 	if err != nil {
 		return nil, fmt.Errorf("the session's Arrow schema: %w", err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/internal/box"
@@ -93,7 +93,7 @@ type structDecoder struct {
 	arrow  []arrowOp // one per column, for ARROW
 	header []byte    // the session's IPC schema message, for ARROW
 	r      *avro.Reader
-	buf    []byte
+	arrowScratch
 }
 
 // avroOp decodes one column of a row into the struct at p.
@@ -214,13 +214,13 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 	if n < 0 {
 		return fmt.Errorf("the response's row count is %d", n)
 	}
-	var recs []arrow.RecordBatch
+	var recs []arrow.Record
 	defer func() {
 		for _, rec := range recs {
 			rec.Release()
 		}
 	}()
-	total, err := arrowBatches(&d.buf, d.header, payload, d.schema, func(rec arrow.RecordBatch, _ int64) error {
+	total, err := arrowBatches(&d.arrowScratch, d.header, payload, d.schema, func(rec arrow.Record, _ int64) error {
 		rec.Retain()
 		recs = append(recs, rec)
 		return nil

@@ -14,8 +14,8 @@ import (
 	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/civil"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -113,7 +113,7 @@ func readIDs(t *testing.T, c *bqstorage.BigQueryReadClient, s *storagepb.ReadSes
 			}
 			n := int64(0)
 			for ar.Next() {
-				rec := ar.RecordBatch()
+				rec := ar.Record()
 				col := rec.Column(0).(*array.Int64)
 				for i := 0; i < col.Len(); i++ {
 					ids = append(ids, col.Value(i))
@@ -379,7 +379,7 @@ func TestAllTypes(t *testing.T) {
 			if !ar.Next() {
 				t.Fatal(ar.Err())
 			}
-			rec := ar.RecordBatch()
+			rec := ar.Record()
 			if rec.NumRows() != 2 || rec.NumCols() != 13 || rec.Column(0).IsValid(1) {
 				t.Fatalf("arrow batch %v", rec)
 			}

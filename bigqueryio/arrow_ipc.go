@@ -1,0 +1,395 @@
+package bigqueryio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Arrow IPC data is decoded with github.com/apache/arrow/go/v15, the Arrow
+// line cloud.google.com/go/bigquery links anyway (see the package doc),
+// whose IPC reader trusts the lengths in its input: a negative metadata
+// length panics in make, and a metadata or body length of gigabytes is
+// allocated before the read of it fails (the maintained arrow-go/v18
+// refuses both). So the framing of every IPC buffer is checked here first,
+// and what the reader does with it is confined to the payload's size, and
+// a panic of the reader on malformed metadata (flatbuffers are read without
+// bounds checks) becomes an error.
+
+// checkArrowFraming walks the encapsulated IPC messages of b (an optional
+// 0xFFFFFFFF continuation marker, an int32 metadata length, the metadata
+// flatbuffer, a Message, then Message.bodyLength bytes of body) and fails
+// on a length that is negative or runs past the end of b. It stops at an
+// end-of-stream marker (arrowTail then refuses bytes after it).
+func checkArrowFraming(b []byte) error {
+	off := 0
+	for off < len(b) {
+		at := off
+		if len(b)-off < 4 {
+			return fmt.Errorf("Arrow IPC message at byte %d: %d bytes, too short for its length", at, len(b)-off)
+		}
+		n := binary.LittleEndian.Uint32(b[off:])
+		off += 4
+		if n == 0xFFFFFFFF {
+			if len(b)-off < 4 {
+				return fmt.Errorf("Arrow IPC message at byte %d: truncated after its continuation marker", at)
+			}
+			n = binary.LittleEndian.Uint32(b[off:])
+			off += 4
+		}
+		if n == 0 {
+			return nil // end of stream
+		}
+		meta := int64(int32(n))
+		if meta < 8 || meta > int64(len(b)-off) {
+			return fmt.Errorf("Arrow IPC message at byte %d: metadata of %d bytes, with %d bytes left", at, meta, len(b)-off)
+		}
+		body, err := messageBodyLength(b[off : off+int(meta)])
+		if err != nil {
+			return fmt.Errorf("Arrow IPC message at byte %d: %w", at, err)
+		}
+		off += int(meta)
+		if body < 0 || body > int64(len(b)-off) {
+			return fmt.Errorf("Arrow IPC message at byte %d: a body of %d bytes, with %d bytes left", at, body, len(b)-off)
+		}
+		off += int(body)
+	}
+	return nil
+}
+
+// fbTable is a table of a flatbuffer, every read of it checked against
+// the buffer's bounds (Arrow's Go flatbuffers are read without checks).
+type fbTable struct {
+	b   []byte
+	pos int64
+}
+
+var errFlatbuffer = errors.New("malformed metadata")
+
+// fbRoot is the root table of the flatbuffer b.
+func fbRoot(b []byte) (fbTable, error) {
+	if len(b) < 4 {
+		return fbTable{}, errFlatbuffer
+	}
+	return fbTable{b, 0}.indirect(0)
+}
+
+// indirect is the table a uoffset at pos points to.
+func (t fbTable) indirect(pos int64) (fbTable, error) {
+	if pos < 0 || pos+4 > int64(len(t.b)) {
+		return fbTable{}, errFlatbuffer
+	}
+	p := pos + int64(binary.LittleEndian.Uint32(t.b[pos:]))
+	if p+4 > int64(len(t.b)) {
+		return fbTable{}, errFlatbuffer
+	}
+	return fbTable{t.b, p}, nil
+}
+
+// field is the position of field i of t, and whether it is present.
+func (t fbTable) field(i int, size int64) (int64, bool, error) {
+	vt := t.pos - int64(int32(binary.LittleEndian.Uint32(t.b[t.pos:])))
+	if vt < 0 || vt+4 > int64(len(t.b)) {
+		return 0, false, errFlatbuffer
+	}
+	slot := int64(4 + 2*i)
+	if int64(binary.LittleEndian.Uint16(t.b[vt:])) < slot+2 {
+		return 0, false, nil
+	}
+	if vt+slot+2 > int64(len(t.b)) {
+		return 0, false, errFlatbuffer
+	}
+	fo := int64(binary.LittleEndian.Uint16(t.b[vt+slot:]))
+	if fo == 0 {
+		return 0, false, nil
+	}
+	if t.pos+fo+size > int64(len(t.b)) {
+		return 0, false, errFlatbuffer
+	}
+	return t.pos + fo, true, nil
+}
+
+// long is field i of t as a long (0 when absent).
+func (t fbTable) long(i int) (int64, error) {
+	p, ok, err := t.field(i, 8)
+	if !ok || err != nil {
+		return 0, err
+	}
+	return int64(binary.LittleEndian.Uint64(t.b[p:])), nil
+}
+
+// byteField is field i of t as a ubyte (0 when absent).
+func (t fbTable) byteField(i int) (byte, error) {
+	p, ok, err := t.field(i, 1)
+	if !ok || err != nil {
+		return 0, err
+	}
+	return t.b[p], nil
+}
+
+// table is the table field i of t points to, and whether it is present.
+func (t fbTable) table(i int) (fbTable, bool, error) {
+	p, ok, err := t.field(i, 4)
+	if !ok || err != nil {
+		return fbTable{}, false, err
+	}
+	sub, err := t.indirect(p)
+	return sub, err == nil, err
+}
+
+// structs is the vector of structs of elem bytes field i of t points to:
+// where its elements start, and their count.
+func (t fbTable) structs(i int, elem int64) (int64, int64, error) {
+	p, ok, err := t.field(i, 4)
+	if !ok || err != nil {
+		return 0, 0, err
+	}
+	v := p + int64(binary.LittleEndian.Uint32(t.b[p:]))
+	if v+4 > int64(len(t.b)) {
+		return 0, 0, errFlatbuffer
+	}
+	n := int64(binary.LittleEndian.Uint32(t.b[v:]))
+	if n > (int64(len(t.b))-v-4)/elem {
+		return 0, 0, errFlatbuffer
+	}
+	return v + 4, n, nil
+}
+
+// Arrow's MessageHeader union: the types of a Message's header.
+const (
+	headerDictionaryBatch = 2
+	headerRecordBatch     = 3
+)
+
+// messageBodyLength is the bodyLength of the Arrow Message flatbuffer m,
+// once the buffers its record batch (or dictionary batch) declares are
+// checked to lie in a body of that length, one after another (their
+// lengths add up to at most the body's), and the batch is checked to be
+// uncompressed (this package asks for no compression, and a compressed
+// buffer's uncompressed size is allocated as the file says).
+func messageBodyLength(m []byte) (int64, error) {
+	msg, err := fbRoot(m)
+	if err != nil {
+		return 0, err
+	}
+	body, err := msg.long(3)
+	if err != nil {
+		return 0, err
+	}
+	kind, err := msg.byteField(1)
+	if err != nil {
+		return 0, err
+	}
+	if kind != headerRecordBatch && kind != headerDictionaryBatch {
+		return body, nil
+	}
+	rb, ok, err := msg.table(2)
+	if err != nil || !ok {
+		return body, err
+	}
+	if kind == headerDictionaryBatch {
+		if rb, ok, err = rb.table(1); err != nil || !ok {
+			return body, err
+		}
+	}
+	if _, compressed, err := rb.field(3, 4); err != nil || compressed {
+		if err == nil {
+			err = fmt.Errorf("a compressed record batch, which this package does not ask for")
+		}
+		return 0, err
+	}
+	start, n, err := rb.structs(2, 16)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for k := range n {
+		off := int64(binary.LittleEndian.Uint64(m[start+16*k:]))
+		l := int64(binary.LittleEndian.Uint64(m[start+16*k+8:]))
+		if off < 0 || l < 0 || body < 0 || off > body || l > body-off || l > body-sum {
+			return 0, fmt.Errorf("buffer %d of [%d, %d+%d) in a body of %d bytes (after %d bytes of buffers)", k, off, off, l, body, sum)
+		}
+		sum += l
+	}
+	return body, nil
+}
+
+// newIPCReader is ipc.NewReader of b, once b's framing is checked, with a
+// panic of Arrow's reader made an error; its memory comes from mem (nil:
+// Go's heap).
+func newIPCReader(b []byte, mem memory.Allocator) (r *ipc.Reader, rd *bytes.Reader, err error) {
+	if err := checkArrowFraming(b); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r, rd, err = nil, nil, fmt.Errorf("malformed Arrow IPC data: %v", p)
+		}
+	}()
+	rd = bytes.NewReader(b)
+	if mem == nil {
+		r, err = ipc.NewReader(rd)
+	} else {
+		r, err = ipc.NewReader(rd, ipc.WithAllocator(mem))
+	}
+	return r, rd, err
+}
+
+// nextBatch is r.Next, with a panic of Arrow's reader (malformed metadata
+// of a record batch) made an error.
+func nextBatch(r *ipc.Reader) (ok bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ok, err = false, fmt.Errorf("malformed Arrow IPC data: %v", p)
+		}
+	}()
+	return r.Next(), nil
+}
+
+// validateArrowArray checks that the buffers of a (a column of a record
+// batch, as Arrow's reader loaded it) hold its values: Arrow's arrays
+// index their buffers without checks, so a batch whose buffers are shorter
+// than its lengths say would panic in the decoders. Only the types the
+// Storage Read API sends are checked; others fail in the decoders.
+func validateArrowArray(a arrow.ArrayData) error {
+	n, off := int64(a.Len()), int64(a.Offset())
+	if n < 0 || off < 0 {
+		return fmt.Errorf("an Arrow %s array of length %d at offset %d", a.DataType(), n, off)
+	}
+	end := n + off
+	bufs := a.Buffers()
+	size := func(i int) int64 {
+		if i >= len(bufs) || bufs[i] == nil {
+			return 0
+		}
+		return int64(bufs[i].Len())
+	}
+	short := func(what string, have, need int64) error {
+		return fmt.Errorf("an Arrow %s array of %d values has %d bytes of %s, not %d", a.DataType(), n, have, what, need)
+	}
+	if len(bufs) > 0 && bufs[0] != nil && size(0) < (end+7)/8 {
+		return short("validity bitmap", size(0), (end+7)/8)
+	}
+	width := int64(0)
+	switch a.DataType().ID() {
+	case arrow.INT64, arrow.FLOAT64, arrow.TIMESTAMP, arrow.TIME64:
+		width = 8
+	case arrow.DATE32:
+		width = 4
+	case arrow.DECIMAL128:
+		width = 16
+	case arrow.DECIMAL256:
+		width = 32
+	case arrow.BOOL:
+		if size(1) < (end+7)/8 {
+			return short("values", size(1), (end+7)/8)
+		}
+	case arrow.STRING, arrow.BINARY, arrow.LIST:
+		if size(1) < 4*(end+1) {
+			return short("offsets", size(1), 4*(end+1))
+		}
+		offs := arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
+		limit := size(2)
+		if a.DataType().ID() == arrow.LIST {
+			if len(a.Children()) != 1 {
+				return fmt.Errorf("an Arrow list array with %d children", len(a.Children()))
+			}
+			child := a.Children()[0]
+			limit = int64(child.Len())
+			if err := validateArrowArray(child); err != nil {
+				return err
+			}
+		}
+		for i := off; i < end; i++ {
+			if offs[i] < 0 || offs[i] > offs[i+1] || int64(offs[i+1]) > limit {
+				return fmt.Errorf("an Arrow %s array's offsets [%d, %d) at value %d, beyond its %d values", a.DataType(), offs[i], offs[i+1], i-off, limit)
+			}
+		}
+	case arrow.STRUCT:
+		for _, c := range a.Children() {
+			if int64(c.Len()) < end {
+				return fmt.Errorf("an Arrow struct array of %d values has a field of %d", end, c.Len())
+			}
+			if err := validateArrowArray(c); err != nil {
+				return err
+			}
+		}
+	}
+	if width > 0 && size(1) < width*end {
+		return short("values", size(1), width*end)
+	}
+	return nil
+}
+
+// arrowScratch is what a decoder reuses from one response to the next:
+// the bytes of the IPC stream (the session's schema message, then the
+// payload), and the memory Arrow's reader copies the batches' buffers into.
+type arrowScratch struct {
+	buf []byte
+	mem batchArena
+}
+
+// batchArena is the memory.Allocator of one decoder's IPC reads. Arrow's
+// v15 reader copies every buffer of a record batch into memory it
+// allocates (arrow-go/v18 slices the message body instead), which doubled
+// the garbage of a decode; so the buffers of a response are carved from
+// blocks that the next response reuses. Nothing of a response's Arrow
+// memory outlives its decode: values are copied out of it (strings, bytes,
+// numbers) and its records released before decode returns, and the
+// arena is reset only when the next decode starts. A decoder is used by
+// one goroutine at a time. It keeps the blocks of its largest response.
+type batchArena struct {
+	blocks [][]byte
+	cur    int // the block being carved
+	used   int // the bytes of it given out
+}
+
+const (
+	arenaAlign = 64      // Arrow's buffer alignment
+	arenaBlock = 1 << 18 // the smallest block
+)
+
+func (a *batchArena) reset() { a.cur, a.used = 0, 0 }
+
+// Allocate returns size zeroed bytes, aligned to 64 bytes, with their
+// capacity rounded up to 64.
+func (a *batchArena) Allocate(size int) []byte {
+	size = max(size, 0)
+	n := (size + arenaAlign - 1) &^ (arenaAlign - 1)
+	for ; a.cur < len(a.blocks); a.cur, a.used = a.cur+1, 0 {
+		if b := a.blocks[a.cur]; a.used+n <= len(b) {
+			out := b[a.used : a.used+n : a.used+n]
+			a.used += n
+			clear(out)
+			return out[:size]
+		}
+	}
+	bs := max(n, arenaBlock)
+	if k := len(a.blocks); k > 0 {
+		bs = max(bs, min(2*len(a.blocks[k-1]), 64<<20))
+	}
+	raw := make([]byte, bs+arenaAlign)
+	skip := int(uintptr(arenaAlign)-uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%arenaAlign) % arenaAlign
+	a.blocks = append(a.blocks, raw[skip:skip+bs:skip+bs])
+	a.cur, a.used = len(a.blocks)-1, n
+	return a.blocks[a.cur][:size:n]
+}
+
+// Reallocate grows b to size bytes, its contents kept.
+func (a *batchArena) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	return nb
+}
+
+// Free does nothing: the arena is reused whole.
+func (a *batchArena) Free([]byte) {}
