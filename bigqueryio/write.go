@@ -31,7 +31,11 @@ type WriteResult struct {
 	// write. Unbounded input, exactly once: one per append made visible
 	// (a FlushRows of its stream), as the pipeline runs, about a triggering
 	// frequency after its rows came. Unbounded input WithAtLeastOnce: one
-	// per table when the input ends (its rows are visible as appended).
+	// per bundle and table, once the bundle's rows are appended to the
+	// _default stream (visible as appended). Input windows and panes are
+	// not kept: each element-in-window is one row, and rows of several
+	// windows share a stream; an unbounded write's results carry the time
+	// their rows became visible, so a pipeline can window them itself.
 	Results beam.PCollection
 	// FailedRows holds a FailedRow per row the service refused, or that
 	// could not be encoded or routed (unless WithFailOnRowErrors).
@@ -78,6 +82,20 @@ type streamDone struct {
 // sees them too, as a side input (failuresOf).
 const failedKey = ""
 
+// appendedResult is the result of one bundle's rows of a table appended
+// to its _default stream (WithAtLeastOnce, unbounded input): visible as
+// they were appended.
+func appendedResult(res string, sd streamDone, emit func(TableResult)) {
+	if sd.Rows == 0 || res == failedKey {
+		return
+	}
+	var streams []string
+	if sd.Stream != "" {
+		streams = []string{sd.Stream}
+	}
+	emit(TableResult{Table: tableSpecOf(res), Streams: streams, Rows: sd.Rows, CommitTime: time.Now()})
+}
+
 // failuresOf picks the failures bundles passed on out of their reports,
 // for every table's commit step.
 func failuresOf(_ string, sd streamDone, emit func(streamDone)) {
@@ -93,6 +111,7 @@ func init() {
 	beamreg.DoFn5x1[context.Context, string, func(*streamDone) bool, func(*streamDone) bool, func(TableResult), error](&commitFn{})
 	beamreg.DoFn3x0[[]byte, string, func(string, streamDone)](&truncateKeyFn{})
 	register.Function3x0(failuresOf)
+	register.Function3x0(appendedResult)
 	register.Emitter1[streamDone]()
 	beamreg.DoFn5x1[context.Context, beam.X, string, func(string, streamDone), func(FailedRow), error](&truncAppendFn{})
 	beamreg.DoFn1x1[[]byte, string](&runIDFn{})
@@ -182,6 +201,12 @@ func TryWrite(s beam.Scope, table string, col beam.PCollection, opts ...WriteOpt
 		}
 	} else {
 		streams, failed = beam.ParDo2(s, fn, col)
+	}
+	if cfg.AtLeastOnce && windowing.Unbounded(col) {
+		// Nothing to commit, and a GroupByKey in the global window of an
+		// unbounded input never fires: each bundle's rows of a table are
+		// a result once appended.
+		return WriteResult{Results: beam.ParDo(s, appendedResult, streams), FailedRows: failed}, nil
 	}
 	// The failures bundles pass on reach every table's commit step. The
 	// at-least-once write passes none on, and its input may be unbounded,

@@ -400,7 +400,8 @@ func (f *atLeastFn) ProcessElement(n int) error {
 // visible, with every row (exactly once: the PENDING streams committed;
 // WithAtLeastOnce: the _default stream). Unbounded input, exactly once: a
 // result per append made visible, as the pipeline runs (several), each
-// naming the one stream flushed, their rows summing to the input's. Each
+// naming the one stream flushed, their rows summing to the input's;
+// WithAtLeastOnce, a result per bundle appended (several). Each
 // result's time is when its rows were made visible.
 func TestWriteResults(t *testing.T) {
 	srv := newServer(t)
@@ -413,8 +414,12 @@ func TestWriteResults(t *testing.T) {
 	start := time.Now().Add(time.Second)
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*100*time.Millisecond), 100*time.Millisecond)))
 	checkResults(s, bigqueryio.Write(s, "p.d.stream", beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithTriggeringFrequency(300*time.Millisecond))...), "p.d.stream", 1, n, -2)
+	// Unbounded WithAtLeastOnce: a result per bundle appended, as the
+	// pipeline runs (a GroupByKey in the global window would give none
+	// before the input ends).
+	checkResults(s, bigqueryio.Write(s, "p.d.stream_alo", beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithAtLeastOnce())...), "p.d.stream_alo", 1, n, -2)
 	run(t, p)
-	for _, tbl := range []string{"p.d.once", "p.d.alo", "p.d.stream"} {
+	for _, tbl := range []string{"p.d.once", "p.d.alo", "p.d.stream", "p.d.stream_alo"} {
 		checkCopies(t, srv, tbl, n, 1)
 	}
 }
