@@ -436,8 +436,8 @@
 // avroio's WatchForNewFiles or periodic.Impulse) is written as it comes,
 // exactly once, by the streaming write (below, "Streaming"); WithAtLeastOnce
 // writes it to the _default stream instead, each bundle's rows visible
-// once the bundle ends (its WriteResult.Results has a table's result only
-// when the input ends).
+// once the bundle ends (its WriteResult.Results has a result per bundle
+// and table, as they are appended).
 //
 // # Change data capture
 //
