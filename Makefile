@@ -111,6 +111,10 @@ BENCH_COUNT ?= 5
 # generic decoding, and the Record coder's cost per record, on one core.
 AVROIO_BENCH ?= GenericDecode|RecordCoder
 AVROBENCH_COUNT ?= 3
+# bigqueryio's writes: Write (batch, WriteTruncate) against Beam Go's Write and
+# a plain managedwriter loop, the streaming write's steps, and the streaming
+# write on Prism against the batch write there (100,000 rows each).
+BQWRITE_BENCH ?= ^Benchmark(Write|StreamWrite|StreamWritePrism)$$
 AVROBENCH_FLAGS ?=
 # internal/cmd/dsbench: datastoreio.Read (8 splits) against Beam Go's datastoreio
 # (8 shards) on 20,000 entities in a Cloud Datastore emulator it starts.
@@ -124,13 +128,22 @@ bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) test -run='^$$' -bench='$(AVROIO_BENCH)' -benchmem -count=$(BENCH_COUNT) -cpu 1 -timeout 30m ./avroio | tee -a /tmp/sdfio-bench.txt
+	set -o pipefail; $(GO) test -run='^$$' -bench='$(BQWRITE_BENCH)' -benchtime 2x -benchmem -count=$(BENCH_COUNT) -timeout 30m ./bigqueryio | tee -a /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio rows/s >= 5x BenchmarkWrite/beamgo # issue 27: Write against Beam Go, whole pipeline from beam.Create' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen rows/s >= 5x BenchmarkWrite/beamgo_gen # issue 27: Write against Beam Go, whole pipeline from a generator' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen cpu-ns/row <= 1.2x BenchmarkWrite/managedwriter # issue 27: CPU per row against a plain managedwriter loop, generator source' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio cpu-ns/row / BenchmarkWrite/managedwriter # the same from beam.Create, whose decoding alone is create_only' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_truncate ns/op / BenchmarkWrite/sdfio # WriteTruncate overhead against a plain write' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkStreamWrite rows/s >= 200000 # issue 28: the exactly-once streaming write steps' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkStreamWrite cpu-ns/row <= 1.5x BenchmarkWrite/managedwriter # issue 28: its CPU per row against the plain loop' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream rows/s / BenchmarkStreamWritePrism/batch # the streaming write on Prism against the batch write there' >> /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/binsize | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
 	@set -o pipefail; \
 	$(GO) run ./internal/cmd/avrobench -bench_count=$(AVROBENCH_COUNT) $(AVROBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt; st=$$?; \
 	$(GO) run ./internal/cmd/dsbench -bench_count=$(DSBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || st=$$?; \
-	$(GO) run ./internal/cmd/benchreport < /tmp/sdfio-bench.txt > docs/BENCHMARKS.md || exit 1; \
+	$(GO) run ./internal/cmd/benchreport -keep docs/BENCHMARKS.md < /tmp/sdfio-bench.txt > /tmp/sdfio-BENCHMARKS.md && mv /tmp/sdfio-BENCHMARKS.md docs/BENCHMARKS.md || exit 1; \
 	echo "wrote docs/BENCHMARKS.md"; \
 	if [ $$st -ne 0 ]; then echo "avrobench failed (status $$st); the report has what it measured"; fi; \
 	exit $$st

@@ -19,10 +19,16 @@
 // A and B name benchmarks of the package whose "pkg:" line came last. Notes
 // are listed under the header; goals are checked against the medians and
 // shown first, as met, NOT MET, or not measured.
+//
+// With -keep FILE (make bench gives it docs/BENCHMARKS.md), everything of
+// FILE from the line KeepMarker on is copied after the generated part:
+// the hand-run sections (binary sizes, the BigQuery write benchmarks, the
+// memory probes), which a run of make bench must not erase.
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -179,7 +185,37 @@ func format(v float64) string {
 
 func isRate(unit string) bool { return strings.HasSuffix(unit, "/s") }
 
+// KeepMarker starts the hand-run part of docs/BENCHMARKS.md (see -keep).
+const KeepMarker = "<!-- Hand-run sections: make bench keeps everything from this line on. -->"
+
+// kept is FILE's part from KeepMarker on ("" if FILE or the marker is
+// missing).
+func kept(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(string(b), KeepMarker)
+	if i < 0 {
+		return "", fmt.Errorf("%s has no line %q: its hand-run sections would be lost; add the line before them", file, KeepMarker)
+	}
+	return string(b[i:]), nil
+}
+
 func main() {
+	keep := flag.String("keep", "", "copy this file's part from the hand-run marker on after the report")
+	flag.Parse()
+	hand, err := kept(*keep)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
 	in, err := parse(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
@@ -272,6 +308,9 @@ func main() {
 			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %s |\n", strings.TrimPrefix(b.pkg, "github.com/sdfio/sdfio/"), b.name, runs, strings.Join(parts, ", "))
+	}
+	if hand != "" {
+		fmt.Fprintf(w, "\n%s", hand)
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,5 +61,45 @@ func TestGoals(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "10.00x (1 M / 100 k)") {
 		t.Errorf("ratio not shown:\n%s", b.String())
+	}
+}
+
+// TestKept: -keep copies the hand-run part from its marker on, refuses a
+// file without the marker (its sections would be lost), and takes a
+// missing file as nothing to keep.
+func TestKept(t *testing.T) {
+	dir := t.TempDir()
+	with := filepath.Join(dir, "with.md")
+	if err := os.WriteFile(with, []byte("# Benchmarks\n\nold tables\n\n"+KeepMarker+"\n\n## Binary size, hand-run\n\n85.9 MB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kept(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := KeepMarker + "\n\n## Binary size, hand-run\n\n85.9 MB\n"; got != want {
+		t.Errorf("kept %q, want %q", got, want)
+	}
+	without := filepath.Join(dir, "without.md")
+	if err := os.WriteFile(without, []byte("# Benchmarks\n\n## Binary size, hand-run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept(without); err == nil || !strings.Contains(err.Error(), "would be lost") {
+		t.Errorf("a file without the marker: %v, want an error", err)
+	}
+	if got, err := kept(filepath.Join(dir, "missing.md")); err != nil || got != "" {
+		t.Errorf("a missing file: %q, %v", got, err)
+	}
+}
+
+// TestBenchmarksKeepsHandRun: the repository's docs/BENCHMARKS.md has the
+// marker, so make bench keeps its hand-run sections.
+func TestBenchmarksKeepsHandRun(t *testing.T) {
+	got, err := kept("../../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "## Binary size of a BigQuery program") {
+		t.Errorf("the kept part of docs/BENCHMARKS.md lacks its hand-run sections")
 	}
 }
