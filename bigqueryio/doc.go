@@ -494,7 +494,10 @@
 // WithExactlyOnceStreaming says so explicitly. The write follows Beam
 // Java's StorageApiWritesShardedRecords: each row is encoded and the rows
 // of a bundle are gathered in chunks keyed by table and shard
-// (WithNumStreams, default DefaultNumStreams, a shard in turn per chunk);
+// (WithNumStreams, a shard in turn per chunk; by default each worker
+// process gives a table shards of its own, one per
+// AutoStreamBytesPerSecond of the table's rows it handles, at most
+// MaxAutoStreams, so the streams grow with throughput and workers);
 // a stateful step gathers each shard's chunks in batches in user state (a
 // batch ends at an append's bytes, a writer schema change, or
 // WithTriggeringFrequency after its first row, default

@@ -623,7 +623,7 @@ func (c *writeConfig) calls(name string) []string {
 // or "" with WithTableFunc) with opts, checked.
 func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes,
-		NumStreams: DefaultNumStreams, Frequency: DefaultTriggeringFrequency, StreamMaxRows: DefaultStreamMaxRows, Idle: DefaultStreamIdle}
+		Frequency: DefaultTriggeringFrequency, StreamMaxRows: DefaultStreamMaxRows, Idle: DefaultStreamIdle}
 	if err := applyOptions("bigqueryio.Write", &cfg, opts, WriteOption.applyWrite); err != nil {
 		return writeConfig{}, err
 	}
@@ -702,7 +702,7 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 		}
 	}
 	switch {
-	case c.NumStreams <= 0:
+	case len(c.calls("WithNumStreams")) > 0 && c.NumStreams <= 0:
 		return fmt.Errorf("%s: a table needs at least one stream", last("WithNumStreams"))
 	case c.Frequency <= 0:
 		return fmt.Errorf("%s: the frequency must be positive", last("WithTriggeringFrequency"))
@@ -724,10 +724,13 @@ func WithExactlyOnceStreaming() WriteOption {
 }
 
 // WithNumStreams is the number of shards of each table in the exactly-once
-// write of unbounded input, each appending to a write stream of its own
-// (default DefaultNumStreams). More shards append in parallel; each costs
-// a connection and a stream. It does not apply to bounded input (ignored),
-// nor with WithAtLeastOnce (refused).
+// write of unbounded input, each appending to a write stream of its own.
+// More shards append in parallel; each costs a connection and a stream.
+// Without it the shards follow throughput: each worker process gives a
+// table shards of its own, one per AutoStreamBytesPerSecond of the table's
+// rows it handles (at most MaxAutoStreams), so a table's streams grow with
+// its rate and with the workers. It does not apply to bounded input
+// (ignored), nor with WithAtLeastOnce (refused).
 func WithNumStreams(n int) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithNumStreams", n); c.NumStreams = n })
 }

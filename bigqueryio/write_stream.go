@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bqstorage "cloud.google.com/go/bigquery/storage/apiv1"
@@ -36,9 +38,17 @@ import (
 // The defaults of the exactly-once write of unbounded input (see the
 // package doc, "Streaming").
 const (
-	// DefaultNumStreams is the number of shards, each with a write stream
-	// of its own, per destination table when WithNumStreams is not given.
-	DefaultNumStreams = 4
+	// AutoStreamBytesPerSecond is the rate of encoded rows a shard takes
+	// when WithNumStreams is not given: each worker process keys a table's
+	// rows on shards of its own, as many as its rate of the table's rows
+	// over this, at least one and at most MaxAutoStreams; the write's
+	// streams so grow with throughput and with the workers the runner
+	// scales to (Beam Java's auto-sharding gives each worker shards of
+	// its own the same way).
+	AutoStreamBytesPerSecond = 4 << 20
+	// MaxAutoStreams bounds the shards of a table per worker process when
+	// WithNumStreams is not given.
+	MaxAutoStreams = 16
 	// DefaultTriggeringFrequency is the longest a row waits in its shard's
 	// batch before it is appended, when WithTriggeringFrequency is not
 	// given.
@@ -162,7 +172,7 @@ func newStreamAppendFn(cfg writeConfig) *streamAppendFn {
 // write (it keeps nothing between elements).
 type streamKeyFn struct {
 	Fn     *appendFn
-	Shards int
+	Shards int // WithNumStreams; 0: automatic (autoShards)
 
 	next  map[string]int // by table resource: the next chunk's shard
 	open  map[string]*openChunk
@@ -234,15 +244,21 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 }
 
 // output outputs the open chunk of table res, keyed by the table's next
-// shard.
+// shard: "res#k" of WithNumStreams' k in [0, n); automatic,
+// "res#<process>.k" of k in [0, autoShards.of(res)).
 func (f *streamKeyFn) output(res string, emit func(beam.EventTime, string, streamChunk)) {
 	c := f.open[res]
+	shards, prefix := f.Shards, ""
+	if shards <= 0 {
+		shards, prefix = procShards.add(res, c.bytes, time.Now()), procShards.id+"."
+	}
 	n, ok := f.next[res]
 	if !ok {
-		n = rand.IntN(max(f.Shards, 1)) // instances start on different shards
+		n = rand.IntN(shards) // instances start on different shards
 	}
-	f.next[res] = (n + 1) % max(f.Shards, 1)
-	emit(c.ts, res+"#"+strconv.Itoa(n), c.streamChunk)
+	n %= shards
+	f.next[res] = (n + 1) % shards
+	emit(c.ts, res+"#"+prefix+strconv.Itoa(n), c.streamChunk)
 	f.held -= c.bytes
 	delete(f.open, res)
 	f.order = slices.DeleteFunc(f.order, func(r string) bool { return r == res })
@@ -253,6 +269,54 @@ func (f *streamKeyFn) FinishBundle(_ context.Context, emit func(beam.EventTime, 
 	for len(f.order) > 0 {
 		f.output(f.order[0], emit)
 	}
+}
+
+// autoShards is the automatic sharding of one worker process: a random
+// id of its own, which its shard keys carry (two processes never share a
+// shard, so a table's shards add up over the workers), and per table the
+// rate of encoded rows its keying steps output, measured over windows of
+// autoWindow, from which the number of its shards follows.
+type autoShards struct {
+	id string
+	mu sync.Mutex
+	by map[string]*shardRate
+}
+
+// shardRate is a table's rate in one process.
+type shardRate struct {
+	since  time.Time // the current window's start
+	bytes  int       // in the current window
+	shards int
+}
+
+// autoWindow is how long a rate is measured before the shards follow it.
+const autoWindow = 2 * time.Second
+
+var procShards = newAutoShards()
+
+func newAutoShards() *autoShards {
+	return &autoShards{id: strconv.FormatUint(rand.Uint64(), 36), by: map[string]*shardRate{}}
+}
+
+// add counts n bytes of table res output at now, and gives the number of
+// shards res's rows take: 1 at first, then, at the end of each window,
+// the window's rate over AutoStreamBytesPerSecond, rounded up, within
+// 1..MaxAutoStreams.
+func (a *autoShards) add(res string, n int, now time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.by[res]
+	if r == nil {
+		r = &shardRate{since: now, shards: 1}
+		a.by[res] = r
+	}
+	r.bytes += n
+	if d := now.Sub(r.since); d >= autoWindow {
+		rate := float64(r.bytes) / d.Seconds()
+		r.shards = min(max(int(math.Ceil(rate/AutoStreamBytesPerSecond)), 1), MaxAutoStreams)
+		r.since, r.bytes = now, 0
+	}
+	return r.shards
 }
 
 // desc is the serialised writer schema of t's encoder.

@@ -391,7 +391,7 @@ func TestStreamOptions(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v: %v", opts, err)
 		}
-		if cfg.NumStreams <= 0 || cfg.Frequency <= 0 || cfg.StreamMaxRows <= 0 || cfg.Idle <= 0 {
+		if cfg.NumStreams < 0 || cfg.Frequency <= 0 || cfg.StreamMaxRows <= 0 || cfg.Idle <= 0 {
 			t.Errorf("%v: configuration %+v", opts, cfg)
 		}
 	}
@@ -410,5 +410,77 @@ func TestStreamOptions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.opts, err, c.want)
 		}
+	}
+}
+
+// TestStreamAutoShards: without WithNumStreams a worker process's shards of
+// a table follow the rate of rows it keys (one at first, then the last
+// window's bytes per second over AutoStreamBytesPerSecond, rounded up,
+// within 1..MaxAutoStreams), under a prefix of its own; WithNumStreams(n)
+// keys on exactly n shards, the same in every process.
+func TestStreamAutoShards(t *testing.T) {
+	a := newAutoShards()
+	t0 := time.Unix(1000, 0)
+	if got := a.add("t", 100<<20, t0); got != 1 {
+		t.Errorf("first chunk: %d shards, want 1 until a window is measured", got)
+	}
+	steps := []struct {
+		at    time.Duration
+		bytes int
+		want  int
+	}{
+		{time.Second, 1 << 20, 1},                         // within the first window: unchanged
+		{autoWindow, 10 << 20, 14},                        // (100+1+10) MiB over 2 s = 55.5 MiB/s: 14 shards
+		{autoWindow + time.Second, 0, 14},                 // within the window
+		{2 * autoWindow, 3 * AutoStreamBytesPerSecond, 2}, // 12 MiB over 2 s = 6 MiB/s: 2 shards
+		{3 * autoWindow, 1, 1},                            // idle: 1
+		{4 * autoWindow, 1 << 30, MaxAutoStreams},         // 512 MiB/s: the cap
+	}
+	for _, s := range steps {
+		if got := a.add("t", s.bytes, t0.Add(s.at)); got != s.want {
+			t.Errorf("at %v after %d bytes: %d shards, want %d", s.at, s.bytes, got, s.want)
+		}
+	}
+	if got := a.add("other", 1<<30, t0.Add(4*autoWindow)); got != 1 {
+		t.Errorf("another table: %d shards, want its own count (1)", got)
+	}
+	if b := newAutoShards(); b.id == a.id {
+		t.Errorf("two processes' shard prefixes are the same: %q", a.id)
+	}
+
+	srv := newStreamServer(t)
+	keys := func(opts ...WriteOption) map[string]int {
+		cfg := writeTestConfig(t, srv, "p.d.s", opts...)
+		fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: reflect.TypeFor[onceRow]()}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
+		kf := &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}
+		kf.Setup()
+		defer kf.Teardown()
+		got := map[string]int{}
+		emit := func(_ beam.EventTime, k string, c streamChunk) { got[k] += len(c.Rows) }
+		for i := range 2000 {
+			if err := kf.ProcessElement(context.Background(), 0, onceRow{ID: int64(i), Name: "r"}, emit, func(FailedRow) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kf.FinishBundle(context.Background(), emit, func(FailedRow) {})
+		return got
+	}
+	fixed := keys(WithNumStreams(3))
+	if len(fixed) != 3 {
+		t.Errorf("WithNumStreams(3): keys %v, want 3", fixed)
+	}
+	for k := range fixed {
+		if sh := k[strings.LastIndexByte(k, '#'):]; sh != "#0" && sh != "#1" && sh != "#2" {
+			t.Errorf("WithNumStreams(3): key %q", k)
+		}
+	}
+	auto := keys()
+	res := ""
+	for k := range auto {
+		res = shardTable(k)
+	}
+	want := res + "#" + procShards.id + ".0"
+	if len(auto) != 1 || auto[want] != 2000 {
+		t.Errorf("automatic, a low rate: keys %v, want all 2000 rows on %q", auto, want)
 	}
 }
