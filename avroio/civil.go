@@ -10,6 +10,8 @@ import (
 
 	"cloud.google.com/go/civil"
 	"github.com/hamba/avro/v2"
+
+	"github.com/sdfio/sdfio/internal/typewalk"
 )
 
 // Civil dates and times (cloud.google.com/go/civil) in structs.
@@ -101,31 +103,7 @@ func holdsCivil(t reflect.Type) bool {
 	if v, ok := holdsCivilCache.Load(t); ok {
 		return v.(bool)
 	}
-	seen := map[reflect.Type]bool{}
-	var walk func(t reflect.Type) bool
-	walk = func(t reflect.Type) bool {
-		if isCivil(t) {
-			return true
-		}
-		if seen[t] {
-			return false
-		}
-		seen[t] = true
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Array:
-			return walk(t.Elem())
-		case reflect.Map:
-			return walk(t.Key()) || walk(t.Elem())
-		case reflect.Struct:
-			for i := 0; i < t.NumField(); i++ {
-				if walk(t.Field(i).Type) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	h := walk(t)
+	h := typewalk.Holds(t, isCivil)
 	holdsCivilCache.Store(t, h)
 	return h
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/modern-go/reflect2"
+
+	"github.com/sdfio/sdfio/internal/typewalk"
 )
 
 // ValidateMode says when the record reader walks a block's datums before
@@ -260,30 +262,7 @@ func newReader[T any](br *BlockReader, goType reflect.Type, opts Options, typed 
 // hasInterface reports whether values of t hold interfaces anywhere (a
 // map[string]any, an any), which hamba/avro fills with generic values.
 func hasInterface(t reflect.Type) bool {
-	seen := map[reflect.Type]bool{}
-	var walk func(t reflect.Type) bool
-	walk = func(t reflect.Type) bool {
-		if seen[t] {
-			return false
-		}
-		seen[t] = true
-		switch t.Kind() {
-		case reflect.Interface:
-			return true
-		case reflect.Slice, reflect.Array, reflect.Pointer:
-			return walk(t.Elem())
-		case reflect.Map:
-			return walk(t.Key()) || walk(t.Elem())
-		case reflect.Struct:
-			for i := 0; i < t.NumField(); i++ {
-				if walk(t.Field(i).Type) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return walk(t)
+	return typewalk.Holds(t, func(t reflect.Type) bool { return t.Kind() == reflect.Interface })
 }
 
 const hambaPkg = "github.com/hamba/avro/v2"
