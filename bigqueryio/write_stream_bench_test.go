@@ -2,6 +2,7 @@ package bigqueryio_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,9 +33,9 @@ func genSimple(n int64, emit func(Simple)) {
 // BenchmarkStreamWritePrism writes 100,000 rows on Prism (in this
 // process, with bqtest) three ways, to set the exactly-once write of
 // unbounded input beside the batch write on the same runner: stream (a
-// periodic sequence whose elements are all due within 1 s, so it emits as
-// fast as Prism takes them, written with Write's defaults for unbounded
-// input: exactly once, BUFFERED streams, flushes every 200 ms), seq_only
+// periodic sequence whose elements are all due when it starts, so it
+// emits as fast as Prism takes them, written with Write's defaults for unbounded
+// input: exactly once, BUFFERED streams, flushes every 50 ms: a run is about half a second, and the last batch waits up to one frequency), seq_only
 // (the same sequence, no write: the runner's and the source's share) and
 // batch (the same rows from an impulse, Write's batch path). rows/s is
 // over the whole pipeline, from Run to its end; cpu-ns/row is the
@@ -49,13 +50,11 @@ func BenchmarkStreamWritePrism(b *testing.B) {
 		build func(s beam.Scope, table string)
 	}{
 		{"stream", func(s beam.Scope, table string) {
-			start := time.Now()
-			seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*10*time.Microsecond), 10*time.Microsecond)))
-			bigqueryio.Write(s, table, beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithTriggeringFrequency(200*time.Millisecond))...)
+			seq := dueSequence(s, n)
+			bigqueryio.Write(s, table, beam.ParDo(s, seqSimple, seq), writeOpts(srv, bigqueryio.WithTriggeringFrequency(50*time.Millisecond))...)
 		}},
 		{"seq_only", func(s beam.Scope, _ string) {
-			start := time.Now()
-			seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*10*time.Microsecond), 10*time.Microsecond)))
+			seq := dueSequence(s, n)
 			beam.ParDo0(s, discardSimple, beam.ParDo(s, seqSimple, seq))
 		}},
 		{"batch", func(s beam.Scope, table string) {
@@ -67,7 +66,7 @@ func BenchmarkStreamWritePrism(b *testing.B) {
 		b.Run(sh.name, func(b *testing.B) {
 			cpu0 := benchCPU()
 			for i := 0; i < b.N; i++ {
-				table := fmt.Sprintf("p.d.%s%d", sh.name, i)
+				table := fmt.Sprintf("p.d.%s%d", sh.name, benchRun.Add(1))
 				p, s := beam.NewPipelineWithRoot()
 				sh.build(s, table)
 				if err := ptest.Run(p); err != nil {
@@ -90,6 +89,16 @@ func BenchmarkStreamWritePrism(b *testing.B) {
 		})
 	}
 }
+
+// dueSequence is a periodic sequence of n elements all due already, which
+// its source emits as fast as the runner takes them.
+func dueSequence(s beam.Scope, n int) beam.PCollection {
+	end := time.Now()
+	start := end.Add(-time.Duration(n) * 10 * time.Microsecond)
+	return periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, end, 10*time.Microsecond)))
+}
+
+var benchRun atomic.Int64
 
 // benchCPU is the process's CPU time so far.
 func benchCPU() time.Duration {
