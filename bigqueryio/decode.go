@@ -1,7 +1,6 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"fmt"
 	"math/big"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"cloud.google.com/go/civil"
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/hamba/avro/v2"
 )
 
 // rowDecoder turns the rows of one ReadRows response into values, as the
@@ -24,29 +22,30 @@ type rowDecoder interface {
 	decode(payload []byte, n int64, fn func(row []bigquery.Value) error) error
 }
 
-// avroDecoder decodes the concatenated Avro datums of AvroRows with hamba's
-// reader, by a row plan compiled from the session's schema.
+// avroDecoder decodes the concatenated Avro datums of AvroRows with an
+// avroReader, by the session's BigQuery schema.
 type avroDecoder struct {
 	schema bigquery.Schema
-	r      *avro.Reader
+	r      avroReader
 	row    []bigquery.Value
 }
 
 func newAvroDecoder(schema bigquery.Schema) *avroDecoder {
-	return &avroDecoder{schema: schema, r: avro.NewReader(bytes.NewReader(nil), 0), row: make([]bigquery.Value, len(schema))}
+	return &avroDecoder{schema: schema, row: make([]bigquery.Value, len(schema))}
 }
 
 func (d *avroDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
-	r := resetAvro(d.r, payload)
+	r := &d.r
+	r.reset(payload)
 	// Rows until the bytes end: the schema has a column, so every row
 	// takes a byte at least.
 	var i int64
-	for ; avroMore(r); i++ {
+	for ; r.more(); i++ {
 		for c, f := range d.schema {
 			d.row[c] = readAvroField(r, f)
 		}
-		if r.Error != nil {
-			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, r.Error)
+		if err := r.err(); err != nil {
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, err)
 		}
 		if i < n {
 			if err := fn(d.row); err != nil {
@@ -60,22 +59,19 @@ func (d *avroDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) 
 	return nil
 }
 
-func readAvroField(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
+func readAvroField(r *avroReader, f *bigquery.FieldSchema) bigquery.Value {
 	switch {
 	case f.Repeated:
 		var items []bigquery.Value
 		for {
-			l, _ := r.ReadBlockHeader()
-			if l == 0 || r.Error != nil {
+			l := r.blockCount(f.Name)
+			if l == 0 || r.Err() != nil {
 				break
 			}
-			if l < 0 {
-				r.ReportError("array", fmt.Sprintf("block of %d items for column %s", l, f.Name))
-				break
-			}
-			// Every item takes at least a byte: a hostile count ends at the
-			// end of the payload, with an error, not in a huge allocation.
-			for k := int64(0); k < l && r.Error == nil; k++ {
+			// Every item takes at least a byte (a RECORD has a field): a
+			// hostile count ends at the end of the payload, with an error,
+			// not in a huge allocation.
+			for k := int64(0); k < l && r.Err() == nil; k++ {
 				items = append(items, readAvroValue(r, f))
 			}
 		}
@@ -86,42 +82,47 @@ func readAvroField(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
 	case f.Required:
 		return readAvroValue(r, f)
 	}
-	switch idx := r.ReadLong(); idx {
+	off := r.Offset()
+	switch idx := r.long(); idx {
 	case 0:
 		return nil
 	case 1:
 		return readAvroValue(r, f)
 	default:
-		r.ReportError("union", fmt.Sprintf("branch %d of nullable column %s", idx, f.Name))
+		r.FailAt(off, "union: branch %d of nullable column %s", idx, f.Name)
 		return nil
 	}
 }
 
-func readAvroValue(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
+func readAvroValue(r *avroReader, f *bigquery.FieldSchema) bigquery.Value {
 	switch f.Type {
 	case bigquery.IntegerFieldType:
-		return r.ReadLong()
+		return r.long()
 	case bigquery.FloatFieldType:
-		return r.ReadDouble()
+		return r.double()
 	case bigquery.BooleanFieldType:
-		return r.ReadBool()
+		return r.boolean()
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
-		return r.ReadString()
+		return r.str()
 	case bigquery.BytesFieldType:
-		return append([]byte{}, r.ReadBytes()...)
+		return append([]byte{}, r.bytes()...)
 	case bigquery.NumericFieldType, bigquery.BigNumericFieldType:
-		return ratOf(twosComplement(r.ReadBytes()), int(f.Scale))
+		return ratOf(twosComplement(r.bytes()), int(f.Scale))
 	case bigquery.DateFieldType:
-		return dateOf(int64(r.ReadInt()))
+		return dateOf(int64(r.int("DATE")))
 	case bigquery.TimeFieldType:
-		return timeOf(r.ReadLong())
+		return timeOf(r.long())
 	case bigquery.TimestampFieldType:
-		return time.UnixMicro(r.ReadLong()).UTC()
+		return time.UnixMicro(r.long()).UTC()
 	case bigquery.DateTimeFieldType:
-		s := r.ReadString()
+		off := r.Offset()
+		s := r.str()
+		if r.Err() != nil {
+			return civil.DateTime{}
+		}
 		dt, err := civil.ParseDateTime(strings.Replace(s, " ", "T", 1))
 		if err != nil {
-			r.ReportError("datetime", fmt.Sprintf("column %s of type DATETIME: %v", f.Name, err))
+			r.FailAt(off, "datetime: column %s of type DATETIME: %w", f.Name, err)
 		}
 		return dt
 	case bigquery.RecordFieldType:
@@ -131,7 +132,7 @@ func readAvroValue(r *avro.Reader, f *bigquery.FieldSchema) bigquery.Value {
 		}
 		return vals
 	}
-	r.ReportError("decode", fmt.Sprintf("column %s of type %s", f.Name, f.Type))
+	r.Fail("decode: column %s of type %s", f.Name, f.Type)
 	return nil
 }
 

@@ -231,8 +231,12 @@
 // are encoded as Beam encodes them, and a program may register logical
 // types of its own for them.
 //
-// Avro rows are decoded with hamba/avro's reader (the decoder avroio uses)
-// and Arrow record batches with github.com/apache/arrow/go/v15, the Arrow
+// Avro rows are decoded by this package: the session's Avro schema is
+// read with encoding/json (only what the Storage Read API sends: records,
+// ["null", T] unions, arrays, primitives and BigQuery's logical types and
+// sqlType annotations) and the rows with internal/wire's reader, so that a
+// BigQuery program does not link hamba/avro, json-iterator, reflect2 and
+// mapstructure (about 2 MB; docs/BENCHMARKS.md). Arrow record batches with github.com/apache/arrow/go/v15, the Arrow
 // line that cloud.google.com/go/bigquery itself links, so that a program
 // pays for one Arrow library, not two (arrow-go/v18 cost a BigQuery
 // program about 4 MB; docs/BENCHMARKS.md). The trade-off: v15 is a frozen

@@ -22,7 +22,7 @@ import (
 type DataFormat int32
 
 const (
-	// Avro rows, decoded with hamba/avro (the default).
+	// Avro rows, decoded by this package (the default).
 	Avro DataFormat = 1
 	// Arrow record batches, decoded with Arrow's Go module.
 	Arrow DataFormat = 2

@@ -11,7 +11,6 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
-	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -53,13 +52,9 @@ func (info sessionInfo) decoder() (bigquery.Schema, rowDecoder, error) {
 func (info sessionInfo) parse() (bigquery.Schema, rowDecoder, error) {
 	switch storagepb.DataFormat(info.Format) {
 	case storagepb.DataFormat_AVRO:
-		s, err := avro.ParseWithCache(info.Avro, "", &avro.SchemaCache{})
+		schema, err := schemaFromAvroJSON(info.Avro)
 		if err != nil {
 			return nil, nil, fmt.Errorf("session %s: its Avro schema: %w", info.Session, err)
-		}
-		schema, err := schemaFromAvro(s)
-		if err != nil {
-			return nil, nil, fmt.Errorf("session %s: %w", info.Session, err)
 		}
 		return schema, newAvroDecoder(schema), nil
 	case storagepb.DataFormat_ARROW:

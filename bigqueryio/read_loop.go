@@ -1,7 +1,6 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/googleapis/gax-go/v2"
-	"github.com/hamba/avro/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -45,10 +43,7 @@ type rowPlan struct {
 func (p *rowPlan) decoder() (batchDecoder, error) {
 	if p.dec != nil {
 		d := *p.dec
-		d.r, d.arrowScratch = nil, arrowScratch{} // its own buffers and arena
-		if d.format == int32(Avro) {
-			d.r = avro.NewReader(bytes.NewReader(nil), 0)
-		}
+		d.r, d.arrowScratch = avroReader{}, arrowScratch{} // its own reader, buffers and arena
 		return &d, nil
 	}
 	_, rows, err := p.info.decoder()

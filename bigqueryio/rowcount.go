@@ -2,12 +2,9 @@ package bigqueryio
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
-	"github.com/hamba/avro/v2"
 )
 
 // A ReadRows response says how many rows it holds twice over: in its
@@ -56,27 +53,6 @@ func holdsRows(r *storagepb.ReadRowsResponse) bool {
 // whose payload holds got.
 func countMismatch(n, got int64) error {
 	return fmt.Errorf("the response's row count is %d, but its payload holds %d rows (the server contradicts itself; no row of it was emitted)", n, got)
-}
-
-// resetAvro points r at payload, with no error left from an earlier use.
-func resetAvro(r *avro.Reader, payload []byte) *avro.Reader {
-	r.Reset(payload)
-	r.Error = nil
-	return r
-}
-
-// avroMore reports whether r has bytes left to decode. At the end of the
-// bytes it leaves r.Error nil (not io.EOF).
-func avroMore(r *avro.Reader) bool {
-	if r.Error != nil {
-		return false
-	}
-	r.Peek()
-	if errors.Is(r.Error, io.EOF) {
-		r.Error = nil
-		return false
-	}
-	return r.Error == nil
 }
 
 // arrowTail is the error for bytes an Arrow IPC reader left unread in rd:

@@ -1,7 +1,6 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"cloud.google.com/go/civil"
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/hamba/avro/v2"
 
 	"github.com/sdfio/sdfio/internal/box"
 )
@@ -92,12 +90,12 @@ type structDecoder struct {
 	avro   []avroOp  // one per column, for AVRO
 	arrow  []arrowOp // one per column, for ARROW
 	header []byte    // the session's IPC schema message, for ARROW
-	r      *avro.Reader
+	r      avroReader
 	arrowScratch
 }
 
 // avroOp decodes one column of a row into the struct at p.
-type avroOp func(r *avro.Reader, p unsafe.Pointer) error
+type avroOp func(r *avroReader, p unsafe.Pointer) error
 
 // arrowOp decodes the values first to first+n-1 of one column into the
 // structs at base, base+stride...
@@ -122,9 +120,6 @@ func newStructDecoder(t reflect.Type, schema bigquery.Schema, format int32, head
 		default:
 			d.arrow = append(d.arrow, arrowColumn(t, sf, fields[i], has[i], ops[i]))
 		}
-	}
-	if format == int32(Avro) {
-		d.r = avro.NewReader(bytes.NewReader(nil), 0)
 	}
 	return d, nil
 }
@@ -166,9 +161,10 @@ func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 	// len(payload) rows, whatever the count says.
 	capRows := min(n, int64(len(payload)))
 	b.chunks = make([]unsafe.Pointer, 0, (capRows+rowChunk-1)/rowChunk)
-	r := resetAvro(d.r, payload)
+	r := &d.r
+	r.reset(payload)
 	var i int64
-	for ; avroMore(r); i++ {
+	for ; r.more(); i++ {
 		if i == capRows {
 			// More rows than the count says: count them, for the error.
 			return d.countAvro(r, i, n)
@@ -182,8 +178,8 @@ func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 				return fmt.Errorf("Avro row %d of the response (whose row count is %d), column %s: %w", i, n, d.schema[c].Name, err)
 			}
 		}
-		if r.Error != nil {
-			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, r.Error)
+		if err := r.err(); err != nil {
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", i, n, err)
 		}
 		b.len++
 	}
@@ -195,13 +191,13 @@ func (d *structDecoder) decodeAvro(payload []byte, n int64, b *batch) error {
 
 // countAvro decodes the rows left in r, after the got rows the count n
 // allowed, and returns the error of a payload of more rows than its count.
-func (d *structDecoder) countAvro(r *avro.Reader, got, n int64) error {
-	for ; avroMore(r); got++ {
+func (d *structDecoder) countAvro(r *avroReader, got, n int64) error {
+	for ; r.more(); got++ {
 		for _, f := range d.schema {
 			readAvroField(r, f)
 		}
-		if r.Error != nil {
-			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", got, n, r.Error)
+		if err := r.err(); err != nil {
+			return fmt.Errorf("Avro row %d of the response (whose row count is %d): %w", got, n, err)
 		}
 	}
 	return countMismatch(n, got)
@@ -267,37 +263,38 @@ func nullInto(f structField) error {
 // column is skipped).
 func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool, op loadOp) avroOp {
 	if !ok {
-		return func(r *avro.Reader, _ unsafe.Pointer) error { readAvroField(r, sf); return nil }
+		return func(r *avroReader, _ unsafe.Pointer) error { readAvroField(r, sf); return nil }
 	}
 	if !sf.Repeated && !f.viaPtr {
 		if read, null := fastAvro(sf, f); read != nil {
 			off := f.offset
 			if sf.Required {
-				return func(r *avro.Reader, p unsafe.Pointer) error { read(r, unsafe.Add(p, off)); return nil }
+				return func(r *avroReader, p unsafe.Pointer) error { read(r, unsafe.Add(p, off)); return nil }
 			}
-			return func(r *avro.Reader, p unsafe.Pointer) error {
-				switch idx := r.ReadLong(); idx {
+			return func(r *avroReader, p unsafe.Pointer) error {
+				at := r.Offset()
+				switch idx := r.long(); idx {
 				case 0:
 					if null != nil {
 						null(unsafe.Add(p, off))
 						return nil
 					}
-					if r.Error != nil {
+					if r.Err() != nil {
 						return nil
 					}
 					return nullInto(f)
 				case 1:
 					read(r, unsafe.Add(p, off))
 				default:
-					r.ReportError("union", fmt.Sprintf("branch %d of nullable column %s", idx, sf.Name))
+					r.FailAt(at, "union: branch %d of nullable column %s", idx, sf.Name)
 				}
 				return nil
 			}
 		}
 	}
-	return func(r *avro.Reader, p unsafe.Pointer) error {
+	return func(r *avroReader, p unsafe.Pointer) error {
 		x := readAvroField(r, sf)
-		if r.Error != nil {
+		if r.Err() != nil {
 			return nil
 		}
 		return op.apply(fieldAlloc(reflect.NewAt(t, p).Elem(), op.field), x)
@@ -307,69 +304,69 @@ func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool
 // fastAvro returns how a value of column sf is read into a field of f's
 // type at p, and how NULL is stored (nil: it cannot be), or nil for the
 // slow path.
-func fastAvro(sf *bigquery.FieldSchema, f structField) (read func(*avro.Reader, unsafe.Pointer), null func(unsafe.Pointer)) {
+func fastAvro(sf *bigquery.FieldSchema, f structField) (read func(*avroReader, unsafe.Pointer), null func(unsafe.Pointer)) {
 	ft := f.typ
 	switch sf.Type {
 	case bigquery.IntegerFieldType:
 		switch {
 		case ft.Kind() == reflect.Int64 || ft.Kind() == reflect.Int && ft.Size() == 8:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*int64)(p) = r.ReadLong() }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*int64)(p) = r.long() }, nil
 		case ft == typeOfNullInt64:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullInt64)(p) = bigquery.NullInt64{Int64: r.ReadLong(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullInt64)(p) = bigquery.NullInt64{Int64: r.long(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullInt64)(p) = bigquery.NullInt64{} }
 		}
 	case bigquery.FloatFieldType:
 		switch {
 		case ft.Kind() == reflect.Float64:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*float64)(p) = r.ReadDouble() }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*float64)(p) = r.double() }, nil
 		case ft == typeOfNullFloat64:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{Float64: r.ReadDouble(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{Float64: r.double(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullFloat64)(p) = bigquery.NullFloat64{} }
 		}
 	case bigquery.BooleanFieldType:
 		switch {
 		case ft.Kind() == reflect.Bool:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*bool)(p) = r.ReadBool() }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*bool)(p) = r.boolean() }, nil
 		case ft == typeOfNullBool:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullBool)(p) = bigquery.NullBool{Bool: r.ReadBool(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullBool)(p) = bigquery.NullBool{Bool: r.boolean(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullBool)(p) = bigquery.NullBool{} }
 		}
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType:
 		switch {
 		case ft.Kind() == reflect.String:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*string)(p) = r.ReadString() }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*string)(p) = r.str() }, nil
 		case ft == typeOfNullString:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullString)(p) = bigquery.NullString{StringVal: r.ReadString(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullString)(p) = bigquery.NullString{StringVal: r.str(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullString)(p) = bigquery.NullString{} }
 		case ft == typeOfNullGeography:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullGeography)(p) = bigquery.NullGeography{GeographyVal: r.ReadString(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullGeography)(p) = bigquery.NullGeography{GeographyVal: r.str(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullGeography)(p) = bigquery.NullGeography{} }
 		case ft == typeOfNullJSON:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullJSON)(p) = bigquery.NullJSON{JSONVal: r.ReadString(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullJSON)(p) = bigquery.NullJSON{JSONVal: r.str(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullJSON)(p) = bigquery.NullJSON{} }
 		}
 	case bigquery.TimestampFieldType:
 		switch ft {
 		case typeOfTime:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*time.Time)(p) = time.UnixMicro(r.ReadLong()).UTC() }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*time.Time)(p) = time.UnixMicro(r.long()).UTC() }, nil
 		case typeOfNullTimestamp:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{Timestamp: time.UnixMicro(r.ReadLong()).UTC(), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{Timestamp: time.UnixMicro(r.long()).UTC(), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullTimestamp)(p) = bigquery.NullTimestamp{} }
 		}
 	case bigquery.DateFieldType:
 		switch ft {
 		case typeOfDate:
-			return func(r *avro.Reader, p unsafe.Pointer) { *(*civil.Date)(p) = dateOf(int64(r.ReadInt())) }, nil
+			return func(r *avroReader, p unsafe.Pointer) { *(*civil.Date)(p) = dateOf(int64(r.int("DATE"))) }, nil
 		case typeOfNullDate:
-			return func(r *avro.Reader, p unsafe.Pointer) {
-				*(*bigquery.NullDate)(p) = bigquery.NullDate{Date: dateOf(int64(r.ReadInt())), Valid: true}
+			return func(r *avroReader, p unsafe.Pointer) {
+				*(*bigquery.NullDate)(p) = bigquery.NullDate{Date: dateOf(int64(r.int("DATE"))), Valid: true}
 			}, func(p unsafe.Pointer) { *(*bigquery.NullDate)(p) = bigquery.NullDate{} }
 		}
 	}
