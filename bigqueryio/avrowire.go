@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 
 	"github.com/sdfio/sdfio/internal/wire"
 )
@@ -16,10 +17,27 @@ import (
 // Its error is sticky, as wire's: a decoder reads a whole row and checks
 // once. A length is checked against the bytes left before anything of its
 // size is allocated, so a hostile length fails at the end of the payload.
-type avroReader struct{ wire.Reader }
+type avroReader struct {
+	wire.Reader
+	// slab holds the bytes of short strings (one allocation for many, not
+	// one each; a row kept downstream keeps at most a slab per string
+	// alive, not the response). Its bytes are never written again once a
+	// string points at them.
+	slab []byte
+}
+
+// slabBytes is the size of a string slab; longer strings (over
+// slabString) get their own allocation.
+const (
+	slabBytes  = 1024
+	slabString = 256
+)
 
 // reset points r at payload, with no error left from an earlier use.
-func (r *avroReader) reset(payload []byte) { r.Reader = *wire.NewReader(payload) }
+func (r *avroReader) reset(payload []byte) {
+	r.Reader = *wire.NewReader(payload)
+	r.slab = nil
+}
 
 // more reports whether r has bytes left to decode and no error.
 func (r *avroReader) more() bool { return r.Err() == nil && r.Left() > 0 }
@@ -72,13 +90,22 @@ func (r *avroReader) bytes() []byte {
 	return r.Fixed(int(n))
 }
 
-// str reads an Avro string (a copy).
+// str reads an Avro string: a copy, in the current slab when short.
 func (r *avroReader) str() string {
 	b := r.bytes()
-	if len(b) == 0 {
+	n := len(b)
+	switch {
+	case n == 0:
 		return ""
+	case n > slabString:
+		return string(b)
 	}
-	return string(b)
+	if cap(r.slab)-len(r.slab) < n {
+		r.slab = make([]byte, 0, slabBytes)
+	}
+	at := len(r.slab)
+	r.slab = append(r.slab, b...)
+	return unsafe.String(&r.slab[at], n)
 }
 
 // blockCount reads the count of an array block: a negative count is
