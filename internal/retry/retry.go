@@ -125,12 +125,14 @@ func MessageTooLarge(err error) bool {
 // Backoff is the waits between the attempts of one call: at most Retries
 // retries after the first attempt, the first wait drawn up to Initial, each
 // cap Multiplier times the last, at most Max. An Initial of 0 retries
-// without waiting.
+// without waiting. Sleep, when set, waits instead of a timer (a package's
+// own clock); it must return ctx's error when ctx is done.
 type Backoff struct {
 	Retries    int
 	Initial    time.Duration
 	Max        time.Duration
 	Multiplier float64
+	Sleep      func(ctx context.Context, d time.Duration) error
 }
 
 // ErrExhausted is what Retrier.Wait returns when every retry is spent.
@@ -174,6 +176,9 @@ func (r *Retrier) Wait(ctx context.Context) error {
 	d := r.next()
 	if d <= 0 {
 		return nil
+	}
+	if r.b.Sleep != nil {
+		return r.b.Sleep(ctx, d)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
