@@ -746,12 +746,12 @@ func finalizeStream(ctx context.Context, cfg writeConfig, spec, name string, app
 			return appended, checkFinalized(ctx, spec, name, appended, get)
 		case retry.Transient(err, retry.Idempotent):
 			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return 0, fmt.Errorf("bigqueryio.Write to %s: FinalizeWriteStream of stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
+				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
 			} else if werr != nil {
-				return 0, fmt.Errorf("bigqueryio.Write to %s: FinalizeWriteStream of stream %s, after %d attempts: %w (last error: %v)", spec, name, r.Attempts(), werr, err)
+				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s, after %d attempts: %w (last error: %v)", spec, name, r.Attempts(), werr, err)
 			}
 		default:
-			return 0, fmt.Errorf("bigqueryio.Write to %s: FinalizeWriteStream of stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
+			return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
 		}
 	}
 }
