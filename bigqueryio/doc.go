@@ -63,8 +63,8 @@
 // Each stream is read by a splittable DoFn whose restriction
 // (StreamRestriction) is the stream and a row offset; every row is claimed
 // by its offset. A ReadRows that fails with a transient error (UNAVAILABLE,
-// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN) is
-// retried with backoff (WithRetries), resuming at the next unread offset, so
+// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN; see
+// Retries) is retried with backoff (WithRetries), resuming at the next unread offset, so
 // no row is lost or read twice; PERMISSION_DENIED, NOT_FOUND,
 // INVALID_ARGUMENT (a bad row restriction, say) and every other error fail at
 // once with the server's message. Errors name the table, the session, the
@@ -518,7 +518,7 @@
 // batch's event time) and at the end of input; a stream the service no
 // longer takes (NOT_FOUND, STREAM_FINALIZED, INVALID_STREAM_STATE) is
 // replaced; OUT_OF_RANGE fails the write naming the stream and offsets;
-// transient codes and RESOURCE_EXHAUSTED are retried with backoff
+// transient codes (see Retries) are retried with backoff
 // (WithRetries); rows the service refuses (row_errors, or a schema the
 // table does not take) go to FailedRows as JSON of their encoded form
 // (protojson), or fail the write WithFailOnRowErrors. WriteResult.Results
@@ -648,6 +648,34 @@
 // bytes_appended (encoded rows), appends (requests sent), append_retries
 // (appends sent again), rows_refused (rows sent to FailedRows),
 // streams_committed.
+//
+// # Retries
+//
+// Every call the IO retries itself is judged by one rule, the module's
+// internal/retry, shared with datastoreio, and waits by one backoff:
+// WithRetries(n, base) retries in a row (default 10), the waits from base
+// (default 100 ms; 0 retries at once) doubling up to 10 s, each drawn at
+// random up to its bound, ending at once when the context is done, with
+// no wait after the last attempt. For an idempotent call the rule retries
+// UNAVAILABLE, RESOURCE_EXHAUSTED (not gRPC's message-size limit), ABORTED,
+// DEADLINE_EXCEEDED, INTERNAL and UNKNOWN (and a dropped connection, which
+// surfaces as io.EOF), and HTTP 429, 500, 502, 503 and 504 of REST calls;
+// for a call that is not idempotent only UNAVAILABLE, RESOURCE_EXHAUSTED
+// and ABORTED, where the service did not act. Every other code fails at
+// once. Errors name the call, the table and stream, and the attempts made.
+//
+//	call                            retried by the IO   rule for      why
+//	ReadRows (Read, Query)          yes, WithRetries    idempotent    read at an offset, resumed at the next unread row; the count restarts after rows arrive
+//	AppendRows (exactly once)       yes, WithRetries    idempotent    at an offset: a second append is refused ALREADY_EXISTS, which is success
+//	AppendRows (WithAtLeastOnce)    yes, WithRetries    idempotent    no offset: a retry may duplicate the rows of the append, as that mode allows
+//	FinalizeWriteStream             yes, WithRetries    idempotent    a second one answers STREAM_FINALIZED, checked with GetWriteStream
+//	FlushRows (streaming)           yes, WithRetries    idempotent    a second one answers ALREADY_EXISTS
+//	CreateWriteStream (streaming)   yes, WithRetries    idempotent    a stream made by a lost attempt stays empty and unnamed
+//	BatchCommitWriteStreams         yes, WithRetries    idempotent    a second one answers STREAM_ALREADY_COMMITTED for every stream, which is success
+//	tables.delete (staging table)   yes, WithRetries    idempotent    a second one answers 404, which is success
+//	CreateReadSession, SplitReadStream, GetWriteStream, query and copy jobs, table metadata:
+//	                                no (the client library's own retries only) a failed split is refused, and the runner asks again; the others fail the pipeline's construction or the bundle, for the runner to retry
+//	tables.update (schema update)   on 412 only, 5 times  -            a concurrent change of the table's ETag: the schema is read again and the update made anew
 //
 // # IAM
 //

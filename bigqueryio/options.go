@@ -427,9 +427,10 @@ func WithSplitWait(d time.Duration) SessionOption {
 
 // WithRetries sets how many times in a row a ReadRows (of Read and Query)
 // or an append, a finalize or a commit (of Write) failing with a transient
-// error is retried (default 10), backing off from base (default 100 ms)
-// doubling up to 10 s, each wait drawn at random below its bound (gax's
-// Backoff, as the official clients retry).
+// error is retried (default 10), backing off from base (default 100 ms;
+// 0 retries at once for a write) doubling up to 10 s, each wait drawn at
+// random up to its bound (internal/retry's backoff; the package doc's
+// Retries lists the calls and the codes).
 func WithRetries(n int, base time.Duration) CommonOption {
 	return CommonOption{
 		read:  func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base },

@@ -14,9 +14,8 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/googleapis/gax-go/v2"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/sdfio/sdfio/internal/retry"
 	"github.com/sdfio/sdfio/internal/runnerfix"
 	"github.com/sdfio/sdfio/sdf"
 )
@@ -248,8 +247,9 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 	if base <= 0 {
 		base = 100 * time.Millisecond
 	}
-	attempt := 0
-	var bo gax.Backoff // the waits of one run of retries; anew after a success
+	// The waits of one run of retries, anew after a response (progress).
+	// ReadRows at an offset is idempotent: every transient code is retried.
+	r := retryBackoff(maxRetries, base).Start()
 	for {
 		var err error
 		swapped, stopped := false, false
@@ -272,7 +272,7 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 					err = f.err
 					return nil
 				}
-				attempt = 0
+				r.Reset()
 				rt.received(stream, off, f.rows, f.progress)
 				st.bytes += f.bytes
 				rows0 := st.rows
@@ -321,37 +321,27 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("bigqueryio: %s: %w", where(), ctx.Err())
-		case !transient(err) || attempt >= maxRetries:
-			err = fmt.Errorf("bigqueryio: ReadRows of %s failed after %d retries: %w", where(), attempt, err)
+		case !retry.Transient(err, retry.Idempotent):
+			err = fmt.Errorf("bigqueryio: ReadRows of %s failed (attempt %d, not transient): %w", where(), r.Attempts(), err)
 			rt.Fail(err)
 			return err
 		}
-		attempt++
+		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+			err = fmt.Errorf("bigqueryio: ReadRows of %s failed after %d attempts (%d retries): %w", where(), r.Attempts(), r.Retries(), err)
+			rt.Fail(err)
+			return err
+		} else if werr != nil {
+			return fmt.Errorf("bigqueryio: %s: %w", where(), werr)
+		}
 		st.retries++
-		if attempt == 1 {
-			bo = retryBackoff(base)
-		}
-		select {
-		case <-time.After(bo.Pause()):
-		case <-ctx.Done():
-			return fmt.Errorf("bigqueryio: %s: %w", where(), ctx.Err())
-		}
 	}
-}
-
-// transient reports errors worth retrying: the service or the connection
-// failed, not the request.
-func transient(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.Internal, codes.Aborted, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Unknown:
-		return true
-	}
-	return false
 }
 
 // retryBackoff is the package's one backoff between retries of a call
-// (reads, appends, finalize, commit, copy jobs): from base, doubling, at
-// most 10 s apart.
-func retryBackoff(base time.Duration) gax.Backoff {
-	return gax.Backoff{Initial: base, Max: 10 * time.Second, Multiplier: 2}
+// (reads, appends, finalize, flush, commit, stream creation, staging
+// table deletion), internal/retry's: n retries (WithRetries), from base
+// doubling, at most 10 s apart, each wait drawn at random up to its bound;
+// a base of 0 retries without waiting.
+func retryBackoff(n int, base time.Duration) retry.Backoff {
+	return retry.Backoff{Retries: n, Initial: base, Max: 10 * time.Second, Multiplier: 2}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -23,6 +22,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // appendWindow is how many appends of one stream may wait for their
@@ -224,7 +225,7 @@ func permanent(ctx context.Context, err error) bool {
 	if !ok {
 		return false
 	}
-	return st.Code() != codes.Canceled && !transient(st.Err()) && !appendTransient(st.Err())
+	return st.Code() != codes.Canceled && !retry.Transient(st.Err(), retry.Idempotent)
 }
 
 // process writes x to its table's stream.
@@ -638,8 +639,10 @@ func (f *appendFn) written(ctx context.Context, b *appendBatch) {
 func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatch, resp *storagepb.AppendRowsResponse, err error, own bool, failed func(FailedRow)) error {
 	known := b.offset == d.next || f.Cfg.AtLeastOnce
 	own = own && known
-	bo := retryBackoff(f.Cfg.RetryBase)
-	retries := 0
+	// An append at an offset is idempotent (a second one is refused
+	// ALREADY_EXISTS); WithAtLeastOnce's appends, at no offset, may
+	// duplicate rows on a retry, which that mode accepts.
+	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
 	for {
 		if len(b.rows) == 0 {
 			return nil
@@ -667,15 +670,13 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			// failed: send it again.
 			f.m.retries.Inc(ctx, 1)
 			continue
-		case appendTransient(err):
-			if retries >= f.Cfg.MaxRetries {
-				return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %d retries: %w", d.table.spec, d.ms.StreamName(), b.offset, retries, err)
+		case retry.Transient(err, retry.Idempotent):
+			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d: %d attempts: %w", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), err)
+			} else if werr != nil {
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d, after %d attempts: %w (last error: %v)", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), werr, err)
 			}
-			retries++
 			f.m.retries.Inc(ctx, 1)
-			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-				return err
-			}
 		default:
 			return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %w", d.table.spec, d.ms.StreamName(), b.offset, err)
 		}
@@ -714,23 +715,15 @@ func (f *appendFn) dropRefused(ctx context.Context, d *destination, b *appendBat
 	return nil
 }
 
-// appendTransient tells the append errors retried with backoff.
-func appendTransient(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.Internal, codes.ResourceExhausted, codes.Aborted:
-		return true
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
 // noRetry turns off a client call's own retries where the caller retries.
 var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
 
 // finalizeStream finalizes the PENDING stream name of table spec, into which
 // appended rows were appended (every append acknowledged at its offset),
-// and returns its row count. A transient failure (transient: UNAVAILABLE,
-// INTERNAL, ABORTED, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN, or a
-// dropped connection) is retried with the write's backoff (WithRetries),
+// and returns its row count. A transient failure (internal/retry's rule
+// for an idempotent call: UNAVAILABLE, INTERNAL, ABORTED,
+// RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNKNOWN, or a dropped
+// connection) is retried with the write's backoff (WithRetries),
 // the client's own retries off. A retry may find the stream finalized by
 // the attempt whose answer was lost: answered with a row count, the count
 // must be appended; answered STREAM_FINALIZED (the Storage Write API
@@ -741,22 +734,24 @@ var noRetry = gax.WithRetry(func() gax.Retryer { return nil })
 func finalizeStream(ctx context.Context, cfg writeConfig, spec, name string, appended int64,
 	finalize func(context.Context, ...gax.CallOption) (int64, error),
 	get func(context.Context, *storagepb.GetWriteStreamRequest, ...gax.CallOption) (*storagepb.WriteStream, error)) (int64, error) {
-	bo := retryBackoff(cfg.RetryBase)
-	for retries := 0; ; retries++ {
+	r := retryBackoff(cfg.MaxRetries, cfg.RetryBase).Start()
+	for {
 		n, err := finalize(ctx, noRetry)
 		switch {
 		case err == nil && n != appended:
 			return 0, fmt.Errorf("bigqueryio.Write to %s: stream %s finalized with %d rows, %d were appended", spec, name, n, appended)
 		case err == nil:
 			return n, nil
-		case retries > 0 && storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
+		case r.Retries() > 0 && storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
 			return appended, checkFinalized(ctx, spec, name, appended, get)
-		case (transient(err) || appendTransient(err)) && ctx.Err() == nil && retries < cfg.MaxRetries:
-			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s: %w", spec, name, err)
+		case retry.Transient(err, retry.Idempotent):
+			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
+			} else if werr != nil {
+				return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s, after %d attempts: %w (last error: %v)", spec, name, r.Attempts(), werr, err)
 			}
 		default:
-			return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, retries+1, err)
+			return 0, fmt.Errorf("bigqueryio.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bigqueryio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,9 +12,9 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/googleapis/gax-go/v2"
 
 	"github.com/sdfio/sdfio/internal/commitplan"
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // commitFn commits, for one table, every stream the append bundles output
@@ -144,19 +145,23 @@ func tableSpecOf(res string) string {
 
 // commit commits names to res, retrying transient failures: a commit that
 // applied before its answer was lost answers STREAM_ALREADY_COMMITTED for
-// every stream when retried, which is its success.
+// every stream when retried, which is its success: the commit is
+// idempotent, and every transient code is retried.
 func (f *commitFn) commit(ctx context.Context, res, spec string, names []string) (time.Time, error) {
-	bo := retryBackoff(f.Cfg.RetryBase)
-	for retries := 0; ; retries++ {
+	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	for {
 		resp, err := f.mw.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: res, WriteStreams: names})
 		if err != nil {
-			if appendTransient(err) && retries < f.Cfg.MaxRetries {
-				if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-					return time.Time{}, err
+			if retry.Transient(err, retry.Idempotent) {
+				werr := r.Wait(ctx)
+				if werr == nil {
+					continue
 				}
-				continue
+				if !errors.Is(werr, retry.ErrExhausted) {
+					return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: BatchCommitWriteStreams of %d streams, after %d attempts: %w (last error: %v)", spec, len(names), r.Attempts(), werr, err)
+				}
 			}
-			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: committing %d streams: %w", spec, len(names), err)
+			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: BatchCommitWriteStreams of %d streams (%d attempts): %w", spec, len(names), r.Attempts(), err)
 		}
 		if errs := resp.GetStreamErrors(); len(errs) > 0 {
 			all := true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -22,7 +23,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // The defaults of the exactly-once write of unbounded input (see the
@@ -610,8 +611,8 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 		return fmt.Errorf("bigqueryio.Write to %s: shard %s: %w", spec, key, err)
 	}
 	rows := b.Rows
-	bo := retryBackoff(f.Cfg.RetryBase)
-	retries := 0
+	// Appends at an offset: idempotent (ALREADY_EXISTS the second time).
+	rb := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
 	for len(rows) > 0 {
 		now := time.Now()
 		if st.Stream != "" && (st.Next+int64(len(rows)) > f.Cfg.StreamMaxRows) {
@@ -656,15 +657,13 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 			f.finalize(key, st, emit)
 		case code == codes.OutOfRange:
 			return fmt.Errorf("bigqueryio.Write to %s: stream %s answered OUT_OF_RANGE to an append at offset %d: the stream holds fewer rows than were acknowledged to shard %s: %w", spec, st.Stream, st.Next, key, err)
-		case appendTransient(err) && ctx.Err() == nil:
-			if retries >= f.Cfg.MaxRetries {
-				return fmt.Errorf("bigqueryio.Write to %s: appending %d rows to stream %s at offset %d: %d retries: %w", spec, len(rows), st.Stream, st.Next, retries, err)
+		case retry.Transient(err, retry.Idempotent) && ctx.Err() == nil:
+			if werr := rb.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows of %d rows to stream %s at offset %d: %d attempts: %w", spec, len(rows), st.Stream, st.Next, rb.Attempts(), err)
+			} else if werr != nil {
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d, after %d attempts: %w (last error: %v)", spec, st.Stream, st.Next, rb.Attempts(), werr, err)
 			}
-			retries++
 			f.m.retries.Inc(ctx, 1)
-			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-				return err
-			}
 		default:
 			if f.Cfg.FailOnErrors {
 				return fmt.Errorf("bigqueryio.Write to %s: appending %d rows to stream %s at offset %d (WithFailOnRowErrors): %w", spec, len(rows), st.Stream, st.Next, err)
@@ -762,8 +761,10 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 			return "", fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
-	bo := retryBackoff(f.Cfg.RetryBase)
-	for retries := 0; ; retries++ {
+	// Not idempotent strictly (each call makes a stream), but a stream
+	// made by a lost attempt stays empty and unnamed: retried as idempotent.
+	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	for {
 		ws, err := f.wc.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{Parent: res,
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_BUFFERED}}, noRetry)
 		if err == nil {
@@ -776,11 +777,13 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key)}
 			return ws.GetName(), nil
 		}
-		if !(transient(err) || appendTransient(err)) || ctx.Err() != nil || retries >= f.Cfg.MaxRetries {
-			return "", fmt.Errorf("bigqueryio.Write to %s: creating a BUFFERED write stream (%d attempts): %w", spec, retries+1, err)
+		if !retry.Transient(err, retry.Idempotent) {
+			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED, %d attempts): %w", spec, r.Attempts(), err)
 		}
-		if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-			return "", err
+		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED, %d attempts): %w", spec, r.Attempts(), err)
+		} else if werr != nil {
+			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED), after %d attempts: %w (last error: %v)", spec, r.Attempts(), werr, err)
 		}
 	}
 }
@@ -864,19 +867,24 @@ func (f *streamFlushFn) ProcessElement(ctx context.Context, _ string, op flushOp
 // done: ALREADY_EXISTS and STREAM_FINALIZED are done (see streamFlushFn);
 // transient failures are retried with backoff.
 func (f *streamFlushFn) call(ctx context.Context, op flushOp, what string, do func() error) error {
-	bo := retryBackoff(f.Cfg.RetryBase)
-	for retries := 0; ; retries++ {
+	// Both are idempotent: a second one answers ALREADY_EXISTS or
+	// STREAM_FINALIZED, which is done.
+	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	for {
 		err := do()
 		switch {
 		case err == nil, status.Code(err) == codes.AlreadyExists, storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
 			return nil
-		case (transient(err) || appendTransient(err)) && ctx.Err() == nil && retries < f.Cfg.MaxRetries:
-			if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-				return err
+		case retry.Transient(err, retry.Idempotent):
+			werr := r.Wait(ctx)
+			if werr == nil {
+				continue
 			}
-		default:
-			return fmt.Errorf("bigqueryio.Write to %s: %s stream %s to offset %d (%d rows of it not yet visible, %d attempts): %w", op.Table, what, op.Stream, op.End, op.Rows, retries+1, err)
+			if !errors.Is(werr, retry.ErrExhausted) {
+				return fmt.Errorf("bigqueryio.Write to %s: %s stream %s to offset %d, after %d attempts: %w (last error: %v)", op.Table, what, op.Stream, op.End, r.Attempts(), werr, err)
+			}
 		}
+		return fmt.Errorf("bigqueryio.Write to %s: %s stream %s to offset %d (%d rows of it not yet visible, %d attempts): %w", op.Table, what, op.Stream, op.End, op.Rows, r.Attempts(), err)
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
-	"github.com/googleapis/gax-go/v2"
 
 	"github.com/sdfio/sdfio/internal/commitplan"
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // WriteTruncate, in the Storage Write API, which cannot truncate (as Beam
@@ -228,19 +228,15 @@ func endTime(st *bigquery.JobStatus) time.Time {
 // dropStaging deletes a staging table, retrying transient failures; one
 // already gone is fine.
 func (f *commitFn) dropStaging(ctx context.Context, client *bigquery.Client, staging, spec string) error {
-	bo := retryBackoff(f.Cfg.RetryBase)
-	for retries := 0; ; retries++ {
-		err := tableOf(client, staging).Delete(ctx)
-		if err == nil || isHTTP(err, http.StatusNotFound) {
+	// Idempotent: a second delete finds the table gone (NOT_FOUND), done.
+	return retry.Do(ctx, retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase), retry.Idempotent,
+		fmt.Sprintf("bigqueryio.Write to %s: deleting the staging table %s (it expires in %v)", spec, staging, stagingTTL),
+		func(ctx context.Context) error {
+			if err := tableOf(client, staging).Delete(ctx); err != nil && !isHTTP(err, http.StatusNotFound) {
+				return err
+			}
 			return nil
-		}
-		if retries >= f.Cfg.MaxRetries || !(isHTTP(err, http.StatusInternalServerError) || isHTTP(err, http.StatusServiceUnavailable) || isHTTP(err, http.StatusTooManyRequests)) {
-			return fmt.Errorf("bigqueryio.Write to %s: deleting the staging table %s (it expires in %v): %w", spec, staging, stagingTTL, err)
-		}
-		if err := gax.Sleep(ctx, bo.Pause()); err != nil {
-			return err
-		}
-	}
+		})
 }
 
 // truncateKeyFn gives the commit step of a WriteTruncate of one table its

@@ -13,7 +13,6 @@ import (
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
-	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
@@ -22,6 +21,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // prodEndpoint is Cloud Datastore's gRPC endpoint.
@@ -149,20 +150,6 @@ func (m *readMetrics) meter(ctx context.Context, method string, req, reply any, 
 	return err
 }
 
-// isTransient reports errors that a retry may cure: UNAVAILABLE,
-// DEADLINE_EXCEEDED, ABORTED, INTERNAL and RESOURCE_EXHAUSTED, except a
-// message over gRPC's size limits (also RESOURCE_EXHAUSTED), which the
-// same request meets again.
-func isTransient(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Internal:
-		return true
-	case codes.ResourceExhausted:
-		return !messageTooLarge(err)
-	}
-	return false
-}
-
 // messageTooLarge reports gRPC's refusal of a request or response over its
 // size limit ("grpc: received message larger than max (5000000 vs.
 // 4194304)", "trying to send message larger than max", and the same after
@@ -179,14 +166,11 @@ func messageTooLarge(err error) bool {
 	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }
 
-// readRetries is how a read's queries retry transient errors: at most
-// attempts attempts in a row (the first included), waiting between them
-// as gax's Backoff says, from 100 ms doubling up to 30 s, each wait drawn
-// at random up to it.
-var readRetries = struct {
-	attempts int
-	backoff  gax.Backoff
-}{8, gax.Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2}}
+// readRetries is how a read's queries (RunQuery, idempotent) retry the
+// errors internal/retry's rule calls transient: at most 7 retries in a
+// row, waiting by its backoff from 100 ms doubling up to 30 s, each wait
+// drawn at random up to it.
+var readRetries = retry.Backoff{Retries: 7, Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Sleep: sleep}
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -143,9 +143,25 @@
 //
 // # Errors and retries
 //
-// UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED and INTERNAL
-// are retried with gax's exponential backoff (from 100 ms doubling to 30 s,
-// each wait drawn at random up to it; up to 8 attempts in a row), resuming after the last entity emitted, from its cursor, so nothing
+// Every call the IO retries itself is judged by one rule, the module's
+// internal/retry, shared with bigqueryio, and waits by one backoff (each
+// wait drawn at random up to a growing cap, ending at once when the
+// context is done, no wait after the last attempt). For an idempotent
+// call the rule retries UNAVAILABLE, RESOURCE_EXHAUSTED (not gRPC's
+// message-size limit, which the same request meets again), ABORTED,
+// DEADLINE_EXCEEDED, INTERNAL and UNKNOWN; for a call that is not
+// idempotent only UNAVAILABLE, RESOURCE_EXHAUSTED and ABORTED, where the
+// service did not act. Every other code fails at once.
+//
+//	call                  retried              rule for     why
+//	RunQuery (read)       8 attempts in a row  idempotent   a read at a snapshot or the latest data, resumed from the cursor after the last entity emitted; the count restarts after entities arrive
+//	RunQuery (planning)   8 attempts           idempotent   a read (scatter keys, statistics, GQL parsing)
+//	Commit (write)        WithCommitRetries    idempotent   non-transactional upserts and deletes of complete keys: applying them twice leaves the same data
+//	AllocateIds           WithCommitRetries    idempotent   a retry allocates other ids; those of a lost answer are only unused
+//
+// Queries wait from 100 ms doubling to 30 s; commits and allocations from
+// WithCommitRetries' initial backoff growing 1.5 times a retry to 2
+// minutes. A read resumes after the last entity emitted, from its cursor, so nothing
 // is duplicated. Other errors (INVALID_ARGUMENT, FAILED_PRECONDITION,
 // PERMISSION_DENIED, UNAUTHENTICATED, ...) and an entity that does not load
 // into the output type fail the bundle at once, with a message naming the
@@ -192,11 +208,10 @@
 // fills to MaxBatchMutations rather than sending more commits of the start
 // size.
 //
-// Commits failing with UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
-// RESOURCE_EXHAUSTED or INTERNAL are retried with exponential backoff
-// (WithCommitRetries; by default 5 retries from 5 s, as in Java; the waits
-// are gax's Backoff, each drawn at random up to a cap growing 1.5 times a
-// retry to 2 minutes). Upserts and
+// Commits failing with a transient code (see Errors and retries) are
+// retried with exponential backoff (WithCommitRetries; by default 5
+// retries from 5 s, as in Java; each wait drawn at random up to a cap
+// growing 1.5 times a retry to 2 minutes). Upserts and
 // deletes are idempotent, so a retried commit, or a retried bundle, leaves
 // the same data. Write, DeleteEntity and DeleteKey take a PCollection in any
 // windowing and bounded or unbounded input: they group nothing, and each

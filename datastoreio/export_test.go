@@ -9,7 +9,7 @@ import (
 // restores it.
 func FastRetries() func() {
 	old := readRetries
-	readRetries.backoff.Initial, readRetries.backoff.Max = 5*time.Millisecond, 50*time.Millisecond
+	readRetries.Initial, readRetries.Max = 5*time.Millisecond, 50*time.Millisecond
 	return func() { readRetries = old }
 }
 

@@ -368,7 +368,8 @@ func WithAllocateIDs() WriteOption {
 // WithCommitRetries sets how many times a commit failing with a transient
 // error is retried (DefaultMaxCommitRetries) and the first backoff
 // (DefaultInitialBackoff); later backoffs grow 1.5 times each, up to two
-// minutes, with ±50% jitter. Negative values are refused.
+// minutes, each wait drawn at random up to its bound (internal/retry's
+// backoff; 0 retries at once). Negative values are refused.
 func WithCommitRetries(maxRetries int, initialBackoff time.Duration) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
 		c.note("WithCommitRetries", maxRetries, initialBackoff)

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // Split-count rules of Beam Java's DatastoreV1.Read.withNumQuerySplits.
@@ -151,19 +153,22 @@ func (c *conn) runRaw(ctx context.Context, ns string, readTime time.Time, q *pb.
 }
 
 func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.RunQueryResponse, error) {
-	bo := readRetries.backoff
-	for attempt := 1; ; attempt++ {
+	// RunQuery is idempotent: every transient code is retried.
+	r := readRetries.Start()
+	for {
 		resp, err := c.raw.RunQuery(c.rawContext(ctx), req)
 		if err == nil {
 			return resp, nil
 		}
-		if !isTransient(err) || attempt >= readRetries.attempts {
-			return nil, err
+		if !retry.Transient(err, retry.Idempotent) {
+			return nil, fmt.Errorf("RunQuery (attempt %d): %w", r.Attempts(), err)
+		}
+		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+			return nil, fmt.Errorf("RunQuery (%d attempts): %w", r.Attempts(), err)
+		} else if werr != nil {
+			return nil, fmt.Errorf("RunQuery, after %d attempts: %w (last error: %v)", r.Attempts(), werr, err)
 		}
 		c.m.retries.Inc(ctx, 1)
-		if err := sleep(ctx, bo.Pause()); err != nil {
-			return nil, err
-		}
 	}
 }
 

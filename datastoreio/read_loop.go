@@ -9,10 +9,10 @@ import (
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/status"
 
+	"github.com/sdfio/sdfio/internal/retry"
 	"github.com/sdfio/sdfio/sdf"
 )
 
@@ -183,8 +183,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 		cursor   datastore.Cursor
 		started  bool // an entity was emitted: cursor is after it
 		emitted  int64
-		attempt  int
-		bo       gax.Backoff
+		retries  = readRetries.Start() // anew after progress
 		limit    = int64(r.Query.Limit)
 		pageSize = int64(maxPage)
 	)
@@ -239,7 +238,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				return false, fmt.Errorf("datastoreio: %s: cursor after %d entities: %w", r.where(i), emitted, err)
 			}
 			started = true
-			attempt = 0
+			retries.Reset()
 		}
 		if runErr != nil {
 			if ctx.Err() != nil {
@@ -251,21 +250,19 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				pageSize = max(1, pageSize/2)
 				continue
 			}
-			attempt++
-			if attempt == 1 { // the first failure since progress
-				bo = readRetries.backoff
+			// RunQuery from a cursor is idempotent.
+			how := ""
+			if !retry.Transient(runErr, retry.Idempotent) {
+				how = fmt.Sprintf("failed (attempt %d)", retries.Attempts())
+			} else if werr := retries.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+				how = fmt.Sprintf("failed %d times in a row", retries.Attempts())
+			} else if werr != nil {
+				return false, fmt.Errorf("datastoreio: %s: RunQuery after %d entities, %d attempts: %w (last error: %v)", r.where(i), emitted, retries.Attempts(), werr, runErr)
 			}
-			if !isTransient(runErr) || attempt >= readRetries.attempts {
-				how := "failed"
-				if isTransient(runErr) {
-					how = fmt.Sprintf("failed %d times in a row", attempt)
-				}
-				return false, fmt.Errorf("datastoreio: %s: query %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now(snap.at)), runErr)
+			if how != "" {
+				return false, fmt.Errorf("datastoreio: %s: RunQuery %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now(snap.at)), runErr)
 			}
 			c.m.retries.Inc(ctx, 1)
-			if err := sleep(ctx, bo.Pause()); err != nil {
-				return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), err)
-			}
 			continue
 		}
 		if got < page {

@@ -11,13 +11,14 @@ import (
 
 	"cloud.google.com/go/datastore"
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
-	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // Defaults of the commit retries, as in Beam Java's DatastoreV1 writer.
@@ -28,24 +29,11 @@ const (
 )
 
 // commitBackoff is the backoff of a commit's (or an allocation's)
-// retries: gax's Backoff from initial, growing 1.5 times each retry up to
-// maxBackoff, each wait drawn at random up to it; no wait when initial is
-// 0.
-type commitBackoff struct {
-	bo   gax.Backoff
-	none bool
-}
-
-func newCommitBackoff(initial time.Duration) *commitBackoff {
-	return &commitBackoff{bo: gax.Backoff{Initial: initial, Max: max(initial, maxBackoff), Multiplier: 1.5}, none: initial <= 0}
-}
-
-// pause is the wait before the next retry.
-func (b *commitBackoff) pause() time.Duration {
-	if b.none {
-		return 0
-	}
-	return b.bo.Pause()
+// retries, internal/retry's: maxRetries retries (WithCommitRetries), from
+// initial growing 1.5 times each retry up to maxBackoff, each wait drawn
+// at random up to it, slept by sleep; no wait when initial is 0.
+func commitBackoff(maxRetries int, initial time.Duration, sleep func(context.Context, time.Duration) error) retry.Backoff {
+	return retry.Backoff{Retries: maxRetries, Initial: initial, Max: max(initial, maxBackoff), Multiplier: 1.5, Sleep: sleep}
 }
 
 // sizer measures the encoded size of a mutation exactly as the client

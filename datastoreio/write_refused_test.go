@@ -12,6 +12,8 @@ import (
 	pb "cloud.google.com/go/datastore/apiv1/datastorepb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // refusingCommitter refuses, with err, every commit that holds a mutation
@@ -141,8 +143,8 @@ func TestDeterministicErrorsNotRetried(t *testing.T) {
 		if err == nil || f.attempts != c.attempts {
 			t.Errorf("%v: %d attempts (%v), want %d", c.err, f.attempts, err, c.attempts)
 		}
-		if isTransient(c.err) != (c.attempts > 1) {
-			t.Errorf("%v: isTransient = %v", c.err, isTransient(c.err))
+		if retry.Transient(c.err, retry.Idempotent) != (c.attempts > 1) {
+			t.Errorf("%v: retry.Transient = %v", c.err, retry.Transient(c.err, retry.Idempotent))
 		}
 	}
 }

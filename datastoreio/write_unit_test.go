@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -424,8 +425,12 @@ func TestKeyStringUnambiguous(t *testing.T) {
 	}
 }
 
+// TestWriterRetriesTransientErrors: a commit (upserts: idempotent) failing
+// with any code internal/retry's rule calls transient for an idempotent
+// call is retried, UNKNOWN included (the package's own rule did not retry
+// it), and the entity is committed once.
 func TestWriterRetriesTransientErrors(t *testing.T) {
-	for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted, codes.Internal} {
+	for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted, codes.Internal, codes.Unknown} {
 		f := &fakeCommitter{fail: func(a int) error {
 			if a <= 3 {
 				return status.Error(code, "try again")
@@ -442,10 +447,10 @@ func TestWriterRetriesTransientErrors(t *testing.T) {
 		if err := w.flush(ctx); err != nil {
 			t.Fatalf("%v: %v", code, err)
 		}
-		if f.attempts != 4 || len(f.commits) != 1 {
-			t.Fatalf("%v: %d attempts, %d commits; want 4 and 1", code, f.attempts, len(f.commits))
+		if f.attempts != 4 || len(f.commits) != 1 || len(f.commits[0]) != 1 {
+			t.Fatalf("%v: %d attempts, %d commits; want 4 and 1 of 1 entity", code, f.attempts, len(f.commits))
 		}
-		// Three of gax's waits, drawn up to 1 s, 1.5 s and 2.25 s.
+		// Three of the backoff's waits, drawn up to 1 s, 1.5 s and 2.25 s.
 		if waited := w.now().Sub(start); waited <= 0 || waited > 4750*time.Millisecond {
 			t.Fatalf("%v: waited %v in backoff", code, waited)
 		}
@@ -549,27 +554,39 @@ func TestWriterAllocatesIDs(t *testing.T) {
 	}
 }
 
-// TestBackoffGrows: a commit's waits are gax's, drawn up to a cap that
-// starts at the initial backoff and grows 1.5 times a retry, up to
-// maxBackoff; no wait from a zero initial backoff.
+// TestBackoffGrows: a commit's waits are internal/retry's, drawn up to a
+// cap that starts at the initial backoff and grows 1.5 times a retry, up
+// to maxBackoff; no wait from a zero initial backoff; maxRetries retries.
 func TestBackoffGrows(t *testing.T) {
+	var waits []time.Duration
+	rec := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	for i := 0; i < 50; i++ {
-		b := newCommitBackoff(time.Second)
+		waits = nil
+		r := commitBackoff(3, time.Second, rec).Start()
+		for r.Wait(context.Background()) == nil {
+		}
+		if len(waits) != 3 {
+			t.Fatalf("%d waits, want 3", len(waits))
+		}
 		for retry, limit := range []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond} {
-			if d := b.pause(); d <= 0 || d > limit {
+			if d := waits[retry]; d <= 0 || d > limit {
 				t.Fatalf("retry %d: %v outside (0, %v]", retry, d, limit)
 			}
 		}
 	}
-	b := newCommitBackoff(time.Second)
-	var longest time.Duration
-	for range 100 {
-		longest = max(longest, b.pause())
+	waits = nil
+	r := commitBackoff(100, time.Second, rec).Start()
+	for r.Wait(context.Background()) == nil {
 	}
+	longest := slices.Max(waits)
 	if longest > maxBackoff || longest < maxBackoff/4 {
 		t.Fatalf("longest of 100 waits %v: want at most, and near, the cap %v", longest, maxBackoff)
 	}
-	if d := newCommitBackoff(0).pause(); d != 0 {
-		t.Fatalf("zero initial backoff waits %v", d)
+	waits = nil
+	r = commitBackoff(2, 0, rec).Start()
+	for r.Wait(context.Background()) == nil {
+	}
+	if len(waits) != 0 || r.Attempts() != 3 {
+		t.Fatalf("zero initial backoff waits %v, %d attempts", waits, r.Attempts())
 	}
 }

@@ -2,6 +2,7 @@ package datastoreio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"cloud.google.com/go/datastore"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // committer sends commits and id allocations: the official client, or a
@@ -388,8 +391,11 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 	for i, p := range items {
 		muts[i] = w.mutation(p)
 	}
-	bo := newCommitBackoff(w.cfg.initialBackoff)
-	for attempt := 0; ; attempt++ {
+	// A non-transactional commit of upserts or deletes (keys complete) is
+	// idempotent: every transient code is retried, ABORTED included.
+	r := commitBackoff(w.cfg.maxRetries, w.cfg.initialBackoff, w.sleep).Start()
+	for {
+		attempt := r.Retries()
 		start := w.now()
 		for w.throttle(start) {
 			// The service refused too much of late: hold back (Java's
@@ -427,13 +433,15 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 				return w.refusedError(b, i, committed, ierr, attempt+1)
 			}
 		}
-		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
+		if ctx.Err() != nil || !retry.Transient(err, retry.Idempotent) {
 			return w.commitError(b, err, attempt+1)
+		}
+		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
+			return w.commitError(b, err, attempt+1)
+		} else if werr != nil {
+			return w.commitError(b, werr, attempt+1)
 		}
 		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, bo.pause()); err != nil {
-			return w.commitError(b, err, attempt+1)
-		}
 	}
 }
 
@@ -467,8 +475,10 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	bo := newCommitBackoff(w.cfg.initialBackoff)
-	for attempt := 0; ; attempt++ {
+	// Not idempotent strictly (each call allocates new ids), but ids of a
+	// lost answer are only wasted: retried as idempotent.
+	r := commitBackoff(w.cfg.maxRetries, w.cfg.initialBackoff, w.sleep).Start()
+	for {
 		got, err := w.c.allocateIDs(ctx, keys)
 		if err == nil && len(got) == len(keys) {
 			for j, i := range idx {
@@ -479,14 +489,18 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 		if err == nil {
 			err = fmt.Errorf("the service allocated %d ids for %d keys", len(got), len(keys))
 		}
-		if ctx.Err() != nil || !isTransient(err) || attempt >= w.cfg.maxRetries {
-			return fmt.Errorf("datastoreio: allocating ids for %d incomplete keys (first: %s) in project %q, database %q, after %d attempts: %w",
-				len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, attempt+1, err)
+		if ctx.Err() == nil && retry.Transient(err, retry.Idempotent) {
+			werr := r.Wait(ctx)
+			if werr == nil {
+				w.tally(&commitRetries, 1)
+				continue
+			}
+			if !errors.Is(werr, retry.ErrExhausted) {
+				err = fmt.Errorf("%w (last error: %v)", werr, err)
+			}
 		}
-		w.tally(&commitRetries, 1)
-		if err := w.sleep(ctx, bo.pause()); err != nil {
-			return err
-		}
+		return fmt.Errorf("datastoreio: AllocateIds for %d incomplete keys (first: %s) in project %q, database %q, after %d attempts: %w",
+			len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, r.Attempts(), err)
 	}
 }
 

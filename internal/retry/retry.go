@@ -1,0 +1,235 @@
+// Package retry is the module's one rule of which errors a retry may cure
+// and its one backoff between the attempts of a call. bigqueryio and
+// datastoreio both use it; each package's doc lists, per RPC, whether it
+// is retried and why.
+//
+// # The rule
+//
+// Transient judges an error by its gRPC code (found through wrapping, as
+// status.FromError does), or for the REST calls by the HTTP status of a
+// *googleapi.Error, and by whether the call is idempotent: whether sending
+// it twice has the effect of sending it once (a read; an append at an
+// offset, which the service refuses as ALREADY_EXISTS the second time; an
+// upsert). The codes follow AIP-194 and what the BigQuery Storage and
+// Datastore docs say of their RPCs:
+//
+//	code                 idempotent  not idempotent  why
+//	UNAVAILABLE          retry       retry           the service did not take the request (AIP-194)
+//	RESOURCE_EXHAUSTED   retry       retry           quota or throttling, refused before any effect; not gRPC's own message-size limit, which the same request meets again
+//	ABORTED              retry       retry           a concurrency conflict, the request undone (Datastore commits)
+//	DEADLINE_EXCEEDED    retry       no              the request may have taken effect after the deadline
+//	INTERNAL             retry       no              the Storage and Datastore docs say retry; the effect is unknown
+//	UNKNOWN              retry       no              a connection reset mid-call surfaces so; the effect is unknown
+//	any other code       no          no              the request is wrong (INVALID_ARGUMENT, NOT_FOUND, ...) or the caller gave up (CANCELLED)
+//
+// HTTP statuses map as gRPC does: 429 is RESOURCE_EXHAUSTED, 500
+// INTERNAL, 502 and 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED. A dropped
+// connection that surfaces as io.EOF or io.ErrUnexpectedEOF (an append's
+// stream) is UNKNOWN. context.Canceled and context.DeadlineExceeded are
+// never transient: the caller's context is done, and a retry would fail
+// the same way. Any other error (a decoding error, nil) is not transient.
+//
+// # The backoff
+//
+// Backoff waits from Initial, growing Multiplier times each retry up to
+// Max, each wait drawn at random in (0, cap] (full jitter, as gax's
+// Backoff), for at most Retries retries after the first attempt; it
+// returns at once when the context is done, and never waits after the
+// last attempt.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/api/googleapi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Idempotency is whether sending a call twice has the effect of sending it
+// once.
+type Idempotency bool
+
+const (
+	// Idempotent calls are retried on every transient code.
+	Idempotent Idempotency = true
+	// NotIdempotent calls are retried only where the service did not act
+	// on the request: UNAVAILABLE, RESOURCE_EXHAUSTED and ABORTED.
+	NotIdempotent Idempotency = false
+)
+
+// Code is the gRPC code the rule judges err by, and whether err carries
+// one (a gRPC status, an HTTP status of a *googleapi.Error, or a dropped
+// connection). Context errors and other errors carry none.
+func Code(err error) (codes.Code, bool) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return codes.OK, false
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code(), true
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		switch ge.Code {
+		case http.StatusTooManyRequests:
+			return codes.ResourceExhausted, true
+		case http.StatusInternalServerError:
+			return codes.Internal, true
+		case http.StatusBadGateway, http.StatusServiceUnavailable:
+			return codes.Unavailable, true
+		case http.StatusGatewayTimeout:
+			return codes.DeadlineExceeded, true
+		}
+		return codes.Unknown, false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return codes.Unknown, true
+	}
+	return codes.Unknown, false
+}
+
+// Transient reports whether a retry of a call, idempotent or not, may cure
+// err (see the package doc's table).
+func Transient(err error, idem Idempotency) bool {
+	code, ok := Code(err)
+	if !ok {
+		return false
+	}
+	switch code {
+	case codes.Unavailable, codes.Aborted:
+		return true
+	case codes.ResourceExhausted:
+		return !MessageTooLarge(err)
+	case codes.DeadlineExceeded, codes.Internal, codes.Unknown:
+		return bool(idem)
+	}
+	return false
+}
+
+// MessageTooLarge reports gRPC's refusal of a request or response over its
+// size limit ("grpc: received message larger than max (5000000 vs.
+// 4194304)", "trying to send message larger than max"): RESOURCE_EXHAUSTED,
+// but the same request meets it again.
+func MessageTooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
+}
+
+// Backoff is the waits between the attempts of one call: at most Retries
+// retries after the first attempt, the first wait drawn up to Initial, each
+// cap Multiplier times the last, at most Max. An Initial of 0 retries
+// without waiting. Sleep, when set, waits instead of a timer (a package's
+// own clock); it must return ctx's error when ctx is done.
+type Backoff struct {
+	Retries    int
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Sleep      func(ctx context.Context, d time.Duration) error
+}
+
+// ErrExhausted is what Retrier.Wait returns when every retry is spent.
+var ErrExhausted = errors.New("retries exhausted")
+
+// Retrier runs one call's retries by a Backoff: Wait before each retry.
+type Retrier struct {
+	b       Backoff
+	retries int
+	cap     time.Duration
+	rand    func(n int64) int64
+}
+
+// Start begins the retries of one call.
+func (b Backoff) Start() *Retrier {
+	return &Retrier{b: b, rand: rand.Int64N}
+}
+
+// Retries is how many retries Wait has allowed so far.
+func (r *Retrier) Retries() int { return r.retries }
+
+// Attempts is how many attempts were made, the first included, once the
+// attempt after the last Wait has run.
+func (r *Retrier) Attempts() int { return r.retries + 1 }
+
+// Reset starts the waits and the count anew (after a call made progress,
+// as a read that received rows).
+func (r *Retrier) Reset() { r.retries, r.cap = 0, 0 }
+
+// Wait waits before the next retry and counts it. It returns ErrExhausted,
+// without waiting, when Retries retries were made, and ctx's error (at
+// once) when ctx is done.
+func (r *Retrier) Wait(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.retries >= r.b.Retries {
+		return ErrExhausted
+	}
+	r.retries++
+	d := r.next()
+	if d <= 0 {
+		return nil
+	}
+	if r.b.Sleep != nil {
+		return r.b.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// next is the next wait: drawn in (0, cap], cap growing from Initial.
+func (r *Retrier) next() time.Duration {
+	if r.b.Initial <= 0 {
+		return 0
+	}
+	switch {
+	case r.cap == 0:
+		r.cap = r.b.Initial
+	default:
+		m := r.b.Multiplier
+		if m < 1 {
+			m = 1
+		}
+		r.cap = time.Duration(float64(r.cap) * m)
+	}
+	if mx := max(r.b.Max, r.b.Initial); r.cap > mx || r.cap <= 0 {
+		r.cap = mx
+	}
+	return time.Duration(1 + r.rand(int64(r.cap)))
+}
+
+// Do runs call until it succeeds, fails with an error the rule does not
+// call transient for idem, or the retries are spent, waiting by b between
+// attempts. The error names what (the call and its subject) and the
+// attempts made, and wraps the call's last error.
+func Do(ctx context.Context, b Backoff, idem Idempotency, what string, call func(context.Context) error) error {
+	r := b.Start()
+	for {
+		err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if !Transient(err, idem) {
+			return fmt.Errorf("%s (attempt %d): %w", what, r.Attempts(), err)
+		}
+		if werr := r.Wait(ctx); werr != nil {
+			if errors.Is(werr, ErrExhausted) {
+				return fmt.Errorf("%s: %d attempts: %w", what, r.Attempts(), err)
+			}
+			return fmt.Errorf("%s: after %d attempts: %w (last error: %v)", what, r.Attempts(), werr, err)
+		}
+	}
+}
