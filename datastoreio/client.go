@@ -16,10 +16,8 @@ import (
 	"google.golang.org/api/option"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sdfio/sdfio/internal/retry"
@@ -150,39 +148,11 @@ func (m *readMetrics) meter(ctx context.Context, method string, req, reply any, 
 	return err
 }
 
-// messageTooLarge reports gRPC's refusal of a request or response over its
-// size limit ("grpc: received message larger than max (5000000 vs.
-// 4194304)", "trying to send message larger than max", and the same after
-// decompression).
-func messageTooLarge(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok {
-		var se interface{ GRPCStatus() *status.Status }
-		if !errors.As(err, &se) {
-			return false
-		}
-		st = se.GRPCStatus()
-	}
-	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
-}
-
 // readRetries is how a read's queries (RunQuery, idempotent) retry the
 // errors internal/retry's rule calls transient: at most 7 retries in a
 // row, waiting by its backoff from 100 ms doubling up to 30 s, each wait
 // drawn at random up to it.
-var readRetries = retry.Backoff{Retries: 7, Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Sleep: sleep}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var readRetries = retry.Backoff{Retries: 7, Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Sleep: retry.Sleep}
 
 // errPermanent marks an error that is not retried.
 var errPermanent = errors.New("not retried")

@@ -244,7 +244,7 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 			if ctx.Err() != nil {
 				return false, fmt.Errorf("datastoreio: %s: %w", r.where(i), ctx.Err())
 			}
-			if messageTooLarge(runErr) && pageSize > 1 {
+			if retry.MessageTooLarge(runErr) && pageSize > 1 {
 				// A page over gRPC's size limit: the same page would be
 				// refused again, a smaller one may not be.
 				pageSize = max(1, pageSize/2)

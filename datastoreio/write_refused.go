@@ -7,6 +7,8 @@ import (
 	"cloud.google.com/go/datastore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // When the service refuses a commit of several mutations for a reason of
@@ -23,7 +25,7 @@ import (
 
 // refusedAlone reports errors of a commit that bisecting can locate.
 func refusedAlone(err error) bool {
-	return status.Code(err) == codes.InvalidArgument || messageTooLarge(err)
+	return status.Code(err) == codes.InvalidArgument || retry.MessageTooLarge(err)
 }
 
 // locateRefused commits parts of muts (the mutations of the batch items,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // The ramp-up rule of Datastore's best practices ("500/50/5"), as Beam
@@ -122,7 +124,7 @@ func rampupFor(id string, workers int) *rampup {
 	}
 	r := rampups.m[id]
 	if r == nil {
-		r = newRampup(workers, time.Now, sleep)
+		r = newRampup(workers, time.Now, retry.Sleep)
 		rampups.m[id] = r
 	}
 	return r

@@ -13,6 +13,8 @@ import (
 	"cloud.google.com/go/datastore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // Unit tests of the write path without a server: the adaptive batch size,
@@ -198,7 +200,7 @@ func TestRampupSharedByStep(t *testing.T) {
 
 func TestRampupHonoursContext(t *testing.T) {
 	clk := &fakeClock{t: t0}
-	r := newRampup(500, clk.now, sleep) // budget 1 a second
+	r := newRampup(500, clk.now, retry.Sleep) // budget 1 a second
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := r.acquire(ctx); err != nil {
 		t.Fatal(err)

@@ -142,7 +142,7 @@ type inflight struct {
 
 func newWriter(cfg writerConfig, c committer, sz *sizer, ramp *rampup) *writer {
 	return &writer{cfg: cfg, c: c, sizer: sz, ramp: ramp, adapt: newAdaptiveThrottler(), sizes: newBatchSizer(),
-		b: newBatch[pending](), now: time.Now, sleep: sleep}
+		b: newBatch[pending](), now: time.Now, sleep: retry.Sleep}
 }
 
 func (w *writer) close() error {

@@ -180,6 +180,11 @@ func (r *Retrier) Wait(ctx context.Context) error {
 	if r.b.Sleep != nil {
 		return r.b.Sleep(ctx, d)
 	}
+	return Sleep(ctx, d)
+}
+
+// Sleep waits d, or until ctx is done (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
