@@ -92,12 +92,9 @@ type destination struct {
 	next     int64                         // the offset of the next batch
 	cur      appendBatch
 	inflight []*appendBatch
-	// arena is where rows are encoded, one after the other: each row is a
-	// slice of it, so a row costs no allocation of its own. A chunk is
-	// never written again below its length, and is dropped (not reused)
-	// when full: the appends that hold its rows keep it alive until they
-	// are answered.
-	arena []byte
+	// arena is where rows are encoded (the appends that hold its rows keep
+	// its chunks alive until they are answered).
+	arena rowArena
 	// rowsHint is how many rows the next batch is expected to hold.
 	rowsHint int
 }
@@ -129,22 +126,31 @@ func (d *destination) sendAt(cfg writeConfig) int {
 }
 
 // encode encodes x into d's arena and returns it.
-func (d *destination) encode(x any) ([]byte, error) {
-	if cap(d.arena)-len(d.arena) < arenaChunk/16 {
-		d.arena = make([]byte, 0, arenaChunk)
+func (d *destination) encode(x any) ([]byte, error) { return d.arena.encode(d.table.enc, x) }
+
+// rowArena is where rows are encoded, one after the other: each row is a
+// slice of a chunk, so a row costs no allocation of its own. A chunk is
+// never written again below its length, and is dropped (not reused) when
+// full: whatever holds its rows keeps it alive.
+type rowArena struct{ b []byte }
+
+// encode encodes x with enc into the arena and returns it.
+func (a *rowArena) encode(enc *rowEncoder, x any) ([]byte, error) {
+	if cap(a.b)-len(a.b) < arenaChunk/16 {
+		a.b = make([]byte, 0, arenaChunk)
 	}
-	start := len(d.arena)
-	b, err := d.table.enc.encode(d.arena, x)
+	start := len(a.b)
+	b, err := enc.encode(a.b, x)
 	if err != nil {
 		return nil, err
 	}
 	row := b[start:len(b):len(b)]
-	if cap(b) != cap(d.arena) {
+	if cap(b) != cap(a.b) {
 		// The row outgrew the chunk: it has the grown copy to itself.
-		d.arena = nil
+		a.b = nil
 		return row, nil
 	}
-	d.arena = b
+	a.b = b
 	return row, nil
 }
 

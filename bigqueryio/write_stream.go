@@ -180,6 +180,7 @@ type streamKeyFn struct {
 	order []string // of open's tables, as opened
 	held  int      // bytes of open's rows
 	descs map[*descriptorpb.DescriptorProto][]byte
+	arena rowArena // where rows are encoded (a chunk's rows are slices of it)
 }
 
 // openChunk is a chunk being gathered, and the earliest event time of its
@@ -211,9 +212,9 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 	if err != nil {
 		return err
 	}
-	row, err := t.enc.encode(nil, x)
+	row, err := f.arena.encode(t.enc, x)
 	if err != nil && t.enc.isRow && f.Fn.followSchema(ctx, t, x) {
-		row, err = t.enc.encode(nil, x)
+		row, err = f.arena.encode(t.enc, x)
 	}
 	if err == nil && len(row) > f.Fn.Cfg.MaxBatchSize {
 		err = fmt.Errorf("the row is %d bytes encoded, over the %d bytes of an append", len(row), f.Fn.Cfg.MaxBatchSize)
