@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -254,9 +255,9 @@ func (b *civilBuilder) record(t reflect.Type, rs *avro.RecordSchema) (*civilConv
 		}
 		// The stand-in's field is named as the Go field (the last part of
 		// its selector, so that errors name it), made unique.
-		name := gf.path[lastDot(gf.path)+1:]
+		name := gf.path[strings.LastIndexByte(gf.path, '.')+1:]
 		for i := 2; names[name]; i++ {
-			name = gf.path[lastDot(gf.path)+1:] + "_" + strconv.Itoa(i)
+			name = gf.path[strings.LastIndexByte(gf.path, '.')+1:] + "_" + strconv.Itoa(i)
 		}
 		names[name] = true
 		fields = append(fields, f)
@@ -270,15 +271,6 @@ func (b *civilBuilder) record(t reflect.Type, rs *avro.RecordSchema) (*civilConv
 		return nil, fmt.Errorf("the stand-in of %v for its civil fields: %w", t, err)
 	}
 	return &civilConv{kind: civilStruct, t: t, m: m, fields: fields}, nil
-}
-
-func lastDot(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '.' {
-			return i
-		}
-	}
-	return -1
 }
 
 // structOf is reflect.StructOf, its panics made errors.
