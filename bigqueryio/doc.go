@@ -89,8 +89,8 @@
 // types and text when the pipeline is built, so that they reach the workers
 // exactly and a value the client could not send fails at once. When the
 // pipeline runs,
-// a DoFn after an Impulse, through the official client
-// cloud.google.com/go/bigquery (REST):
+// a DoFn after an Impulse, through the BigQuery REST API (the package's own
+// small client of it; see the REST calls under Retries):
 //
 //   - finds the query's location: WithQueryLocation (then no dry run), or
 //     the location a dry run of the query reports (the dry run also fails a
@@ -672,10 +672,25 @@
 //	FlushRows (streaming)           yes, WithRetries    idempotent    a second one answers ALREADY_EXISTS
 //	CreateWriteStream (streaming)   yes, WithRetries    idempotent    a stream made by a lost attempt stays empty and unnamed
 //	BatchCommitWriteStreams         yes, WithRetries    idempotent    a second one answers STREAM_ALREADY_COMMITTED for every stream, which is success
-//	tables.delete (staging table)   yes, WithRetries    idempotent    a second one answers 404, which is success
-//	CreateReadSession, SplitReadStream, GetWriteStream, query and copy jobs, table metadata:
+//	CreateReadSession, SplitReadStream, GetWriteStream:
 //	                                no (the client library's own retries only) a failed split is refused, and the runner asks again; the others fail the pipeline's construction or the bundle, for the runner to retry
-//	tables.update (schema update)   on 412 only, 5 times  -            a concurrent change of the table's ETag: the schema is read again and the update made anew
+//
+// The REST calls (Query's job, dataset and table; Write's table metadata,
+// CreateIfNeeded, schema updates, WriteTruncate's staging table and copy
+// job) go through the package's own client of the documented JSON API,
+// not the official client's bigquery.Client, which would add 3 MB to every
+// program; every one is retried with WithRetries by the idempotent rule:
+//
+//	tables.get, jobs.get            idempotent: reads
+//	tables.delete, datasets.delete  idempotent: a second one answers 404, which is success
+//	tables.insert                   a second one answers 409 (already exists), which is success: the table is the run's own or made by another worker of the write
+//	datasets.insert (Query)         a second one answers 409 for the dataset the first made (its name is random), which is success
+//	jobs.insert (query, copy)       the job has an id of its own: a second one answers 409 and the job is read back; a dry run has no effect
+//	tables.patch                    sets the same fields again; a schema update's If-Match ETag makes a second one answer 412
+//
+// A schema update's 412 (the table's ETag changed: another worker's update,
+// or a retried patch that took effect) is not retried as such: the schema
+// is read again and the patch made anew, at most 5 times.
 //
 // # IAM
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
@@ -188,15 +188,14 @@ func (q queryTemp) resource() string {
 
 // remove deletes the temporary table, or the temporary dataset with it. A
 // table or dataset already gone (a retried bundle removed it) is no error.
-func (q queryTemp) remove(ctx context.Context, c *bigquery.Client) error {
-	ds := c.DatasetInProject(q.Project, q.Dataset)
+func (q queryTemp) remove(ctx context.Context, c *restClient) error {
 	var err error
 	what := "table " + q.String()
 	if q.OwnDataset {
 		what = "dataset " + q.Project + ":" + q.Dataset + " and its table " + q.Table
-		err = ds.DeleteWithContents(ctx)
+		err = c.deleteDataset(ctx, q.Project, q.Dataset)
 	} else {
-		err = ds.Table(q.Table).Delete(ctx)
+		err = c.deleteTable(ctx, q.resource())
 	}
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("bigqueryio: removing the temporary %s (it expires %v after it was written): %w", what, TempExpiration, err)
@@ -204,17 +203,14 @@ func (q queryTemp) remove(ctx context.Context, c *bigquery.Client) error {
 	return nil
 }
 
+// isNotFound reports a 404 answer, or a job that failed notFound.
 func isNotFound(err error) bool {
-	var e *googleapi.Error
-	return errors.As(err, &e) && e.Code == http.StatusNotFound
+	var je *jobError
+	return isHTTP(err, http.StatusNotFound) || errors.As(err, &je) && je.Reason == "notFound"
 }
 
-func newBQClient(ctx context.Context, cfg readConfig) (*bigquery.Client, error) {
-	c, err := bigquery.NewClient(ctx, cfg.Billing, cfg.restOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("bigqueryio: creating the BigQuery client: %w", err)
-	}
-	return c, nil
+func newBQClient(ctx context.Context, cfg readConfig) (*restClient, error) {
+	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), cfg.restOptions()...)
 }
 
 func randomID() string {
@@ -236,7 +232,6 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 	if err != nil {
 		return err
 	}
-	defer c.Close()
 	tmp, err := runQuery(ctx, c, fn.Cfg)
 	if err != nil {
 		return err
@@ -261,55 +256,57 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 // TempExpiration) or in the dataset WithQueryTempDataset named (the table's
 // expiration set to TempExpiration once written). When the job fails, what
 // runQuery created is removed and the error carries the service's message.
-func runQuery(ctx context.Context, c *bigquery.Client, cfg readConfig) (queryTemp, error) {
+func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, error) {
 	qc := cfg.Query
 	params, err := decodeParams(cfg.QueryParams)
 	if err != nil {
 		return queryTemp{}, err
 	}
-	newQuery := func() *bigquery.Query {
-		q := c.Query(qc.SQL)
-		q.UseLegacySQL = qc.LegacySQL
-		q.UseStandardSQL = !qc.LegacySQL
-		q.Parameters = params
-		return q
+	rps, mode := restParams(params)
+	newQuery := func() *restJob {
+		return &restJob{Configuration: &jobConfig{Query: &jobQuery{
+			Query: qc.SQL, UseLegacySQL: qc.LegacySQL, ParameterMode: mode, QueryParameters: rps,
+		}}}
 	}
 	loc := qc.Location
 	if loc == "" {
 		dry := newQuery()
-		dry.DryRun = true
-		job, err := dry.Run(ctx)
+		dry.Configuration.DryRun = true
+		job, err := c.insertJob(ctx, cfg.Billing, dry)
 		if err != nil {
 			return queryTemp{}, fmt.Errorf("bigqueryio: dry run of the query (to find its location) in project %s: %w", cfg.Billing, err)
 		}
-		loc = job.Location()
-		if loc == "" {
-			if st, ok := job.LastStatus().Statistics.Details.(*bigquery.QueryStatistics); ok && len(st.ReferencedTables) > 0 {
-				md, err := st.ReferencedTables[0].Metadata(ctx)
-				if err != nil {
-					return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", st.ReferencedTables[0].FullyQualifiedName(), err)
-				}
-				loc = md.Location
+		if job.JobReference != nil {
+			loc = job.JobReference.Location
+		}
+		if loc == "" && job.Statistics != nil && job.Statistics.Query != nil && len(job.Statistics.Query.ReferencedTables) > 0 {
+			ref := job.Statistics.Query.ReferencedTables[0]
+			md, err := c.getTable(ctx, ref.resource())
+			if err != nil {
+				return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", ref, err)
 			}
+			loc = md.Location
 		}
 	}
 
 	id := randomID()
 	tmp := queryTemp{Project: cfg.Billing, Dataset: qc.TempDataset, Table: "sdfio_query_" + id, Location: loc}
-	ds := c.DatasetInProject(tmp.Project, tmp.Dataset)
 	if qc.TempDataset == "" {
 		tmp.Dataset, tmp.OwnDataset = "sdfio_temp_"+id, true
-		ds = c.DatasetInProject(tmp.Project, tmp.Dataset)
-		err := ds.Create(ctx, &bigquery.DatasetMetadata{
-			Location:               loc,
-			DefaultTableExpiration: TempExpiration,
-			Description:            "Temporary table of a bigqueryio.Query (sdfio); removed when the read ends, or expiring.",
-			Labels:                 map[string]string{"sdfio": "query-temp"},
+		err := c.insertDataset(ctx, &restDataset{
+			DatasetReference:         datasetRef{ProjectID: tmp.Project, DatasetID: tmp.Dataset},
+			Location:                 loc,
+			DefaultTableExpirationMs: msText(TempExpiration),
+			Description:              "Temporary table of a bigqueryio.Query (sdfio); removed when the read ends, or expiring.",
+			Labels:                   map[string]string{"sdfio": "query-temp"},
 		})
+		if isHTTP(err, http.StatusConflict) {
+			err = nil // a retry's: the name is random, the dataset the first attempt's
+		}
 		if err != nil {
 			return tmp, fmt.Errorf("bigqueryio: creating the temporary dataset %s:%s in location %q: %w", tmp.Project, tmp.Dataset, loc, err)
 		}
-	} else if _, err := ds.Table(tmp.Table).Metadata(ctx); err == nil {
+	} else if _, err := c.getTable(ctx, tmp.resource()); err == nil {
 		return tmp, fmt.Errorf("bigqueryio: refusing to write the query's result on the existing table %s", tmp)
 	} else if !isNotFound(err) {
 		return tmp, fmt.Errorf("bigqueryio: checking the temporary table %s: %w", tmp, err)
@@ -322,33 +319,31 @@ func runQuery(ctx context.Context, c *bigquery.Client, cfg readConfig) (queryTem
 		return tmp, err
 	}
 	q := newQuery()
-	q.JobID = "sdfio_query_" + id // the table's name: easy to find; an insert retried with it is idempotent
-	q.Location = loc
-	q.Dst = ds.Table(tmp.Table)
-	q.CreateDisposition = bigquery.CreateIfNeeded
-	q.WriteDisposition = bigquery.WriteTruncate
-	q.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
-	q.Priority = bigquery.QueryPriority(qc.Priority)
-	q.Labels = map[string]string{"sdfio": "query"}
-	job, err := q.Run(ctx)
+	// The job's id is the table's name: easy to find; an insert retried
+	// with it is idempotent.
+	q.JobReference = &jobRef{ProjectID: cfg.Billing, JobID: "sdfio_query_" + id, Location: loc}
+	q.Configuration.Labels = map[string]string{"sdfio": "query"}
+	jq := q.Configuration.Query
+	jq.DestinationTable = &tableRef{ProjectID: tmp.Project, DatasetID: tmp.Dataset, TableID: tmp.Table}
+	jq.CreateDisposition, jq.WriteDisposition = "CREATE_IF_NEEDED", "WRITE_TRUNCATE"
+	jq.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
+	jq.Priority = qc.Priority
+	job, err := c.insertJob(ctx, cfg.Billing, q)
 	if err != nil {
 		return fail(fmt.Errorf("bigqueryio: starting the query job into %s: %w", tmp, err))
 	}
-	st, err := job.Wait(ctx)
-	if err == nil {
-		err = st.Err()
-	}
-	if err != nil {
+	if _, err := c.waitJob(ctx, job); err != nil {
 		if !tmp.OwnDataset && isNotFound(err) {
 			// Nothing was written; the table is not there to remove.
-			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", job.ID(), tmp, err)
+			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", job.JobReference, tmp, err)
 		}
-		return fail(fmt.Errorf("bigqueryio: query job %s into %s: %w", job.ID(), tmp, err))
+		return fail(fmt.Errorf("bigqueryio: query job %s into %s: %w", job.JobReference, tmp, err))
 	}
 	if !tmp.OwnDataset {
 		// A dataset of the user's may have no default expiration: give the
 		// table one, so that it goes away if the read never removes it.
-		if _, err := q.Dst.Update(ctx, bigquery.TableMetadataToUpdate{ExpirationTime: time.Now().Add(TempExpiration)}, ""); err != nil {
+		exp := strconv.FormatInt(time.Now().Add(TempExpiration).UnixMilli(), 10)
+		if err := c.patchTable(ctx, tmp.resource(), &restTable{ExpirationTime: exp}, ""); err != nil {
 			return fail(fmt.Errorf("bigqueryio: setting the expiration of the temporary table %s: %w", tmp, err))
 		}
 	}

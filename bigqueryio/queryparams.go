@@ -19,8 +19,7 @@ import (
 // WithQueryParameters turns each value, when the pipeline is built, into
 // its explicit BigQuery type and the text of its value, as the official
 // client would send them (bigquery.QueryParameter documents the mapping),
-// and the query job gets them back as *bigquery.QueryParameterValue, which
-// the client sends as given. A value the client could not send fails when
+// and the query job sends them so (restParams). A value the client could not send fails when
 // the pipeline is built, naming the parameter.
 
 // queryParam is a query parameter as it travels in the DoFns.
@@ -336,66 +335,6 @@ func explicitValue(x *bigquery.QueryParameterValue, depth int) (paramValue, erro
 	return v, err // the Value's own type is not sent: x.Type is
 }
 
-// clientParams is the parameters as the client takes them, each an
-// explicit *bigquery.QueryParameterValue.
-func clientParams(ps []queryParam) []bigquery.QueryParameter {
-	out := make([]bigquery.QueryParameter, len(ps))
-	for i, p := range ps {
-		v := clientValue(p.Value)
-		v.Type = clientType(p.Type)
-		out[i] = bigquery.QueryParameter{Name: p.Name, Value: &v}
-	}
-	return out
-}
-
-func clientType(t paramType) bigquery.StandardSQLDataType {
-	switch t.Kind {
-	case "ARRAY":
-		et := clientType(*t.Elem)
-		return bigquery.StandardSQLDataType{ArrayElementType: &et}
-	case "STRUCT":
-		st := &bigquery.StandardSQLStructType{Fields: []*bigquery.StandardSQLField{}}
-		for _, f := range t.Fields {
-			ft := clientType(f.Type)
-			st.Fields = append(st.Fields, &bigquery.StandardSQLField{Name: f.Name, Type: &ft})
-		}
-		return bigquery.StandardSQLDataType{StructType: st}
-	}
-	return bigquery.StandardSQLDataType{TypeKind: t.Kind}
-}
-
-// emptyArray and emptyStruct are the Values of an empty array and struct:
-// the client sends them as a value with no items or fields, as it sends
-// an empty slice or a nil *struct.
-var (
-	emptyArray  = []string{}
-	emptyStruct = struct{}{}
-)
-
-func clientValue(v paramValue) bigquery.QueryParameterValue {
-	switch {
-	case v.Null:
-		return bigquery.QueryParameterValue{Value: bigquery.NullString{}} // sent as "value": null
-	case v.Scalar != nil:
-		return bigquery.QueryParameterValue{Value: *v.Scalar}
-	case len(v.Array) > 0:
-		items := make([]bigquery.QueryParameterValue, len(v.Array))
-		for i, it := range v.Array {
-			items[i] = clientValue(it)
-		}
-		return bigquery.QueryParameterValue{ArrayValue: items}
-	case len(v.Struct) > 0:
-		fields := make(map[string]bigquery.QueryParameterValue, len(v.Struct))
-		for name, f := range v.Struct {
-			fields[name] = clientValue(f)
-		}
-		return bigquery.QueryParameterValue{StructValue: fields}
-	case v.Struct != nil:
-		return bigquery.QueryParameterValue{Value: emptyStruct}
-	}
-	return bigquery.QueryParameterValue{Value: emptyArray}
-}
-
 // encodeParams is the parameters as they travel: JSON of []queryParam, ""
 // for none.
 func encodeParams(ps []bigquery.QueryParameter) (string, error) {
@@ -407,9 +346,9 @@ func encodeParams(ps []bigquery.QueryParameter) (string, error) {
 	return string(b), err
 }
 
-// decodeParams is the parameters of encodeParams as the client takes
-// them, nil for none.
-func decodeParams(s string) ([]bigquery.QueryParameter, error) {
+// decodeParams is the parameters of encodeParams, nil for none (restParams
+// turns them into the query job's).
+func decodeParams(s string) ([]queryParam, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -417,7 +356,7 @@ func decodeParams(s string) ([]bigquery.QueryParameter, error) {
 	if err := json.Unmarshal([]byte(s), &qs); err != nil {
 		return nil, fmt.Errorf("bigqueryio: decoding the query parameters: %w", err)
 	}
-	return clientParams(qs), nil
+	return qs, nil
 }
 
 // paramsText is the parameters for messages.

@@ -109,7 +109,18 @@ func TestQueryParamsLikeClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := dryRun(ps)
+		// Sent as the query job sends them, through the IO's own REST client.
+		rc, err := newREST(ctx, retryBackoff(0, 0), srv.RESTClientOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rps, mode := restParams(ps)
+		if _, err := rc.insertJob(ctx, "p", &restJob{Configuration: &jobConfig{DryRun: true,
+			Query: &jobQuery{Query: tc.sql, ParameterMode: mode, QueryParameters: rps}}}); err != nil {
+			t.Fatal(err)
+		}
+		jobs := srv.Jobs()
+		got := jobs[len(jobs)-1]
 		if want.ParameterMode != tc.mode || got.ParameterMode != tc.mode || len(got.Parameters) != len(tc.params) || len(want.Parameters) != len(tc.params) {
 			t.Fatalf("%s: modes %s and %s, %d and %d parameters", tc.mode, want.ParameterMode, got.ParameterMode, len(want.Parameters), len(got.Parameters))
 		}

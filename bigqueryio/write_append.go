@@ -483,13 +483,13 @@ func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableS
 // says, and refuses a table with rows WriteEmpty. A write to a partition
 // (part) of a table to create needs a partitioned one.
 func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
-	c, err := bigquery.NewClient(ctx, project, cfg.restOptions()...)
+	c, err := cfg.rest(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	tbl := c.DatasetInProject(project, dataset).Table(table)
-	md, err := tbl.Metadata(ctx)
+	res := fmt.Sprintf("projects/%s/datasets/%s/tables/%s", project, dataset, table)
+	md, err := c.getTable(ctx, res)
 	if isHTTP(err, http.StatusNotFound) {
 		if cfg.Create != CreateIfNeeded {
 			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
@@ -497,7 +497,10 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 		if part != "" && ts.TimePartitioning == nil && ts.RangePartitioning == nil {
 			return fmt.Errorf("the table does not exist, and the partition decorator $%s needs a partitioned table: give WithTimePartitioning or WithRangePartitioning", part)
 		}
-		err = tbl.Create(ctx, ts.metadata(schema))
+		t, err := ts.metadata(schema)
+		if err == nil {
+			err = c.insertTable(ctx, res, t)
+		}
 		if isHTTP(err, http.StatusConflict) {
 			err = nil // made meanwhile by another worker
 		}
@@ -509,10 +512,21 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 	if err != nil {
 		return fmt.Errorf("reading the table's metadata: %w", err)
 	}
-	if cfg.Disposition == WriteEmpty && md.NumRows > 0 {
-		return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", md.NumRows)
+	if cfg.Disposition == WriteEmpty {
+		n, err := md.numRows()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", n)
+		}
 	}
 	return nil
+}
+
+// rest is a client of the BigQuery REST API for the write's table calls.
+func (cfg writeConfig) rest(ctx context.Context) (*restClient, error) {
+	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), cfg.restOptions()...)
 }
 
 func isHTTP(err error, code int) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -137,22 +136,29 @@ func nullableField(f *bigquery.FieldSchema) *bigquery.FieldSchema {
 // rows of the schema given fit, as WithSchemaUpdateOptions allows; a
 // concurrent patch (another worker's) is read again and taken.
 func (c writeConfig) updateSchema(ctx context.Context, res string, given bigquery.Schema) error {
-	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
+	client, err := c.rest(ctx)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	tbl := tableOf(client, res)
 	for attempt := 0; ; attempt++ {
-		md, err := tbl.Metadata(ctx)
+		md, err := client.getTable(ctx, res)
 		if err != nil {
 			return fmt.Errorf("reading the table's schema (WithSchemaUpdateOptions): %w", err)
 		}
-		schema, changed := c.updatedSchema(md.Schema, given)
+		old, err := md.schema()
+		if err != nil {
+			return err
+		}
+		schema, changed := c.updatedSchema(old, given)
 		if !changed {
 			return nil
 		}
-		_, err = tbl.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
+		var patch restTable
+		if err := patch.setSchema(schema); err != nil {
+			return err
+		}
+		err = client.patchTable(ctx, res, &patch, md.ETag)
 		if err == nil {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package bigqueryio
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -286,25 +287,47 @@ func clusterable(t bigquery.FieldType) bool {
 }
 
 // metadata is the table's metadata for tables.insert.
-func (sp *TableSpec) metadata(schema bigquery.Schema) *bigquery.TableMetadata {
-	md := &bigquery.TableMetadata{Schema: schema, Description: sp.Description, Labels: sp.Labels}
+func (sp *TableSpec) metadata(schema bigquery.Schema) (*restTable, error) {
+	md := &restTable{Description: sp.Description, Labels: sp.Labels}
+	if err := md.setSchema(schema); err != nil {
+		return nil, err
+	}
+	var err error
+	set := func(dst *json.RawMessage, v any) {
+		if err == nil {
+			*dst, err = json.Marshal(v)
+		}
+	}
 	if tp := sp.TimePartitioning; tp != nil {
-		md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.TimePartitioningType(tp.Unit), Field: tp.Column, Expiration: tp.Expiration}
+		m := map[string]string{"type": string(tp.Unit)}
+		if tp.Unit == "" {
+			m["type"] = string(PartitionByDay)
+		}
+		if tp.Column != "" {
+			m["field"] = tp.Column
+		}
+		if tp.Expiration > 0 {
+			m["expirationMs"] = msText(tp.Expiration)
+		}
+		set(&md.TimePartitioning, m)
 	}
 	if rp := sp.RangePartitioning; rp != nil {
-		md.RangePartitioning = &bigquery.RangePartitioning{Field: rp.Column,
-			Range: &bigquery.RangePartitioningRange{Start: rp.Start, End: rp.End, Interval: rp.Interval}}
+		set(&md.RangePartitioning, map[string]any{"field": rp.Column, "range": map[string]string{
+			"start": strconv.FormatInt(rp.Start, 10), "end": strconv.FormatInt(rp.End, 10), "interval": strconv.FormatInt(rp.Interval, 10)}})
 	}
 	if len(sp.Clustering) > 0 {
-		md.Clustering = &bigquery.Clustering{Fields: sp.Clustering}
+		set(&md.Clustering, map[string][]string{"fields": sp.Clustering})
 	}
 	if sp.KMSKey != "" {
-		md.EncryptionConfig = &bigquery.EncryptionConfig{KMSKeyName: sp.KMSKey}
+		set(&md.EncryptionConfiguration, map[string]string{"kmsKeyName": sp.KMSKey})
 	}
 	if len(sp.PrimaryKey) > 0 {
-		md.TableConstraints = &bigquery.TableConstraints{PrimaryKey: &bigquery.PrimaryKey{Columns: sp.PrimaryKey}}
+		set(&md.TableConstraints, map[string]any{"primaryKey": map[string][]string{"columns": sp.PrimaryKey}})
 	}
-	return md
+	if err != nil {
+		return nil, fmt.Errorf("the table's metadata in JSON: %w", err)
+	}
+	return md, nil
 }
 
 // splitDecorator splits a table resource name (or a table id) at its

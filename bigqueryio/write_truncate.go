@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	"github.com/sdfio/sdfio/internal/commitplan"
-	"github.com/sdfio/sdfio/internal/retry"
 )
 
 // WriteTruncate, in the Storage Write API, which cannot truncate (as Beam
@@ -96,12 +95,6 @@ func (f *truncAppendFn) FinishBundle(ctx context.Context, run string, emit func(
 
 func (f *truncAppendFn) Teardown() { f.Fn.Teardown() }
 
-// tableOf is the client's handle of the table resource res.
-func tableOf(c *bigquery.Client, res string) *bigquery.Table {
-	p := strings.Split(res, "/")
-	return c.DatasetInProject(p[1], p[3]).Table(p[5])
-}
-
 // makeStaging creates the staging table of the table res (which must
 // exist) in the run run like it, and returns its resource name. A staging
 // table made meanwhile by another worker is taken.
@@ -109,21 +102,21 @@ func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, 
 	if run == "" {
 		return "", fmt.Errorf("no run id for the staging table of %s (WriteTruncate's append step runs with the run id as a side input)", res)
 	}
-	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], c.restOptions()...)
+	client, err := c.rest(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer client.Close()
-	md, err := tableOf(client, res).Metadata(ctx)
+	md, err := client.getTable(ctx, res)
 	if err != nil {
 		return "", fmt.Errorf("reading the table's metadata (WriteTruncate): %w", err)
 	}
 	staging := stagingTable(res, run)
-	err = tableOf(client, staging).Create(ctx, &bigquery.TableMetadata{
+	err = client.insertTable(ctx, staging, &restTable{
 		Schema: md.Schema, TimePartitioning: md.TimePartitioning, RangePartitioning: md.RangePartitioning,
-		Clustering: md.Clustering, EncryptionConfig: md.EncryptionConfig,
-		Description:    "sdfio bigqueryio.Write staging table (WriteTruncate) of " + md.FullID,
-		ExpirationTime: time.Now().Add(stagingTTL),
+		Clustering: md.Clustering, EncryptionConfiguration: md.EncryptionConfiguration,
+		Description:    "sdfio bigqueryio.Write staging table (WriteTruncate) of " + md.ID,
+		ExpirationTime: strconv.FormatInt(time.Now().Add(stagingTTL).UnixMilli(), 10),
 	})
 	if err != nil && !isHTTP(err, http.StatusConflict) {
 		return "", fmt.Errorf("creating the staging table %s (WriteTruncate): %w", staging, err)
@@ -135,23 +128,24 @@ func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, 
 // it over the table (WRITE_TRUNCATE), then deletes it; it returns when the
 // copy ended. See WriteTruncate above.
 func (f *commitFn) replace(ctx context.Context, res, spec string, names []string) (time.Time, error) {
-	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.restOptions()...)
+	client, err := f.Cfg.rest(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 	}
 	defer client.Close()
+	project := strings.Split(res, "/")[1]
 	// No rows: a staging table of its own, and no retry to recognize (an
 	// empty copy twice is one).
 	staging, jobID := stagingTable(res, newRunID()), copyJobID(res, []string{newRunID()})
 	if len(names) > 0 {
 		staging, jobID = streamParent(names[0]), copyJobID(res, names)
-		if job, err := client.JobFromID(ctx, jobID); err == nil {
+		if job, err := client.getJob(ctx, project, jobID, ""); err == nil {
 			// A retry of this step: the copy was started before.
-			st, err := waitJob(ctx, job)
+			job, err := client.waitJob(ctx, job)
 			if err != nil {
 				return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: the copy job %s of an earlier attempt failed: %w", spec, jobID, err)
 			}
-			return endTime(st), f.dropStaging(ctx, client, staging, spec)
+			return job.endTime(), f.dropStaging(ctx, client, staging, spec)
 		} else if !isHTTP(err, http.StatusNotFound) {
 			return time.Time{}, fmt.Errorf("bigqueryio.Write to %s: looking for the copy job %s: %w", spec, jobID, err)
 		}
@@ -170,25 +164,25 @@ func (f *commitFn) replace(ctx context.Context, res, spec string, names []string
 	} else if _, err := f.commit(ctx, streamParent(names[0]), spec, names); err != nil {
 		return fail(err)
 	}
-	dst := tableOf(client, res)
-	md, err := dst.Metadata(ctx)
+	md, err := client.getTable(ctx, res)
 	if err != nil {
 		return fail(fmt.Errorf("bigqueryio.Write to %s: reading the table's metadata (WriteTruncate): %w", spec, err))
 	}
-	cp := dst.CopierFrom(tableOf(client, staging))
-	cp.JobID = jobID
-	cp.WriteDisposition = bigquery.WriteTruncate
-	cp.CreateDisposition = bigquery.CreateNever
-	cp.DestinationEncryptionConfig = md.EncryptionConfig
-	job, err := cp.Run(ctx)
-	var st *bigquery.JobStatus
+	job, err := client.insertJob(ctx, project, &restJob{
+		JobReference: &jobRef{ProjectID: project, JobID: jobID},
+		Configuration: &jobConfig{Copy: &jobCopy{
+			SourceTables: []tableRef{tableRefOf(staging)}, DestinationTable: tableRefOf(res),
+			WriteDisposition: "WRITE_TRUNCATE", CreateDisposition: "CREATE_NEVER",
+			DestinationEncryptionConfiguration: md.EncryptionConfiguration,
+		}},
+	})
 	if err == nil {
-		st, err = waitJob(ctx, job)
+		job, err = client.waitJob(ctx, job)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("bigqueryio.Write to %s: the copy job %s replacing the table with %s (WriteTruncate), the table left as it was: %w", spec, jobID, staging, err))
 	}
-	return endTime(st), f.dropStaging(ctx, client, staging, spec)
+	return job.endTime(), f.dropStaging(ctx, client, staging, spec)
 }
 
 // emptyStaging makes the table res (CreateIfNeeded) and the staging table
@@ -208,35 +202,14 @@ func (f *commitFn) emptyStaging(ctx context.Context, res, staging string) error 
 	return err
 }
 
-// waitJob waits for job to end, and returns its error if it failed (Wait
-// returns only the errors of waiting).
-func waitJob(ctx context.Context, job *bigquery.Job) (*bigquery.JobStatus, error) {
-	st, err := job.Wait(ctx)
-	if err == nil {
-		err = st.Err()
-	}
-	return st, err
-}
-
-func endTime(st *bigquery.JobStatus) time.Time {
-	if st != nil && st.Statistics != nil && !st.Statistics.EndTime.IsZero() {
-		return st.Statistics.EndTime
-	}
-	return time.Now()
-}
-
 // dropStaging deletes a staging table, retrying transient failures; one
 // already gone is fine.
-func (f *commitFn) dropStaging(ctx context.Context, client *bigquery.Client, staging, spec string) error {
+func (f *commitFn) dropStaging(ctx context.Context, client *restClient, staging, spec string) error {
 	// Idempotent: a second delete finds the table gone (NOT_FOUND), done.
-	return retry.Do(ctx, retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase), retry.Idempotent,
-		fmt.Sprintf("bigqueryio.Write to %s: deleting the staging table %s (it expires in %v)", spec, staging, stagingTTL),
-		func(ctx context.Context) error {
-			if err := tableOf(client, staging).Delete(ctx); err != nil && !isHTTP(err, http.StatusNotFound) {
-				return err
-			}
-			return nil
-		})
+	if err := client.deleteTable(ctx, staging); err != nil && !isHTTP(err, http.StatusNotFound) {
+		return fmt.Errorf("bigqueryio.Write to %s: deleting the staging table %s (it expires in %v): %w", spec, staging, stagingTTL, err)
+	}
+	return nil
 }
 
 // truncateKeyFn gives the commit step of a WriteTruncate of one table its
@@ -262,13 +235,13 @@ func truncateKey(s beam.Scope, table string, run beam.PCollection) beam.PCollect
 // bundle meeting the table makes, exists. "" when it does not: no bundle
 // had a row for the table, and replacing it by an empty one is right.
 func (f *commitFn) truncateEvidence(ctx context.Context, res, run string) (string, error) {
-	client, err := bigquery.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.restOptions()...)
+	client, err := f.Cfg.rest(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer client.Close()
 	staging := stagingTable(res, run)
-	_, err = tableOf(client, staging).Metadata(ctx)
+	_, err = client.getTable(ctx, staging)
 	switch {
 	case isHTTP(err, http.StatusNotFound):
 		return "", nil
@@ -302,7 +275,7 @@ func (f *commitFn) dropTables(ctx context.Context, tables []string) {
 		if i := strings.Index(t, "_sdfio_tmp_"); i > 0 {
 			spec = tableSpecOf(t[:i]) // the destination's
 		}
-		client, err := bigquery.NewClient(ctx, strings.Split(t, "/")[1], f.Cfg.restOptions()...)
+		client, err := f.Cfg.rest(ctx)
 		if err != nil {
 			log.Warnf(ctx, "bigqueryio.Write: deleting the staging table %s: %v", spec, err)
 			continue
