@@ -678,7 +678,7 @@
 // The REST calls (Query's job, dataset and table; Write's table metadata,
 // CreateIfNeeded, schema updates, WriteTruncate's staging table and copy
 // job) go through the package's own client of the documented JSON API,
-// not the official client's bigquery.Client, which would add 3 MB to every
+// not the official client's bigquery.Client, which would add 2 MB to every
 // program; every one is retried with WithRetries by the idempotent rule:
 //
 //	tables.get, jobs.get            idempotent: reads
