@@ -29,11 +29,14 @@ type pair struct {
 	ours, beam string  // their directories under testdata
 	maxRatio   float64 // the issue's target for ours over Beam Go's
 	issue      string
+	// floor, when set, is the directory of what both programs share
+	// whatever their IO does; each IO's own cost over it is reported.
+	floor string
 }
 
 var pairs = []pair{
-	{"an avroio-only read program", "sdfio", "beam", 1.1, "issue 16"},
-	{"a BigQuery read-and-write program", "bqsdfio", "bqbeam", 1.0, "issue 30"},
+	{"an avroio-only read program", "sdfio", "beam", 1.1, "issue 16", ""},
+	{"a BigQuery read-and-write program", "bqsdfio", "bqbeam", 1.0, "issue 30", "bqfloor"},
 }
 
 func main() {
@@ -52,6 +55,9 @@ func run() error {
 	var pkgs []string
 	for _, p := range pairs {
 		pkgs = append(pkgs, "./internal/cmd/binsize/testdata/"+p.ours, "./internal/cmd/binsize/testdata/"+p.beam)
+		if p.floor != "" {
+			pkgs = append(pkgs, "./internal/cmd/binsize/testdata/"+p.floor)
+		}
 	}
 	build := exec.Command("go", append([]string{"build", "-o", out + string(filepath.Separator)}, pkgs...)...)
 	if b, err := build.CombinedOutput(); err != nil {
@@ -105,6 +111,14 @@ func measure(out string, p pair) error {
 	fmt.Printf("note: binsize: %s is %.1f MB with %d non-standard packages; the same program on Beam Go's IO (v%s) %.1f MB with %d: %.2fx (%s's target <= %.1fx: %s)\n",
 		p.what, float64(ours)/1e6, len(oursDeps), core.SdkVersion, float64(beams)/1e6, len(beamDeps), ratio, p.issue, p.maxRatio, verdict)
 	fmt.Printf("note: binsize: %d packages outside sdfio only %s links: %s\n", len(only), p.what, strings.Join(only, " "))
+	if p.floor != "" {
+		floor, err := size(p.floor)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("note: binsize: what both share (Beam with beamx, and the bigquery package's types, no client) is %.1f MB; over it sdfio's IO costs %.2f MB, Beam Go's %.2f MB (%.2fx)\n",
+			float64(floor)/1e6, float64(ours-floor)/1e6, float64(beams-floor)/1e6, float64(ours-floor)/float64(beams-floor))
+	}
 	return nil
 }
 
