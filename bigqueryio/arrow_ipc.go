@@ -1,26 +1,24 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
-// Arrow IPC data is decoded with github.com/apache/arrow/go/v15, the Arrow
-// line cloud.google.com/go/bigquery links anyway (see the package doc),
-// whose IPC reader trusts the lengths in its input: a negative metadata
-// length panics in make, and a metadata or body length of gigabytes is
-// allocated before the read of it fails (the maintained arrow-go/v18
-// refuses both). So the framing of every IPC buffer is checked here first,
-// and what the reader does with it is confined to the payload's size, and
-// a panic of the reader on malformed metadata (flatbuffers are read without
-// bounds checks) becomes an error.
+// Arrow IPC data is read here, not by github.com/apache/arrow/go/v15's ipc
+// package: that reader trusts the lengths in its input (a negative
+// metadata length panics in make, a metadata or body length of gigabytes
+// is allocated before the read of it fails, flatbuffers are read without
+// bounds checks), and a program that links it links its compression codecs
+// too (zstd, lz4: 1.3 MB of a read-and-write program). The messages are
+// read with the bounds-checked flatbuffer reader below, the framing of
+// every payload is checked first, and the batches become arrays of the
+// Arrow v15 module that cloud.google.com/go/bigquery links anyway (its
+// arrow and array packages), over buffers copied into a reused arena.
 
 // checkArrowFraming walks the encapsulated IPC messages of b (an optional
 // 0xFFFFFFFF continuation marker, an int32 metadata length, the metadata
@@ -124,6 +122,41 @@ func (t fbTable) long(i int) (int64, error) {
 	return int64(binary.LittleEndian.Uint64(t.b[p:])), nil
 }
 
+// int32Field is field i of t as an int (def when absent).
+func (t fbTable) int32Field(i int, def int32) (int32, error) {
+	p, ok, err := t.field(i, 4)
+	if !ok || err != nil {
+		return def, err
+	}
+	return int32(binary.LittleEndian.Uint32(t.b[p:])), nil
+}
+
+// int16Field is field i of t as a short (def when absent).
+func (t fbTable) int16Field(i int, def int16) (int16, error) {
+	p, ok, err := t.field(i, 2)
+	if !ok || err != nil {
+		return def, err
+	}
+	return int16(binary.LittleEndian.Uint16(t.b[p:])), nil
+}
+
+// str is the string field i of t points to ("" when absent).
+func (t fbTable) str(i int) (string, error) {
+	p, ok, err := t.field(i, 4)
+	if !ok || err != nil {
+		return "", err
+	}
+	v := p + int64(binary.LittleEndian.Uint32(t.b[p:]))
+	if v+4 > int64(len(t.b)) {
+		return "", errFlatbuffer
+	}
+	n := int64(binary.LittleEndian.Uint32(t.b[v:]))
+	if n > int64(len(t.b))-v-4 {
+		return "", errFlatbuffer
+	}
+	return string(t.b[v+4 : v+4+n]), nil
+}
+
 // byteField is field i of t as a ubyte (0 when absent).
 func (t fbTable) byteField(i int) (byte, error) {
 	p, ok, err := t.field(i, 1)
@@ -220,38 +253,6 @@ func messageBodyLength(m []byte) (int64, error) {
 	return body, nil
 }
 
-// newIPCReader is ipc.NewReader of b, once b's framing is checked, with a
-// panic of Arrow's reader made an error; its memory comes from mem (nil:
-// Go's heap).
-func newIPCReader(b []byte, mem memory.Allocator) (r *ipc.Reader, rd *bytes.Reader, err error) {
-	if err := checkArrowFraming(b); err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r, rd, err = nil, nil, fmt.Errorf("malformed Arrow IPC data: %v", p)
-		}
-	}()
-	rd = bytes.NewReader(b)
-	if mem == nil {
-		r, err = ipc.NewReader(rd)
-	} else {
-		r, err = ipc.NewReader(rd, ipc.WithAllocator(mem))
-	}
-	return r, rd, err
-}
-
-// nextBatch is r.Next, with a panic of Arrow's reader (malformed metadata
-// of a record batch) made an error.
-func nextBatch(r *ipc.Reader) (ok bool, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ok, err = false, fmt.Errorf("malformed Arrow IPC data: %v", p)
-		}
-	}()
-	return r.Next(), nil
-}
-
 // validateArrowArray checks that the buffers of a (a column of a record
 // batch, as Arrow's reader loaded it) hold its values: Arrow's arrays
 // index their buffers without checks, so a batch whose buffers are shorter
@@ -328,18 +329,18 @@ func validateArrowArray(a arrow.ArrayData) error {
 }
 
 // arrowScratch is what a decoder reuses from one response to the next:
-// the bytes of the IPC stream (the session's schema message, then the
-// payload), and the memory Arrow's reader copies the batches' buffers into.
+// the session's schema (parsed from its IPC schema message once), and the
+// memory the batches' buffers are copied into.
 type arrowScratch struct {
-	buf []byte
-	mem batchArena
+	header []byte        // the schema message schema was parsed from
+	schema *arrow.Schema // nil until the first decode
+	mem    batchArena
 }
 
-// batchArena is the memory.Allocator of one decoder's IPC reads. Arrow's
-// v15 reader copies every buffer of a record batch into memory it
-// allocates (arrow-go/v18 slices the message body instead), which doubled
-// the garbage of a decode; so the buffers of a response are carved from
-// blocks that the next response reuses. Nothing of a response's Arrow
+// batchArena is the memory of one decoder's IPC reads: the buffers of a
+// record batch are copied out of the response (whose bytes are not
+// aligned for Arrow's typed views of them, which -race's checkptr
+// refuses) into blocks that the next response reuses. Nothing of a response's Arrow
 // memory outlives its decode: values are copied out of it (strings, bytes,
 // numbers) and its records released before decode returns, and the
 // arena is reset only when the next decode starts. A decoder is used by

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ func TestArrowHostileFraming(t *testing.T) {
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						t.Fatalf("byte %d set to %#x: panic %v", i, v, r)
+						t.Fatalf("byte %d set to %#x: panic %v\n%s", i, v, r, debug.Stack())
 					}
 				}()
 				if e1, _ := decodeBoth(p, good.rows); e1 != nil {

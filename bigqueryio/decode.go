@@ -181,54 +181,6 @@ func newArrowDecoder(schema bigquery.Schema, header []byte) *arrowDecoder {
 	return &arrowDecoder{schema: schema, header: header, row: make([]bigquery.Value, len(schema))}
 }
 
-// arrowBatches reads the IPC record batches of payload, framed after the
-// session's schema message header in s (reused, and its arena reset), calling fn for each
-// with the count of the rows of the batches before it; each must have the
-// schema's columns. It returns the count of all their rows, by the batches'
-// own lengths. fn's batch is valid only during the call.
-func arrowBatches(s *arrowScratch, header, payload []byte, schema bigquery.Schema, fn func(rec arrow.Record, before int64) error) (int64, error) {
-	s.buf = append(append(s.buf[:0], header...), payload...)
-	s.mem.reset()
-	r, rd, err := newIPCReader(s.buf, &s.mem)
-	if err != nil {
-		return 0, fmt.Errorf("Arrow record batch: %w", err)
-	}
-	defer r.Release()
-	var got int64
-	for {
-		more, err := nextBatch(r)
-		if err != nil {
-			return got, fmt.Errorf("Arrow record batch: %w", err)
-		}
-		if !more {
-			break
-		}
-		rec := r.Record()
-		if int(rec.NumCols()) != len(schema) {
-			return got, fmt.Errorf("Arrow record batch has %d columns, the session's schema %d", rec.NumCols(), len(schema))
-		}
-		if err := arrowRows(rec.NumRows(), got, payload); err != nil {
-			return got, err
-		}
-		for c, col := range rec.Columns() {
-			if err := validateArrowArray(col.Data()); err != nil {
-				return got, fmt.Errorf("Arrow column %s: %w", schema[c].Name, err)
-			}
-		}
-		if err := fn(rec, got); err != nil {
-			return got, err
-		}
-		got += rec.NumRows()
-	}
-	if err := r.Err(); err != nil {
-		return got, fmt.Errorf("Arrow record batch: %w", err)
-	}
-	if err := arrowTail(rd); err != nil {
-		return got, err
-	}
-	return got, nil
-}
-
 func (d *arrowDecoder) decode(payload []byte, n int64, fn func([]bigquery.Value) error) error {
 	got, err := arrowBatches(&d.arrowScratch, d.header, payload, d.schema, func(rec arrow.Record, got int64) error {
 		m := rec.NumRows()

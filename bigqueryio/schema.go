@@ -8,16 +8,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 )
 
-// parseArrowSchema decodes the IPC schema message of a read session.
-func parseArrowSchema(b []byte) (*arrow.Schema, error) {
-	r, _, err := newIPCReader(b, nil)
-	if err != nil {
-		return nil, fmt.Errorf("the session's Arrow schema: %w", err)
-	}
-	defer r.Release()
-	return r.Schema(), nil
-}
-
 // schemaFromArrow derives the BigQuery schema of a read session from its
 // Arrow schema.
 func schemaFromArrow(s *arrow.Schema) (bigquery.Schema, error) {
