@@ -348,15 +348,15 @@
 // counts.
 //
 // Rows are encoded by hand (no dynamicpb message per row) as proto2
-// messages of a writer schema made by managedwriter/adapt from the table's
-// schema, read when a worker first writes to the table (GetWriteStream of
-// its _default stream); NUMERIC, BIGNUMERIC, DATETIME and TIME go as their
-// text. A field without a
-// column, or of a type its column does not take, is refused when the
-// pipeline is built against WithSchema or the schema bigquery.InferSchema
-// infers, naming the field, and again against the table's schema when the
-// write starts; columns without a field are NULL. A Row's keys must be
-// columns.
+// messages of a writer schema made from the table's schema (the
+// descriptor managedwriter/adapt would make, built without it), read
+// when a worker first writes to the table (GetWriteStream of its _default
+// stream); NUMERIC, BIGNUMERIC, DATETIME and TIME go as their text. A
+// field without a column, or of a type its column does not take, is
+// refused when the pipeline is built against WithSchema or the schema
+// bigquery.InferSchema infers, naming the field, and again against the
+// table's schema when the write starts; columns without a field are NULL.
+// A Row's keys must be columns.
 //
 // Values are written as the service reads them back. BigQuery keeps
 // microseconds: a TIME, DATETIME or TIMESTAMP is truncated to the

@@ -14,7 +14,6 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
-	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/googleapis/gax-go/v2"
@@ -440,7 +439,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: reading the table's schema: %w", spec, err)
 	}
-	schema, err := adapt.StorageTableSchemaToBQSchema(ws.GetTableSchema())
+	schema, err := tableSchema(ws.GetTableSchema())
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: the table's schema: %w", spec, err)
 	}

@@ -10,15 +10,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
 	"cloud.google.com/go/civil"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // The rows of a write are encoded by hand as proto2 messages of a writer
-// schema made from the table's schema (adapt's descriptor, field i+1 for
+// schema made from the table's schema (writerDescriptor, field i+1 for
 // column i, with NUMERIC, BIGNUMERIC, DATETIME and TIME sent as strings,
 // which the service takes as it takes their text in SQL, so that no value
 // goes through a lossy packing): no dynamicpb message per row.
@@ -151,62 +149,6 @@ func columnNames(schema bigquery.Schema) string {
 		names[i] = f.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-// writerDescriptor is the normalized writer schema of a table schema.
-func writerDescriptor(schema bigquery.Schema) (*descriptorpb.DescriptorProto, error) {
-	ts, err := adapt.BQSchemaToStorageTableSchema(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	d, err := adapt.StorageSchemaToProto2Descriptor(ts, "root")
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	md, ok := d.(protoreflect.MessageDescriptor)
-	if !ok {
-		return nil, fmt.Errorf("schema: adapt made a %T, not a message", d)
-	}
-	dp, err := adapt.NormalizeDescriptor(md)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	nested := map[string]*descriptorpb.DescriptorProto{}
-	for _, n := range dp.GetNestedType() {
-		nested[n.GetName()] = n
-	}
-	if err := stringColumns(dp, schema, nested); err != nil {
-		return nil, err
-	}
-	return dp, nil
-}
-
-// stringColumns makes the fields of NUMERIC, BIGNUMERIC, DATETIME and TIME
-// columns strings.
-func stringColumns(m *descriptorpb.DescriptorProto, schema bigquery.Schema, nested map[string]*descriptorpb.DescriptorProto) error {
-	for _, f := range m.GetField() {
-		i := int(f.GetNumber()) - 1
-		if i < 0 || i >= len(schema) {
-			return fmt.Errorf("schema: field %s numbered %d of %d columns", f.GetName(), f.GetNumber(), len(schema))
-		}
-		switch schema[i].Type {
-		case bigquery.NumericFieldType, bigquery.BigNumericFieldType, bigquery.DateTimeFieldType, bigquery.TimeFieldType:
-			f.Type = descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()
-		case bigquery.RecordFieldType:
-			name := f.GetTypeName()
-			if k := strings.LastIndexByte(name, '.'); k >= 0 {
-				name = name[k+1:]
-			}
-			n, ok := nested[name]
-			if !ok {
-				return fmt.Errorf("schema: no message %s for RECORD %s", f.GetTypeName(), schema[i].Name)
-			}
-			if err := stringColumns(n, schema[i].Schema, nested); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // errWrongType is the error of a value a column does not take.

@@ -8,7 +8,6 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
-	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
 
@@ -195,7 +194,7 @@ func (f *appendFn) followSchema(ctx context.Context, t *writeTable, x any) bool 
 	var enc *rowEncoder
 	if err == nil {
 		var schema bigquery.Schema
-		if schema, err = adapt.StorageTableSchemaToBQSchema(ws.GetTableSchema()); err == nil {
+		if schema, err = tableSchema(ws.GetTableSchema()); err == nil {
 			enc, err = newRowEncoder(schema, f.Type.T)
 		}
 	}

@@ -3,7 +3,6 @@ package bigqueryio
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -25,11 +24,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sdfio/sdfio/internal/beamreg"
@@ -706,22 +702,6 @@ func (f *streamAppendFn) dropRefused(ctx context.Context, spec, stream string, d
 		keep = append(keep, row)
 	}
 	return keep, nil
-}
-
-// protoJSON is an encoded row as JSON (protojson, with the writer schema's
-// field names), or its bytes in base64 if it cannot be decoded.
-func protoJSON(desc *descriptorpb.DescriptorProto, row []byte) string {
-	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{Name: proto.String("row.proto"), Syntax: proto.String("proto2"),
-		MessageType: []*descriptorpb.DescriptorProto{desc}}, nil)
-	if err == nil && fd.Messages().Len() == 1 {
-		m := dynamicpb.NewMessage(fd.Messages().Get(0))
-		if proto.Unmarshal(row, m) == nil {
-			if b, err := protojson.Marshal(m); err == nil {
-				return string(b)
-			}
-		}
-	}
-	return base64.StdEncoding.EncodeToString(row)
 }
 
 // desc is the writer schema of a batch.
