@@ -32,8 +32,12 @@ import (
 // whose name is not a proto identifier is field col_<its name in base64,
 // trimmed of +, / and =>, which names the column by the column_name option.
 // REPEATED columns of packable types (INT64, FLOAT, BOOLEAN, DATE,
-// TIMESTAMP, and DATETIME and TIME, whose fields were INT64 before they
-// were made strings) have the packed option, as adapt gives them.
+// TIMESTAMP) have the packed option, as adapt gives them. DATETIME and
+// TIME do not: adapt makes them INT64 fields, packed, and this package
+// sends them as strings, which protobuf refuses to pack ("[packed = true]
+// can only be specified for repeated primitive fields", as the service's
+// C++ descriptor builder says); adapt plus the string fields gave them
+// both.
 
 // storageType is the Storage Write API type of each column type it takes.
 var storageType = map[bigquery.FieldType]storagepb.TableFieldSchema_Type{
@@ -70,8 +74,8 @@ func protoType(t bigquery.FieldType) (typ descriptorpb.FieldDescriptorProto_Type
 	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType,
 		bigquery.NumericFieldType, bigquery.BigNumericFieldType: // BYTES in adapt, made strings
 		return descriptorpb.FieldDescriptorProto_TYPE_STRING, false
-	case bigquery.DateTimeFieldType, bigquery.TimeFieldType: // INT64 in adapt, made strings
-		return descriptorpb.FieldDescriptorProto_TYPE_STRING, true
+	case bigquery.DateTimeFieldType, bigquery.TimeFieldType: // INT64 in adapt, made strings: not packable
+		return descriptorpb.FieldDescriptorProto_TYPE_STRING, false
 	case bigquery.BytesFieldType:
 		return descriptorpb.FieldDescriptorProto_TYPE_BYTES, false
 	case bigquery.IntegerFieldType, bigquery.TimestampFieldType:

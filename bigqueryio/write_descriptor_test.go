@@ -55,6 +55,15 @@ func adaptStringColumns(m *descriptorpb.DescriptorProto, schema bigquery.Schema,
 		switch schema[i].Type {
 		case bigquery.NumericFieldType, bigquery.BigNumericFieldType, bigquery.DateTimeFieldType, bigquery.TimeFieldType:
 			f.Type = descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()
+			// A string is not packable: the old path left adapt's packed
+			// option of DATETIME and TIME on their string fields, which
+			// protobuf's C++ descriptor builder (the service's) refuses.
+			if f.Options != nil {
+				f.Options.Packed = nil
+				if proto.Size(f.Options) == 0 {
+					f.Options = nil
+				}
+			}
 		case bigquery.RecordFieldType:
 			name := f.GetTypeName()
 			if k := strings.LastIndexByte(name, '.'); k >= 0 {
@@ -182,6 +191,7 @@ func TestWriterDescriptorMatchesAdapt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("writerDescriptor: %v", err)
 			}
+			packedOnlyPrimitive(t, got)
 			if !proto.Equal(got, want) {
 				t.Errorf("writerDescriptor differs from adapt's\ngot:\n%s\nwant:\n%s", prototext.Format(got), prototext.Format(want))
 			}
@@ -290,4 +300,27 @@ func schemaString(s bigquery.Schema) string {
 		fmt.Fprintf(&b, " ML%d P%d S%d D%q [%s]} ", f.MaxLength, f.Precision, f.Scale, f.DefaultValueExpression, schemaString(f.Schema))
 	}
 	return b.String()
+}
+
+// packedOnlyPrimitive fails if a field of m or its nested messages is
+// packed and not of a packable scalar type, which protobuf's C++
+// descriptor builder (the service's) refuses.
+func packedOnlyPrimitive(t *testing.T, m *descriptorpb.DescriptorProto) {
+	t.Helper()
+	for _, f := range m.GetField() {
+		if !f.GetOptions().GetPacked() {
+			continue
+		}
+		switch f.GetType() {
+		case descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_TYPE_BYTES,
+			descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, descriptorpb.FieldDescriptorProto_TYPE_GROUP:
+			t.Errorf("field %s of %s: packed, of type %s", f.GetName(), m.GetName(), f.GetType())
+		}
+		if f.GetLabel() != descriptorpb.FieldDescriptorProto_LABEL_REPEATED {
+			t.Errorf("field %s of %s: packed, not repeated", f.GetName(), m.GetName())
+		}
+	}
+	for _, n := range m.GetNestedType() {
+		packedOnlyPrimitive(t, n)
+	}
 }

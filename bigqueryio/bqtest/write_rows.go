@@ -90,7 +90,33 @@ func newWriterSchema(d *descriptorpb.DescriptorProto) (*writerSchema, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPacked(d); err != nil {
+		return nil, err
+	}
 	return &writerSchema{md: fd.Messages().Get(0)}, nil
+}
+
+// checkPacked refuses the packed option on a field that is not a repeated
+// scalar number, as the service's descriptor builder (protobuf's C++)
+// does; Go's protodesc accepts it.
+func checkPacked(d *descriptorpb.DescriptorProto) error {
+	for _, f := range d.GetField() {
+		if !f.GetOptions().GetPacked() {
+			continue
+		}
+		switch {
+		case f.GetLabel() != descriptorpb.FieldDescriptorProto_LABEL_REPEATED,
+			f.GetType() == descriptorpb.FieldDescriptorProto_TYPE_STRING, f.GetType() == descriptorpb.FieldDescriptorProto_TYPE_BYTES,
+			f.GetType() == descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, f.GetType() == descriptorpb.FieldDescriptorProto_TYPE_GROUP:
+			return fmt.Errorf("field %s.%s: [packed = true] can only be specified for repeated primitive fields", d.GetName(), f.GetName())
+		}
+	}
+	for _, n := range d.GetNestedType() {
+		if err := checkPacked(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // plan returns the plan that converts the rows of ws into rows of t, or the
