@@ -15,7 +15,7 @@ FUZZMINIMIZE ?= 10s
 # and avroio links Beam, which made its 10 seconds cost about 3 minutes of
 # cold build. Its seeds and TestRecordCoderMutations (thousands of mutated
 # encodings through the same property, no instrumented build) run in `unit`.
-FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio/container:FuzzHeader ./avroio:FuzzRecordCoder
+FUZZ_TARGETS := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio/container:FuzzHeader ./avroio:FuzzRecordCoder ./bigqueryio:FuzzArrowDecode ./bigqueryio:FuzzAvroDecode
 FUZZ_TARGETS_SHORT := ./sdf:FuzzTrackerModel ./avroio/container:FuzzBlockReader ./avroio/container:FuzzHeader
 
 .PHONY: all deps test vet fmt-check unit fuzz-short fuzz bench demo clean

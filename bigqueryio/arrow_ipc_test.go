@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -211,4 +212,30 @@ func TestArrowArenaReuse(t *testing.T) {
 			t.Errorf("struct %d: %+v, want %v", s.I, s, want)
 		}
 	}
+}
+
+// FuzzArrowDecode: any session schema message and response payload decode
+// to rows or fail with an error, never a panic, through the values decoder
+// and the struct decoder. Its seeds (testdata/fuzz/FuzzArrowDecode) are
+// bqtest's Arrow of a table of every column type, three rows a response.
+func FuzzArrowDecode(f *testing.F) {
+	f.Fuzz(func(t *testing.T, header, payload []byte, n int64) {
+		// An input that takes 10 s hangs: crash the worker, so that the
+		// fuzzer reports it with its input (it has no timeout per input).
+		wd := time.AfterFunc(10*time.Second, func() { panic("FuzzArrowDecode: an input took over 10 s") })
+		defer wd.Stop()
+		as, err := parseArrowSchema(header)
+		if err != nil {
+			return
+		}
+		schema, err := schemaFromArrow(as)
+		if err != nil {
+			return
+		}
+		_ = newArrowDecoder(schema, header).decode(payload, n, func([]bigquery.Value) error { return nil })
+		if sd, err := newStructDecoder(reflect.TypeOf(arenaRow{}), schema, int32(Arrow), header, fieldRules{}); err == nil {
+			var b batch
+			_ = sd.decodeBatch(payload, n, &b)
+		}
+	})
 }

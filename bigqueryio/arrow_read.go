@@ -37,8 +37,14 @@ const (
 
 // maxArrowDepth bounds the nesting of a schema's fields (BigQuery allows
 // 15 levels of RECORD, each a struct and maybe a list): a deeper one is
-// refused rather than recursed into.
-const maxArrowDepth = 64
+// refused rather than recursed into. maxArrowFields bounds the fields of
+// a schema, nested ones counted (a table has at most 10,000 columns, its
+// nested fields counted): a flatbuffer may point to one table from many
+// places, and a schema read so could grow exponentially with its depth.
+const (
+	maxArrowDepth  = 64
+	maxArrowFields = 1 << 15
+)
 
 // ipcMessage is one encapsulated message of an IPC stream: its header's
 // type and table, its metadata flatbuffer and its body.
@@ -123,12 +129,13 @@ func readArrowSchema(b []byte) (*arrow.Schema, error) {
 		return nil, err
 	}
 	fields := make([]arrow.Field, 0, min(n, 1<<10))
+	budget := maxArrowFields
 	for k := range n {
 		ft, err := m.header.indirect(start + 4*k)
 		if err != nil {
 			return nil, err
 		}
-		f, err := arrowFieldOf(ft, 0)
+		f, err := arrowFieldOf(ft, 0, &budget)
 		if err != nil {
 			return nil, err
 		}
@@ -137,10 +144,14 @@ func readArrowSchema(b []byte) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, nil), nil
 }
 
-// arrowFieldOf is the Field table t, at depth depth of nesting.
-func arrowFieldOf(t fbTable, depth int) (arrow.Field, error) {
+// arrowFieldOf is the Field table t, at depth depth of nesting; budget is
+// how many more fields the schema may have.
+func arrowFieldOf(t fbTable, depth int, budget *int) (arrow.Field, error) {
 	if depth > maxArrowDepth {
 		return arrow.Field{}, fmt.Errorf("Arrow fields nested over %d levels", maxArrowDepth)
+	}
+	if *budget--; *budget < 0 {
+		return arrow.Field{}, fmt.Errorf("an Arrow schema of over %d fields, nested ones counted", maxArrowFields)
 	}
 	name, err := t.str(0)
 	if err != nil {
@@ -179,7 +190,7 @@ func arrowFieldOf(t fbTable, depth int) (arrow.Field, error) {
 		if err != nil {
 			return arrow.Field{}, err
 		}
-		c, err := arrowFieldOf(ct, depth+1)
+		c, err := arrowFieldOf(ct, depth+1, budget)
 		if err != nil {
 			return arrow.Field{}, err
 		}
