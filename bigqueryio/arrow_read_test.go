@@ -1,0 +1,144 @@
+package bigqueryio
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// fbField adds an Arrow Field table: name, nullable, a type of kind with
+// the type table typ (0 for none), and children.
+func fbField(b *flatbuffers.Builder, name string, kind byte, typ flatbuffers.UOffsetT, dict bool, children []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+	n := b.CreateString(name)
+	var kids flatbuffers.UOffsetT
+	if children != nil {
+		b.StartVector(4, len(children), 4)
+		for i := len(children) - 1; i >= 0; i-- {
+			b.PrependUOffsetT(children[i])
+		}
+		kids = b.EndVector(len(children))
+	}
+	var dt flatbuffers.UOffsetT
+	if dict {
+		b.StartObject(4)
+		b.PrependInt64Slot(0, 1, 0)
+		dt = b.EndObject()
+	}
+	b.StartObject(7)
+	b.PrependUOffsetTSlot(0, n, 0)
+	b.PrependBoolSlot(1, true, false)
+	b.PrependByteSlot(2, kind, 0)
+	if typ != 0 {
+		b.PrependUOffsetTSlot(3, typ, 0)
+	}
+	if dt != 0 {
+		b.PrependUOffsetTSlot(4, dt, 0)
+	}
+	if children != nil {
+		b.PrependUOffsetTSlot(5, kids, 0)
+	}
+	return b.EndObject()
+}
+
+// schemaMessage is an encapsulated IPC schema message of the fields made
+// by fields, and an end-of-stream marker.
+func schemaMessage(fields func(b *flatbuffers.Builder) []flatbuffers.UOffsetT) []byte {
+	b := flatbuffers.NewBuilder(0)
+	fs := fields(b)
+	b.StartVector(4, len(fs), 4)
+	for i := len(fs) - 1; i >= 0; i-- {
+		b.PrependUOffsetT(fs[i])
+	}
+	vec := b.EndVector(len(fs))
+	b.StartObject(4)
+	b.PrependUOffsetTSlot(1, vec, 0)
+	schema := b.EndObject()
+	b.StartObject(5)
+	b.PrependInt16Slot(0, 4, 0)
+	b.PrependByteSlot(1, headerSchema, 0)
+	b.PrependUOffsetTSlot(2, schema, 0)
+	b.PrependInt64Slot(3, 0, 0)
+	b.Finish(b.EndObject())
+	meta := b.FinishedBytes()
+	for len(meta)%8 != 0 {
+		meta = append(meta, 0)
+	}
+	out := binary.LittleEndian.AppendUint32(nil, 0xFFFFFFFF)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
+	out = append(out, meta...)
+	return append(out, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0)
+}
+
+// TestArrowSchemaRefused: schema messages the Storage Read API does not
+// send fail naming the field and what is wrong, and a schema whose
+// flatbuffer points to one field table from many places (20 levels of 4
+// children each: 4^20 fields if followed) is refused by its field budget
+// at once, not expanded.
+func TestArrowSchemaRefused(t *testing.T) {
+	utf8 := func(b *flatbuffers.Builder, name string) flatbuffers.UOffsetT {
+		return fbField(b, name, typeUtf8, 0, false, nil)
+	}
+	intType := func(b *flatbuffers.Builder, bits int32) flatbuffers.UOffsetT {
+		b.StartObject(2)
+		b.PrependInt32Slot(0, bits, 0)
+		b.PrependBoolSlot(1, true, false)
+		return b.EndObject()
+	}
+	for _, c := range []struct {
+		name   string
+		fields func(b *flatbuffers.Builder) []flatbuffers.UOffsetT
+		want   string
+	}{
+		{"a good one", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{utf8(b, "s"), fbField(b, "i", typeInt, intType(b, 64), false, nil),
+				fbField(b, "r", typeStruct, 0, false, []flatbuffers.UOffsetT{utf8(b, "x")})}
+		}, ""},
+		{"int32", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{fbField(b, "small", typeInt, intType(b, 32), false, nil)}
+		}, `Arrow field "small": an integer of 32 bits`},
+		{"dictionary", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{fbField(b, "d", typeUtf8, 0, true, nil)}
+		}, `Arrow field "d": dictionary encoded`},
+		{"a union", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{fbField(b, "u", 14, 0, false, nil)}
+		}, `Arrow field "u"`},
+		{"a list of two", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{fbField(b, "l", typeList, 0, false, []flatbuffers.UOffsetT{utf8(b, "a"), utf8(b, "b")})}
+		}, `Arrow field "l": a list of 2 fields`},
+		{"children of a string", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			return []flatbuffers.UOffsetT{fbField(b, "s", typeUtf8, 0, false, []flatbuffers.UOffsetT{utf8(b, "a")})}
+		}, `Arrow field "s": type 5 with 1 child fields`},
+		{"shared fields", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			f := utf8(b, "leaf")
+			for range 20 {
+				f = fbField(b, "r", typeStruct, 0, false, []flatbuffers.UOffsetT{f, f, f, f})
+			}
+			return []flatbuffers.UOffsetT{f}
+		}, "an Arrow schema of over 32768 fields"},
+		{"nested too deep", func(b *flatbuffers.Builder) []flatbuffers.UOffsetT {
+			f := utf8(b, "leaf")
+			for range 70 {
+				f = fbField(b, "r", typeStruct, 0, false, []flatbuffers.UOffsetT{f})
+			}
+			return []flatbuffers.UOffsetT{f}
+		}, "nested over 64 levels"},
+	} {
+		start := time.Now()
+		s, err := parseArrowSchema(schemaMessage(c.fields))
+		if c.want == "" {
+			if err != nil || s.NumFields() != 3 || s.Field(2).Type.String() != "struct<x: utf8>" {
+				t.Errorf("%s: %v, %v", c.name, s, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "the session's Arrow schema") {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: refused after %v", c.name, d)
+		}
+	}
+}
