@@ -236,21 +236,25 @@
 // ["null", T] unions, arrays, primitives and BigQuery's logical types and
 // sqlType annotations) and the rows with internal/wire's reader, so that a
 // BigQuery program does not link hamba/avro, json-iterator, reflect2 and
-// mapstructure (about 2 MB; docs/BENCHMARKS.md). Arrow record batches with github.com/apache/arrow/go/v15, the Arrow
-// line that cloud.google.com/go/bigquery itself links, so that a program
-// pays for one Arrow library, not two (arrow-go/v18 cost a BigQuery
-// program about 4 MB; docs/BENCHMARKS.md). The trade-off: v15 is a frozen
-// line, which gets no fixes, and its IPC reader trusts the lengths in its
-// input (a negative length panics, a length of gigabytes is allocated
-// before the read fails, a buffer shorter than its array's length is
-// indexed past its end), where the maintained arrow-go/v18 refuses some of
-// that. So this package checks every payload before v15 reads it: the
-// messages' metadata and body lengths and every record batch's buffers
-// must lie within the payload, one after another; compressed batches (not
-// asked for) are refused; and each column's buffers must hold the values
-// its length says, offsets in order. A payload that fails fails the read
-// with an error naming the column or the byte, never a panic, and costs
-// no more memory than its own size. When the BigQuery client moves to a
+// mapstructure (about 2 MB; docs/BENCHMARKS.md). Arrow record batches are
+// read by this package too: the IPC messages (the session's schema
+// message, parsed once per decoder, and each response's record batches)
+// with a flatbuffer reader that checks every read against the message's
+// bounds, into arrays of github.com/apache/arrow/go/v15's arrow and array
+// packages, which cloud.google.com/go/bigquery links anyway, so that a
+// program pays for one Arrow library (arrow-go/v18 cost a BigQuery program
+// about 4 MB) and not for v15's IPC reader and its zstd and lz4 codecs
+// (0.9 MB; docs/BENCHMARKS.md). Every payload is checked before an array
+// is made of it: the messages' metadata and body lengths and every record
+// batch's buffers must lie within the payload; compressed batches (not
+// asked for), dictionaries and types the Storage Read API does not send
+// are refused, as are schemas nested over 64 levels or of over 32,768
+// fields (a flatbuffer can name one table from many places); and each
+// column's buffers must hold the values its length says, offsets in order
+// (Arrow's arrays index their buffers without checks). A payload that
+// fails fails the read with an error naming the column or the byte, never
+// a panic, and costs no more memory than its own size (FuzzArrowDecode).
+// When the BigQuery client moves to a
 // newer Arrow line, this package follows it. Rows are decoded straight
 // into the fields: each column is compiled, once per session and
 // type, to an operation that writes its field (an Arrow column is written
