@@ -89,7 +89,8 @@ func WithQueryParameters(params ...bigquery.QueryParameter) QueryOption {
 }
 
 // WithRESTEndpoint sends the BigQuery REST API calls of Query (query jobs,
-// datasets, tables) or of Write (tables get and insert) to url instead of
+// datasets, tables) or of Write (table metadata, CreateIfNeeded, schema
+// updates, WriteTruncate's staging table and copy job) to url instead of
 // Google's endpoint: a test server's, such as bqtest's RESTEndpoint (with
 // WithInsecure, which drops credentials there too).
 func WithRESTEndpoint(url string) QueryWriteOption {
