@@ -9,7 +9,9 @@
 // that internal/cmd/benchreport copies into docs/BENCHMARKS.md. Run it
 // from the module's root. It was a test; a build of two Beam programs took
 // 8 minutes of a loaded 2-core machine, and a size is a figure to report,
-// as the benchmarks are.
+// as the benchmarks are. What must stay out of the BigQuery program (the
+// official client's bigquery.Client, arrow/ipc, managedwriter/adapt) is a
+// test, TestBigQueryProgramLinks: one link of one program.
 package main
 
 import (

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBigQueryProgramLinks: the BigQuery read-and-write program
+// (testdata/bqsdfio) links none of what made it larger than Beam Go's
+// (docs/BENCHMARKS.md, issue 30): the official client's bigquery.Client and
+// the generated REST client it reaches, arrow/ipc and its codecs,
+// managedwriter/adapt with protodesc and dynamicpb. Each is reachable by
+// one call (Beam's reflection keeps every method of a reached type), so a
+// change that calls one again fails here, not only in make bench's sizes.
+func TestBigQueryProgramLinks(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bqsdfio")
+	if b, err := exec.Command("go", "build", "-o", out, "./testdata/bqsdfio").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	nm, err := exec.Command("go", "tool", "nm", out).Output()
+	if err != nil {
+		t.Fatalf("go tool nm: %v", err)
+	}
+	forbidden := map[string]string{
+		"cloud.google.com/go/bigquery.(*Client).":                   "bigquery.Client (bigqueryio has its own REST client, rest.go)",
+		"google.golang.org/api/bigquery/v2.(*TablesService)":        "the generated REST client",
+		"github.com/apache/arrow/go/v15/arrow/ipc.":                 "arrow/ipc (bigqueryio reads Arrow IPC itself, arrow_read.go)",
+		"github.com/klauspost/compress/zstd.(*Decoder).":            "zstd, which arrow/ipc brings",
+		"cloud.google.com/go/bigquery/storage/managedwriter/adapt.": "managedwriter/adapt (write_descriptor.go)",
+		"google.golang.org/protobuf/reflect/protodesc.":             "protodesc, which adapt brings",
+		"google.golang.org/protobuf/types/dynamicpb.":               "dynamicpb",
+	}
+	found := map[string]int{}
+	for _, line := range strings.Split(string(nm), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		name := f[len(f)-1]
+		for prefix := range forbidden {
+			if strings.HasPrefix(name, prefix) {
+				found[prefix]++
+			}
+		}
+	}
+	for prefix, n := range found {
+		t.Errorf("the program links %d symbols of %s", n, forbidden[prefix])
+	}
+}
