@@ -16,7 +16,13 @@ import (
 // change that calls one again fails here, not only in make bench's sizes.
 func TestBigQueryProgramLinks(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bqsdfio")
-	if b, err := exec.Command("go", "build", "-o", out, "./testdata/bqsdfio").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		// As the test is built: make test's packages are compiled with
+		// -race, and a plain build would compile Beam again (minutes).
+		args = append(args, "-race")
+	}
+	if b, err := exec.Command("go", append(args, "./testdata/bqsdfio")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	nm, err := exec.Command("go", "tool", "nm", out).Output()
