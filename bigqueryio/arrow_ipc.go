@@ -24,7 +24,7 @@ import (
 // 0xFFFFFFFF continuation marker, an int32 metadata length, the metadata
 // flatbuffer, a Message, then Message.bodyLength bytes of body) and fails
 // on a length that is negative or runs past the end of b. It stops at an
-// end-of-stream marker (arrowTail then refuses bytes after it).
+// end-of-stream marker (arrowBatches then refuses bytes after it).
 func checkArrowFraming(b []byte) error {
 	off := 0
 	for off < len(b) {

@@ -1,7 +1,6 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"fmt"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -53,15 +52,6 @@ func holdsRows(r *storagepb.ReadRowsResponse) bool {
 // whose payload holds got.
 func countMismatch(n, got int64) error {
 	return fmt.Errorf("the response's row count is %d, but its payload holds %d rows (the server contradicts itself; no row of it was emitted)", n, got)
-}
-
-// arrowTail is the error for bytes an Arrow IPC reader left unread in rd:
-// bytes after the record batches are not rows, and must not pass unseen.
-func arrowTail(rd *bytes.Reader) error {
-	if n := rd.Len(); n > 0 {
-		return fmt.Errorf("%d bytes after the Arrow record batches of the response", n)
-	}
-	return nil
 }
 
 // arrowRows checks the length m of a record batch, after got rows of the

@@ -2,7 +2,6 @@ package datastoreio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -153,6 +152,3 @@ func (m *readMetrics) meter(ctx context.Context, method string, req, reply any, 
 // row, waiting by its backoff from 100 ms doubling up to 30 s, each wait
 // drawn at random up to it.
 var readRetries = retry.Backoff{Retries: 7, Initial: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Sleep: retry.Sleep}
-
-// errPermanent marks an error that is not retried.
-var errPermanent = errors.New("not retried")
