@@ -227,3 +227,43 @@ else
 	run mkdir -p "$avsc" && run npm install --prefix "$avsc" --no-audit --no-fund --silent avsc@5.7.9 ||
 		fail "npm install avsc@5.7.9 failed"
 fi
+
+# Beam's Flink job server: the runner and its jars from Maven Central, as
+# pinned by flink/pom.xml beside this script (Beam and Flink versions, and
+# why), each jar checked against flink/jars.sha256, into a cache directory
+# that internal/flinktest finds the same way ($SDFIO_FLINK_DIR, else
+# $HOME/.cache/sdfio/flink-job-server-<beam>-<flink>). SDFIO_FLINK_SUMS
+# replaces the checksum file (for the tests of this script). The copy goes to a
+# new directory that replaces the old one only once every checksum holds.
+here="${BASH_SOURCE[0]%/*}"
+[ "$here" != "${BASH_SOURCE[0]}" ] || here=.
+here="$(cd "$here" && pwd)"
+flink_pom="$here/flink/pom.xml"
+flink_sums="${SDFIO_FLINK_SUMS:-$here/flink/jars.sha256}"
+beam_v=$(sed -n 's:.*<beam.version>\(.*\)</beam.version>.*:\1:p' "$flink_pom")
+flink_v=$(sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' "$flink_pom")
+flink_dir="${SDFIO_FLINK_DIR:-$HOME/.cache/sdfio/flink-job-server-$beam_v-$flink_v}"
+flink_ok() { [ -d "$1" ] && (cd "$1" && sha256sum --quiet --strict -c "$flink_sums") >/dev/null 2>&1 &&
+	[ "$(ls "$1" | wc -l)" = "$(wc -l <"$flink_sums")" ]; }
+if flink_ok "$flink_dir/lib"; then
+	found "Flink job server" "$flink_dir (Beam $beam_v, Flink $flink_v)"
+else
+	installing "Flink job server" "(Beam $beam_v, Flink $flink_v: mvn dependency:copy-dependencies into $flink_dir)"
+	if ! command -v mvn >/dev/null 2>&1; then
+		apt_install maven || fail "apt-get install maven failed"
+	fi
+	if [ -z "$DRY" ]; then
+		rm -rf "$flink_dir/lib.new"
+		run mkdir -p "$flink_dir" &&
+			run mvn -B -q -f "$flink_pom" dependency:copy-dependencies -DoutputDirectory="$flink_dir/lib.new" ||
+			fail "mvn could not fetch Beam's Flink job server ($flink_pom)"
+		if ! flink_ok "$flink_dir/lib.new"; then
+			(cd "$flink_dir/lib.new" && sha256sum --strict -c "$flink_sums") >>"$LOG" 2>&1
+			ls "$flink_dir/lib.new" >>"$LOG"
+			fail "the Flink job server's jars in $flink_dir/lib.new do not match $flink_sums"
+		fi
+		rm -rf "$flink_dir/lib" && mv "$flink_dir/lib.new" "$flink_dir/lib" || fail "could not move the jars into $flink_dir/lib"
+	else
+		echo "    would run: mvn -B -q -f $flink_pom dependency:copy-dependencies -DoutputDirectory=$flink_dir/lib.new (then check $flink_sums)"
+	fi
+fi

@@ -28,7 +28,7 @@ func newMachine(t *testing.T) *machine {
 			t.Fatal(err)
 		}
 	}
-	for _, tool := range []string{"bash", "sh", "id", "readlink", "grep", "tail", "cat", "tr", "mkdir", "env", "rm"} {
+	for _, tool := range []string{"bash", "sh", "id", "readlink", "grep", "tail", "cat", "tr", "mkdir", "env", "rm", "sed", "ls", "wc", "sha256sum", "pwd"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Fatalf("%s is not on PATH: %v", tool, err)
@@ -42,6 +42,7 @@ func newMachine(t *testing.T) *machine {
 	m.env["PYTHON3"] = filepath.Join(d, "no-python3")
 	m.env["SDFIO_AVSC_DIR"] = filepath.Join(d, "avsc")
 	m.env["DRY_RUN"] = "1"
+	m.env["SDFIO_FLINK_DIR"] = filepath.Join(d, "flink")
 	return m
 }
 
@@ -233,14 +234,41 @@ func TestAllFound(t *testing.T) {
 	m.env["CLOUDSDK_ROOT_DIR"] = filepath.Join(m.dir, "sdk")
 	jar := m.file("sdk/"+emulatorJar, "")
 	m.file("avsc/node_modules/avsc/package.json", "{}")
+	// The Flink job server's jars, checked against a sums file of their own.
+	m.file("flink/lib/a.jar", "a\n")
+	m.file("flink/lib/b.jar", "b\n")
+	m.env["SDFIO_FLINK_SUMS"] = m.file("sums",
+		"87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7  a.jar\n"+
+			"0263829989b6fd954f72baaf2fc64bc2e2f01d692d4de72986ea808f6e99813f  b.jar\n")
 	out := m.mustRun()
 	says(t, out, "avro-bin:", "python3-avro:", "python3-snappy:", "python3-zstandard:",
 		"java:                        found "+filepath.Join(m.bin, "java"),
-		"Cloud Datastore emulator:    found "+jar, "avsc:")
-	if n := strings.Count(out, "\n"); n != 7 || strings.Count(out, " found ") != 7 {
-		t.Errorf("want 7 lines, each found:\n%s", out)
+		"Cloud Datastore emulator:    found "+jar, "avsc:",
+		"Flink job server:            found "+filepath.Join(m.dir, "flink"))
+	if n := strings.Count(out, "\n"); n != 8 || strings.Count(out, " found ") != 8 {
+		t.Errorf("want 8 lines, each found:\n%s", out)
 	}
 	notSays(t, out, "would run", "installing")
+}
+
+// TestFlinkJarsChecked: a cached Flink job server whose jars do not match
+// the pinned checksums (one changed, or one more) is fetched again, with
+// Maven installed first when it is missing.
+func TestFlinkJarsChecked(t *testing.T) {
+	for name, extra := range map[string]string{"changed": "a.jar", "one more": "c.jar"} {
+		t.Run(name, func(t *testing.T) {
+			m := newMachine(t)
+			m.stub("apt-get", "exit 0")
+			m.file("flink/lib/a.jar", "a\n")
+			m.file("flink/lib/"+extra, "changed\n")
+			m.env["SDFIO_FLINK_SUMS"] = m.file("sums",
+				"87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7  a.jar\n")
+			out := m.mustRun()
+			says(t, out, "Flink job server:            installing (Beam 2.62.0, Flink 1.19.3",
+				"would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven",
+				"would run: mvn -B -q -f ")
+		})
+	}
 }
 
 // TestFailedInstallRemovesAddedSource: a real (not dry) run where Google's

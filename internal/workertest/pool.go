@@ -44,6 +44,11 @@ type pool struct {
 	workers map[string]*workerProc
 	order   []*workerProc
 
+	// restarts: a worker that dies is the runner's to replace
+	// (WithWorkerRestarts), not a failure of the run.
+	restarts bool
+	kills    int // workers killed through Live.Kill
+
 	failOnce sync.Once
 	failed   chan struct{} // closed on the first unexpected worker failure
 	failErr  error
@@ -118,7 +123,7 @@ func (p *pool) StartWorker(_ context.Context, req *fnpb.StartWorkerRequest) (*fn
 	switch {
 	case id == "":
 		return &fnpb.StartWorkerResponse{Error: "workertest: StartWorker without a worker id"}, nil
-	case p.workers[id] != nil:
+	case p.workers[id] != nil && !(p.restarts && p.workers[id].done()):
 		return &fnpb.StartWorkerResponse{Error: fmt.Sprintf("workertest: worker %q already exists", id)}, nil
 	case req.GetControlEndpoint().GetUrl() == "" || req.GetLoggingEndpoint().GetUrl() == "":
 		return &fnpb.StartWorkerResponse{Error: fmt.Sprintf("workertest: worker %q: missing control or logging endpoint", id)}, nil
@@ -238,7 +243,10 @@ func (p *pool) boot(w *workerProc, req *fnpb.StartWorkerRequest) error {
 		expected := w.stopping && cmd.ProcessState.ExitCode() == -1
 		w.mu.Unlock()
 		close(w.exited)
-		if !expected {
+		if !expected && p.restarts {
+			// The runner recovers (WithWorkerRestarts); its log says how.
+			fmt.Fprintf(&w.out, "\nworkertest: worker %q (pid %d) exited: %v (WithWorkerRestarts: left to the runner)\n", w.id, w.pid, err)
+		} else if !expected {
 			// A Go harness never exits on its own while it is wanted: after a
 			// clean shutdown it waits to be killed.
 			status := "exit status 0"
@@ -250,6 +258,16 @@ func (p *pool) boot(w *workerProc, req *fnpb.StartWorkerRequest) error {
 		}
 	}()
 	return nil
+}
+
+// done reports whether the worker's process has exited (or never started).
+func (w *workerProc) done() bool {
+	select {
+	case <-w.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // retrieveWorker fetches the staged artifacts from the runner's artifact

@@ -46,8 +46,12 @@ func Main(m *testing.M) {
 type Option func(*config)
 
 type config struct {
-	timeout     time.Duration
-	experiments []string
+	timeout       time.Duration
+	experiments   []string
+	server        *JobServer
+	runnerOptions map[string]any
+	restarts      bool
+	watch         func(context.Context, *Live)
 }
 
 // WithTimeout bounds the whole run: submission, execution and worker start.
@@ -70,8 +74,10 @@ type Result struct {
 	Workers []Worker
 	// RunnerPID is the process id of the Prism job server that ran the job
 	// (0 if it never started). Each Run has its own, and it has exited when
-	// Run returns.
+	// Run returns; with WithJobServer it is that server's.
 	RunnerPID int
+	// Kills counts the workers killed through Live.Kill.
+	Kills int
 	// RunnerOutput is the tail of that job server's log.
 	RunnerOutput string
 	// Elapsed is the wall time of the run, from translation to the end.
@@ -143,7 +149,11 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
 			t.Logf("workertest: worker %s (pid %d) output:\n%s", w.ID, w.PID, w.Output)
 		}
 		if res.RunnerPID != 0 {
-			t.Logf("workertest: Prism job server (pid %d) output:\n%s", res.RunnerPID, res.RunnerOutput)
+			name := "Prism job server"
+			if cfg.server != nil {
+				name = cfg.server.Name
+			}
+			t.Logf("workertest: %s (pid %d) output:\n%s", name, res.RunnerPID, res.RunnerOutput)
 		}
 	}
 	return res, err
@@ -172,28 +182,41 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
-	js, err := startJobServer(ctx, bin)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("workertest: the run did not finish within %v: %w", timeout, err)
+	var client jobpb.JobServiceClient
+	endpoint := ""
+	if cfg.server != nil {
+		client, endpoint = cfg.server.Client, cfg.server.Name
+		res.RunnerPID = cfg.server.PID
+		defer func() { res.RunnerOutput = cfg.server.Log() }()
+	} else {
+		js, err := startJobServer(ctx, bin)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("workertest: the run did not finish within %v: %w", timeout, err)
+			}
+			return res, err
 		}
-		return res, err
+		res.RunnerPID = js.pid()
+		defer func() {
+			if cerr := js.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+			res.RunnerOutput = js.out.String()
+		}()
+		client, endpoint = js.client, js.endpoint
 	}
-	res.RunnerPID = js.pid()
-	defer func() {
-		if cerr := js.close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		res.RunnerOutput = js.out.String()
-	}()
 
 	wp, err := startPool()
 	if err != nil {
 		return res, err
 	}
+	wp.restarts = cfg.restarts
 	defer func() {
 		wp.close()
 		res.Workers = wp.snapshot()
+		wp.mu.Lock()
+		res.Kills = wp.kills
+		wp.mu.Unlock()
 	}()
 	// The worker artifact names the test binary instead of being it: see
 	// workerPointer.
@@ -221,16 +244,15 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		return res, fmt.Errorf("workertest: setting worker artifact %s: %w", staged, err)
 	}
 
-	jopts := &runnerlib.JobOptions{Name: name, Experiments: cfg.experiments, Worker: staged}
-	prepID, artifactEndpoint, token, err := runnerlib.Prepare(ctx, js.client, pipe, jopts)
+	prepID, artifactEndpoint, token, err := prepare(ctx, client, pipe, name, cfg.experiments, cfg.runnerOptions)
 	if err != nil {
-		return res, setupErr(ctx, timeout, "preparing job on "+js.endpoint, err)
+		return res, setupErr(ctx, timeout, "preparing job on "+endpoint, err)
 	}
 	retrieval, err := runnerlib.Stage(ctx, prepID, artifactEndpoint, staged, token)
 	if err != nil {
 		return res, setupErr(ctx, timeout, "staging worker artifact "+staged, err)
 	}
-	jobID, err := runnerlib.Submit(ctx, js.client, prepID, retrieval)
+	jobID, err := runnerlib.Submit(ctx, client, prepID, retrieval)
 	if err != nil {
 		return res, setupErr(ctx, timeout, "submitting job", err)
 	}
@@ -241,7 +263,10 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	waitCtx, stopWait := context.WithCancel(context.Background())
 	defer stopWait()
 	done := make(chan error, 1)
-	go func() { done <- runnerlib.WaitForCompletion(waitCtx, js.client, jobID) }()
+	go func() { done <- runnerlib.WaitForCompletion(waitCtx, client, jobID) }()
+	if cfg.watch != nil {
+		go cfg.watch(waitCtx, &Live{p: wp})
+	}
 
 	var runErr error
 	select {
@@ -264,7 +289,7 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		// Stop the job; its end is what makes Prism release the workers.
 		stopWait()
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		js.client.Cancel(cctx, &jobpb.CancelJobRequest{JobId: jobID})
+		client.Cancel(cctx, &jobpb.CancelJobRequest{JobId: jobID})
 		ccancel()
 	} else {
 		// Let Prism stop its workers itself before the pool kills them.
@@ -273,7 +298,7 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 
 	mctx, mcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer mcancel()
-	resp, merr := js.client.GetJobMetrics(mctx, &jobpb.GetJobMetricsRequest{JobId: jobID})
+	resp, merr := client.GetJobMetrics(mctx, &jobpb.GetJobMetricsRequest{JobId: jobID})
 	if merr == nil {
 		m := resp.GetMetrics()
 		res.metrics = metricsx.FromMonitoringInfos(pipe, m.GetAttempted(), m.GetCommitted())
