@@ -396,4 +396,3 @@ func (b *logBuffer) since(offset int64) string {
 	}
 	return prefix + string(b.buf[start:])
 }
-
