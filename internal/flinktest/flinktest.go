@@ -167,13 +167,19 @@ func start(lib string) (*Server, error) {
 		s := &Server{Endpoint: "localhost:" + strconv.Itoa(ports[0]), tmp: tmp, log: &logBuffer{}, exited: make(chan struct{})}
 		s.cmd = exec.Command(java,
 			"-Xmx2g",
+			// Flink 1.19's Kryo serializes Beam's values reflectively in
+			// streaming mode; on Java 17 that needs these packages open
+			// (else "Unable to make field private final java.lang.Object[]
+			// java.util.Arrays$ArrayList.a accessible").
+			"--add-opens=java.base/java.util=ALL-UNNAMED",
+			"--add-opens=java.base/java.lang=ALL-UNNAMED",
 			"-Djava.io.tmpdir="+tmp,
 			"-Dorg.slf4j.simpleLogger.showDateTime=true",
 			"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 			// Flink's own INFO lines (restarts, checkpoints, task states) stay;
 			// the chattiest of Beam's and Flink's internals do not.
 			"-Dorg.slf4j.simpleLogger.log.org.apache.flink.runtime.checkpoint.CheckpointCoordinator=info",
-			"-Dorg.slf4j.simpleLogger.log.org.apache.beam.runners.fnexecution.logging=warn",
+			"-Dorg.slf4j.simpleLogger.log.org.apache.beam.runners.fnexecution.logging=info",
 			"-Dorg.slf4j.simpleLogger.log.org.apache.flink.runtime.taskexecutor.slot=warn",
 			"-Dorg.slf4j.simpleLogger.log.org.apache.flink.runtime.io.network=warn",
 			"-cp", filepath.Join(lib, "*"),
@@ -269,6 +275,14 @@ func WithCheckpointing(interval time.Duration) Option {
 	return func(c *runConfig) {
 		c.options["checkpointing_interval"] = interval.Milliseconds()
 		c.options["min_pause_between_checkpoints"] = 0
+		// Without it Beam's Flink runner finishes a bundle that is open at
+		// a checkpoint inside the snapshot and buffers its output, which it
+		// sends on only when the next watermark or element comes: an
+		// operator whose input watermark is already final (an Impulse
+		// emits +inf at once) and that gets no more elements never sends
+		// it (DoFnOperator.snapshotState, BufferedOutputManager.flushBuffer
+		// in Beam 2.62). The stage stalls with its last output held.
+		c.options["finish_bundle_before_checkpointing"] = true
 	}
 }
 
@@ -279,6 +293,42 @@ func WithRestarts(n int, delay time.Duration) Option {
 		c.options["number_of_execution_retries"] = n
 		c.options["execution_retry_delay"] = delay.Milliseconds()
 		c.wt = append(c.wt, workertest.WithWorkerRestarts())
+	}
+}
+
+// WithStopWhen cancels the job once done returns true (polled every
+// 100 ms), as an operator stops a streaming job: with checkpointing on,
+// Beam's Flink runner keeps its Impulse sources up for ever
+// (FlinkPipelineOptions' shutdownSourcesAfterIdleMs becomes
+// Long.MAX_VALUE), so a streaming job never ends by itself; and a shorter
+// idle time ends an unbounded splittable DoFn (periodic.Sequence, a file
+// watch) as soon as its impulse source ends: Flink drains it, and it
+// outputs nothing more. The run then succeeds with Result.Cancelled set.
+func WithStopWhen(done func() bool) Option {
+	return func(c *runConfig) {
+		c.wt = append(c.wt, workertest.WithWatch(func(ctx context.Context, l *workertest.Live) {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if done() {
+					l.Cancel()
+					return
+				}
+			}
+		}))
+	}
+}
+
+// WithRunnerOptions passes pipeline options to the runner (see
+// workertest.WithRunnerOptions): snake_case names of FlinkPipelineOptions.
+func WithRunnerOptions(opts map[string]any) Option {
+	return func(c *runConfig) {
+		for k, v := range opts {
+			c.options[k] = v
+		}
 	}
 }
 

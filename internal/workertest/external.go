@@ -55,14 +55,27 @@ func WithWorkerRestarts() Option { return func(c *config) { c.restarts = true } 
 
 // WithWatch calls watch on a goroutine of its own once the job is
 // submitted, with a handle on the run's live workers (to kill them, for
-// example). Its context ends with the run; Run does not wait for watch to
-// return.
+// example) and on the job (to cancel it). Its context ends with the run;
+// Run does not wait for watch to return. Each WithWatch adds a watch.
 func WithWatch(watch func(ctx context.Context, l *Live)) Option {
-	return func(c *config) { c.watch = watch }
+	return func(c *config) { c.watch = append(c.watch, watch) }
 }
 
 // Live is a handle on the worker processes of a running job.
-type Live struct{ p *pool }
+type Live struct {
+	p      *pool
+	cancel func() error // cancels the job
+}
+
+// Cancel cancels the job, as an operator stops a streaming job that
+// never ends by itself; Run then returns without error when the job ends
+// CANCELLED, with Result.Cancelled set.
+func (l *Live) Cancel() error {
+	l.p.mu.Lock()
+	l.p.cancelled = true
+	l.p.mu.Unlock()
+	return l.cancel()
+}
 
 // Workers describes the worker processes started so far whose process has
 // not exited.

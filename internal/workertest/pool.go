@@ -48,6 +48,8 @@ type pool struct {
 	// (WithWorkerRestarts), not a failure of the run.
 	restarts bool
 	kills    int // workers killed through Live.Kill
+	// cancelled: the job was cancelled through Live.Cancel.
+	cancelled bool
 
 	failOnce sync.Once
 	failed   chan struct{} // closed on the first unexpected worker failure

@@ -51,7 +51,7 @@ type config struct {
 	server        *JobServer
 	runnerOptions map[string]any
 	restarts      bool
-	watch         func(context.Context, *Live)
+	watch         []func(context.Context, *Live)
 }
 
 // WithTimeout bounds the whole run: submission, execution and worker start.
@@ -78,6 +78,8 @@ type Result struct {
 	RunnerPID int
 	// Kills counts the workers killed through Live.Kill.
 	Kills int
+	// Cancelled: the job was cancelled through Live.Cancel.
+	Cancelled bool
 	// RunnerOutput is the tail of that job server's log.
 	RunnerOutput string
 	// Elapsed is the wall time of the run, from translation to the end.
@@ -216,6 +218,7 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		res.Workers = wp.snapshot()
 		wp.mu.Lock()
 		res.Kills = wp.kills
+		res.Cancelled = wp.cancelled
 		wp.mu.Unlock()
 	}()
 	// The worker artifact names the test binary instead of being it: see
@@ -264,8 +267,14 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 	defer stopWait()
 	done := make(chan error, 1)
 	go func() { done <- runnerlib.WaitForCompletion(waitCtx, client, jobID) }()
-	if cfg.watch != nil {
-		go cfg.watch(waitCtx, &Live{p: wp})
+	live := &Live{p: wp, cancel: func() error {
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_, err := client.Cancel(cctx, &jobpb.CancelJobRequest{JobId: jobID})
+		return err
+	}}
+	for _, w := range cfg.watch {
+		go w(waitCtx, live)
 	}
 
 	var runErr error
