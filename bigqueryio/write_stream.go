@@ -148,7 +148,7 @@ func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, 
 // newStreamBatchFn is the batching step of a write of cfg.
 func newStreamBatchFn(cfg writeConfig) *streamBatchFn {
 	return &streamBatchFn{Every: cfg.Frequency, MaxBytes: cfg.MaxBatchSize, Chunks: state.MakeBagState[streamChunk]("chunks"),
-		Meta: state.MakeValueState[batchMeta]("meta"), Flush: timers.InProcessingTime("flush")}
+		Meta: state.MakeValueState[batchMeta]("meta"), Flush: timers.InEventTime("flush")}
 }
 
 // newStreamAppendFn is the append step of a write of cfg.
@@ -340,18 +340,24 @@ func shardTable(key string) string {
 
 // streamBatchFn gathers the chunks of a shard in batches: a batch is
 // output when the next chunk would take it over an append's bytes
-// (WithMaxAppendBytes), when the writer schema changes, and when the
-// triggering frequency has passed since its first row (a processing-time
-// timer, which also outputs the last batch after the input ends: the
-// runner ends the job once it has fired). A batch is output with the
-// state that made it, so it is the same batch whatever bundle of the next
-// step gets it, and however often.
+// (WithMaxAppendBytes), when the writer schema changes, when a chunk comes
+// once the triggering frequency has passed since the batch's first row (in
+// processing time), and when the watermark passes the batch's first event
+// time plus the triggering frequency (an event-time timer, held at that
+// first event time; it also outputs the last batch of every shard when the
+// input ends or the job is drained: the watermark then passes the end of
+// the window). The timer is in event time, not processing time as Beam
+// Java's, because Beam's Flink runner never fires a Go DoFn's
+// processing-time timers (docs/DESIGN.md, "Flink"), and because a step may
+// have one timer family only on Prism (see below). A batch is output with
+// the state that made it, so it is the same batch whatever bundle of the
+// next step gets it, and however often.
 type streamBatchFn struct {
 	Every    time.Duration
 	MaxBytes int
 	Chunks   state.Bag[streamChunk]
 	Meta     state.Value[batchMeta]
-	Flush    timers.ProcessingTime
+	Flush    timers.EventTime
 }
 
 func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, c streamChunk, emit func(string, streamBatch)) error {
@@ -375,7 +381,7 @@ func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, s
 		m.Opened = now.UnixNano()
 		// The batch's rows are held back (the step's output watermark) at
 		// its first chunk's time until the batch is output.
-		f.Flush.Set(tp, now.Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
+		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
 	}
 	if err := f.Chunks.Add(sp, c); err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", shardSpec(key), key, err)
@@ -449,12 +455,13 @@ type openStream struct {
 // streamMetrics are the counters of the streaming write.
 type streamMetrics struct {
 	writeMetrics
-	created, finalized, flushed, repeated beam.Counter
+	created, finalized, flushed, repeated, abandoned beam.Counter
 }
 
 func newStreamMetrics(c writeConfig) streamMetrics {
 	return streamMetrics{writeMetrics: newWriteMetrics(c), created: c.counter("streams_created"),
-		finalized: c.counter("streams_finalized"), flushed: c.counter("rows_flushed"), repeated: c.counter("batches_repeated")}
+		finalized: c.counter("streams_finalized"), flushed: c.counter("rows_flushed"), repeated: c.counter("batches_repeated"),
+		abandoned: c.counter("streams_abandoned")}
 }
 
 func (f *streamAppendFn) Setup() {
@@ -581,9 +588,13 @@ func (f *streamAppendFn) finalize(key string, st *shardStream, emit func(string,
 // appendBatch appends b at st.Next, making or replacing the shard's stream
 // as needed, and outputs the flushOp of its rows. What the service can
 // answer:
-//   - OK, or ALREADY_EXISTS (OFFSET_ALREADY_EXISTS): the rows are at that
-//     offset: an earlier attempt at this batch, from the same state, wrote
-//     them (its answer lost, or its bundle failed after it).
+//   - OK: the rows are at that offset.
+//   - ALREADY_EXISTS (OFFSET_ALREADY_EXISTS): an attempt that the runner
+//     did not commit appended there (a retried bundle; a restored
+//     checkpoint whose input is replayed, perhaps as other batches): the
+//     rows before the state's offset are flushed, the stream is left, and
+//     the batch goes to a new stream at offset 0. Rows past a committed
+//     offset are never flushed, so never visible.
 //   - row_errors: none of the batch written; the rows named go to
 //     FailedRows (or fail the write WithFailOnRowErrors), the rest are
 //     appended again.
@@ -639,7 +650,27 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 		}
 		code, sc := status.Code(err), storageCode(err)
 		switch {
-		case err == nil || code == codes.AlreadyExists:
+		case code == codes.AlreadyExists:
+			// Rows are at this offset already: appended by an attempt whose
+			// state the runner did not commit (a retried bundle, or a
+			// checkpoint restored and its input replayed). They may be
+			// other rows than these (Flink replays the input through
+			// random shards and processing-time batches): never taken as
+			// these. The state's offset was committed, so the rows before
+			// it are made visible; the stream is then left, its rows past
+			// that offset never flushed (not finalized either: a finalize
+			// is no flush, but the stream is simply no longer named), and
+			// the batch goes to a new stream.
+			f.m.abandoned.Inc(ctx, 1)
+			if st.Next > 0 {
+				emit(st.Stream, flushOp{Table: spec, Stream: st.Stream, End: st.Next})
+			}
+			if o := f.streams[st.Stream]; o != nil {
+				o.ms.Close()
+				delete(f.streams, st.Stream)
+			}
+			st.Stream, st.Next, st.Created = "", 0, 0
+		case err == nil:
 			f.m.rows.Inc(ctx, int64(len(rows)))
 			st.Next += int64(len(rows))
 			st.Last = now.UnixNano()
@@ -797,6 +828,13 @@ func (f *streamAppendFn) open(ctx context.Context, spec, name string, desc *desc
 // after a flush to its end, so a flush answered STREAM_FINALIZED was done
 // by it. A stream NOT_FOUND loses the rows the op names: the write fails,
 // naming the stream and the rows.
+//
+// The flush is made as the step gets the op. Beam's portable hook for
+// "once the runner has committed this bundle", bundle finalization, is not
+// usable from Beam Go v2.78 (docs/DESIGN.md, "Streaming exactly once, per
+// runner"), so on a runner that restores a checkpoint and replays its
+// input (Flink), rows flushed after the last completed checkpoint are
+// appended again by the replay: at least once there, under failures.
 type streamFlushFn struct {
 	Cfg writeConfig
 

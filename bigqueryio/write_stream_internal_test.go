@@ -2,7 +2,6 @@ package bigqueryio
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -209,64 +208,76 @@ func newStreamServer(t *testing.T) *bqtest.Server {
 
 // TestStreamBatchRetriedFromSameState: a bundle of the append step that
 // appended batches and then failed is retried from the state it started
-// with (a runner rolls the state back), with the same batches: it appends
-// each at the same offset of the same stream, the service answers
-// ALREADY_EXISTS, and the retry outputs the same flushes; after them each
-// row is in the table once. A batch delivered again after its bundle's
-// state is committed appends nothing; a batch that comes before the one
-// it follows waits for it.
+// with (a runner rolls the state back), with the same batches (Dataflow)
+// or with other batches of the same rows (Flink replays its input through
+// random shards and processing-time batches). The retry's first append
+// meets the failed attempt's rows (ALREADY_EXISTS): it does not take them
+// for its own; the committed rows of the stream are flushed, the stream is
+// left, and the retry appends to a new stream. The failed attempt's ops
+// never reach the flush step (a failed bundle's output is dropped): its
+// rows stay invisible. After the committed ops and the retry's, each row is in
+// the table once. A batch delivered again after its bundle's state is
+// committed appends nothing.
 func TestStreamBatchRetriedFromSameState(t *testing.T) {
-	srv := newStreamServer(t)
-	st := newStreamSteps(t, srv)
-	const n = 1000
-	bs := st.batches(newFakeState(), 0, n)
-	if len(bs) < 3 {
-		t.Fatalf("%d batches of %d rows, want several (WithMaxAppendBytes 2000)", len(bs), n)
-	}
-	rows := 0
-	for i, b := range bs {
-		if b.Seq != int64(i) {
-			t.Fatalf("batch %d has seq %d", i, b.Seq)
-		}
-		rows += len(b.Rows)
-	}
-	if rows != n {
-		t.Fatalf("batches hold %d rows, want %d", rows, n)
-	}
+	for _, regroup := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same batches", true: "other batches"}[regroup], func(t *testing.T) {
+			srv := newStreamServer(t)
+			st := newStreamSteps(t, srv)
+			const n = 1000
+			bs := st.batches(newFakeState(), 0, n)
+			if len(bs) < 3 {
+				t.Fatalf("%d batches of %d rows, want several (WithMaxAppendBytes 2000)", len(bs), n)
+			}
+			rows := 0
+			for i, b := range bs {
+				if b.Seq != int64(i) {
+					t.Fatalf("batch %d has seq %d", i, b.Seq)
+				}
+				rows += len(b.Rows)
+			}
+			if rows != n {
+				t.Fatalf("batches hold %d rows, want %d", rows, n)
+			}
 
-	sp := newFakeState()
-	ops := st.appendAll(sp, bs[:1]) // committed: the stream and its offset are in state
-	before := sp.copy()
-	first := st.appendAll(sp, bs[1:]) // the bundle fails after these appends
-	retry := st.appendAll(before, bs[1:])
-	if fmt.Sprint(first) != fmt.Sprint(retry) {
-		t.Errorf("the retried bundle output\n%v\nthe first attempt\n%v", retry, first)
-	}
-	again := 0
-	for at, k := range srv.AppendAttempts() {
-		if at.Offset > 0 && k != 2 {
-			t.Errorf("append at %+v sent %d times, want 2 (the bundle and its retry)", at, k)
-		}
-		again += k
-	}
-	if again != 2*len(bs)-1 {
-		t.Errorf("%d appends, want %d", again, 2*len(bs)-1)
-	}
-	if got, _ := srv.TableRows("p.d.s"); len(got) != 0 {
-		t.Errorf("%d rows visible before any flush", len(got))
-	}
-	ops = append(ops, retry...)
-	if got := st.flushAll(ops); got != n {
-		t.Errorf("results count %d rows, want %d", got, n)
-	}
-	checkExactlyOnce(t, srv, n)
+			sp := newFakeState()
+			committed := st.appendAll(sp, bs[:1]) // the stream and its offset are in state
+			before := sp.copy()
+			first := st.appendAll(sp, bs[1:]) // the bundle fails after these appends
+			replay := bs[1:]
+			if regroup {
+				// The same rows in other batches: the rows of batches 1 and 2
+				// swapped between them, numbered as before.
+				replay = append([]streamBatch(nil), bs[1:]...)
+				replay[0] = streamBatch{Seq: bs[1].Seq, Rows: bs[2].Rows, Desc: bs[2].Desc}
+				replay[1] = streamBatch{Seq: bs[2].Seq, Rows: bs[1].Rows, Desc: bs[1].Desc}
+			}
+			retry := st.appendAll(before, replay)
+			if got, _ := srv.TableRows("p.d.s"); len(got) != 0 {
+				t.Errorf("%d rows visible before any flush", len(got))
+			}
+			if len(retry) == 0 || retry[0].Stream != committed[0].Stream || retry[0].End != int64(len(bs[0].Rows)) || retry[0].Rows != 0 {
+				t.Fatalf("the retry's first op %+v, want a flush of stream %s to its committed offset %d", retry[0], committed[0].Stream, len(bs[0].Rows))
+			}
+			for _, op := range retry[1:] {
+				if op.Stream == committed[0].Stream {
+					t.Errorf("the retry appended to the failed attempt's stream: %+v", op)
+				}
+			}
+			_ = first // the failed bundle's ops: never finalized
+			if got := st.flushAll(append(committed, retry...)); got != n {
+				t.Errorf("results count %d rows, want %d", got, n)
+			}
+			checkExactlyOnce(t, srv, n)
 
-	// The committed state's batches delivered again: nothing appended.
-	appends := srv.WriteStats().Appends
-	if more := st.appendAll(before, bs); len(more) != 0 || srv.WriteStats().Appends != appends {
-		t.Errorf("batches delivered again output %v and sent %d appends, want nothing", more, srv.WriteStats().Appends-appends)
+			// The retry's state committed, its batches delivered again:
+			// nothing appended.
+			appends := srv.WriteStats().Appends
+			if more := st.appendAll(before, bs); len(more) != 0 || srv.WriteStats().Appends != appends {
+				t.Errorf("batches delivered again output %v and sent %d appends, want nothing", more, srv.WriteStats().Appends-appends)
+			}
+			checkExactlyOnce(t, srv, n)
+		})
 	}
-	checkExactlyOnce(t, srv, n)
 }
 
 // TestStreamBatchesOutOfOrder: batches that come out of order are
