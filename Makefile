@@ -184,6 +184,9 @@ demo: deps
 	$(call demo_run,bigquery: a 200000-row table on an in-process bqtest server; 4 streams; the statistics written through the Storage Write API and read back,bigquery,)
 	$(call demo_run,bigquery again as one stream with slow rows (120 ms each): Prism splits it through SplitReadStream,bigquery,--streams=1 --rows=60 --row_delay=120ms)
 	$(call demo_run,bigquerystream: 12 Avro files dropped into a directory one every 250 ms; avroio.WatchForNewFiles into an in-process bqtest table exactly once (rows visible as the pipeline runs),bigquerystream,)
+	@echo; echo "== blockfile on Flink: Beam's Flink job server (make deps installed it) with the SDK workers started by Beam Go's boot loader as an EXTERNAL worker pool (internal/flinktest/example.sh, as README's \"Running on Flink\")"; \
+	if [ -n "$(V)" ]; then bash internal/flinktest/example.sh $(DEMO_DIR)/flink || exit 1; \
+	else bash internal/flinktest/example.sh $(DEMO_DIR)/flink >$(DEMO_DIR)/flink.log 2>&1 && grep -A5 '^read ' $(DEMO_DIR)/flink.log || { st=$$?; echo "the Flink example failed; its log ($(DEMO_DIR)/flink.log):"; tail -n 60 $(DEMO_DIR)/flink.log; exit $$st; }; fi
 	@echo; echo "logs of each program: $(DEMO_DIR)/<name>.log (make demo V=1 prints them)"
 
 clean:

@@ -499,7 +499,10 @@
 //
 // Unbounded input is written exactly once unless WithAtLeastOnce (rows
 // appended to each table's _default stream as they come);
-// WithExactlyOnceStreaming says so explicitly. The write follows Beam
+// WithExactlyOnceStreaming says so explicitly. What each runner commits
+// when, and so where exactly once holds (Prism and Dataflow; on Flink
+// without failures, at least once through them), is in docs/DESIGN.md,
+// "Streaming exactly once, per runner". The write follows Beam
 // Java's StorageApiWritesShardedRecords: each row is encoded and the rows
 // of a bundle are gathered in chunks keyed by table and shard
 // (WithNumStreams, a shard in turn per chunk; by default each worker
@@ -507,39 +510,44 @@
 // AutoStreamBytesPerSecond of the table's rows it handles, at most
 // MaxAutoStreams, so the streams grow with throughput and workers);
 // a stateful step gathers each shard's chunks in batches in user state (a
-// batch ends at an append's bytes, a writer schema change, or
-// WithTriggeringFrequency after its first row, default
-// DefaultTriggeringFrequency, a processing-time timer) and numbers them; a
-// second stateful step appends each batch, in number order, at its
-// shard's next offset of a BUFFERED stream kept in state, so a bundle
-// retried from its state appends the same batches at the same offsets and
-// the service's ALREADY_EXISTS proves them written; after a Reshuffle,
-// FlushRows up to each append's end makes its rows visible (idempotent up
-// to an offset). A row is visible about a triggering frequency after it
-// came, at most about two. Streams are finalized (flushed to their end
-// first) before an append would take them past WithStreamRotation's rows,
-// when idle (in event time: no batch for the idle time past the latest
-// batch's event time) and at the end of input; a stream the service no
-// longer takes (NOT_FOUND, STREAM_FINALIZED, INVALID_STREAM_STATE) is
-// replaced; OUT_OF_RANGE fails the write naming the stream and offsets;
-// transient codes (see Retries) are retried with backoff
-// (WithRetries); rows the service refuses (row_errors, or a schema the
-// table does not take) go to FailedRows as JSON of their encoded form
-// (protojson), or fail the write WithFailOnRowErrors. WriteResult.Results
-// holds one TableResult per append made visible (table, stream, rows, the
-// time of the flush). WithWriteDisposition(WriteTruncate or WriteEmpty)
-// is refused for unbounded input, which has no end to truncate or check
-// at, as are WithRowMutation (CDC goes only to _default) and the
-// streaming options with WithAtLeastOnce.
+// batch ends at an append's bytes, a writer schema change, a chunk that
+// comes WithTriggeringFrequency after the batch's first row, default
+// DefaultTriggeringFrequency, or when the watermark passes the batch's
+// first event time plus the frequency: an event-time timer) and numbers
+// them; a second stateful step appends each batch, in number order, at
+// its shard's next offset of a BUFFERED stream kept in state. An append
+// answered ALREADY_EXISTS met rows of an attempt the runner did not
+// commit (a retried bundle, or a restored checkpoint whose input is
+// replayed, perhaps in other batches): they are never taken for the
+// batch's; the rows before the state's offset are flushed, the stream is
+// left with the rest never flushed, and the batch goes to a new stream.
+// After a Reshuffle, FlushRows up to each append's end makes its rows
+// visible (idempotent up to an offset). A row is visible about a
+// triggering frequency after it came, at most about two. Streams are
+// finalized (flushed to their end first) before an append would take them
+// past WithStreamRotation's rows, when idle (in event time: no batch for
+// the idle time past the latest batch's event time) and at the end of
+// input; a stream the service no longer takes (NOT_FOUND,
+// STREAM_FINALIZED, INVALID_STREAM_STATE) is replaced; OUT_OF_RANGE fails
+// the write naming the stream and offsets; transient codes (see Retries)
+// are retried with backoff (WithRetries); rows the service refuses
+// (row_errors, or a schema the table does not take) go to FailedRows as
+// JSON of their encoded form (protojson), or fail the write
+// WithFailOnRowErrors. WriteResult.Results holds one TableResult per
+// append made visible (table, stream, rows, the time of the flush).
+// WithWriteDisposition(WriteTruncate or WriteEmpty) is refused for
+// unbounded input, which has no end to truncate or check at, as are
+// WithRowMutation (CDC goes only to _default) and the streaming options
+// with WithAtLeastOnce.
 //
-// The triggering frequency's timer also outputs a shard's last batch after
-// the input ends: a runner that drains a job without firing
-// processing-time timers (Prism fires them before it ends the job) would
-// leave up to a frequency of each shard's rows unwritten. Each stateful
-// step has one timer family: Beam Go's harness (v2.78) and Prism disagree
-// on how many end-of-timers signals a bundle gets when a step has two, and
-// such a bundle can wait forever (docs/DESIGN.md, "Streaming exactly
-// once").
+// The batching step's timer is in event time, not processing time as Beam
+// Java's: Beam's Flink runner never fires a Go DoFn's processing-time
+// timers, and the watermark passes every timer when the input ends or a
+// job is drained, so each shard's last batch is written then. Each
+// stateful step has one timer family: Beam Go's harness (v2.78) and Prism
+// disagree on how many end-of-timers signals a bundle gets when a step
+// has two, and such a bundle can wait forever (docs/DESIGN.md, "Streaming
+// exactly once").
 //
 // # Table features
 //

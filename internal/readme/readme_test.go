@@ -69,7 +69,7 @@ func quoted(want, have []string) (missing string, ok bool) {
 	gap := true // the first line may start anywhere
 	for _, w := range want {
 		w = norm(w)
-		if w == "// ..." {
+		if w == "// ..." || w == "# ..." {
 			gap = true
 			continue
 		}
@@ -131,6 +131,14 @@ func checkDoc(t *testing.T, name string) {
 				t.Errorf("%s:%d: block quoted from %s differs from it at %q", name, b.line, b.from, missing)
 			}
 		case "sh", "bash", "shell":
+			if b.from != "" {
+				data, err := os.ReadFile(filepath.Join(root, b.from))
+				if err != nil {
+					t.Errorf("%s:%d: %v", name, b.line, err)
+				} else if missing, ok := quoted(b.lines, strings.Split(string(data), "\n")); !ok {
+					t.Errorf("%s:%d: block quoted from %s differs from it at %q", name, b.line, b.from, missing)
+				}
+			}
 			for _, l := range b.lines {
 				for _, m := range goRun.FindAllStringSubmatch(l, -1) {
 					if fi, err := os.Stat(filepath.Join(root, m[1])); err != nil || !fi.IsDir() {
