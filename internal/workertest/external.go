@@ -91,7 +91,7 @@ func (l *Live) Workers() []Worker {
 		}
 		w.mu.Lock()
 		if w.pid != 0 {
-			ws = append(ws, Worker{ID: w.id, PID: w.pid, Binary: w.binary, Boot: w.bootTime})
+			ws = append(ws, Worker{ID: w.id, PID: w.pid, Binary: w.binary, Boot: w.bootTime, Started: w.started})
 		}
 		w.mu.Unlock()
 	}

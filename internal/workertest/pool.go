@@ -72,6 +72,7 @@ type workerProc struct {
 	exited   chan struct{} // closed when the process was reaped, or never started
 	exitErr  error
 	bootTime time.Duration
+	started  time.Time // when the process started
 }
 
 func startPool() (*pool, error) {
@@ -233,6 +234,7 @@ func (p *pool) boot(w *workerProc, req *fnpb.StartWorkerRequest) error {
 	w.binary = prog
 	w.pid = cmd.Process.Pid
 	w.bootTime = time.Since(begin)
+	w.started = time.Now()
 	w.mu.Unlock()
 
 	go func() {

@@ -92,7 +92,9 @@ type Worker struct {
 	PID    int           // 0 if the process never started
 	Binary string        // the executable it runs: the test binary
 	Boot   time.Duration // from StartWorker to the process being started
-	Output string        // the tail of its stdout and stderr
+	// Started is when the process started (Live.Workers only).
+	Started time.Time
+	Output  string // the tail of its stdout and stderr
 }
 
 // JobID returns the runner's job id.

@@ -192,7 +192,10 @@ func TestStreamWriteKilled(t *testing.T) {
 								return false
 							}
 							for _, w := range l.Workers() {
-								if !dead[w.PID] {
+								// A worker has connected to the runner a
+								// while after it started: killing one that
+								// has not hangs the runner (see above).
+								if !dead[w.PID] && time.Since(w.Started) > 3*time.Second {
 									victim = w
 									return true
 								}
