@@ -267,8 +267,10 @@
 // (INVALID_ARGUMENT, PERMISSION_DENIED, ...) for every request after a
 // number of them; a hook called with each request (to hold it, or to end
 // the RPC before it is written); RPCs ended after a number of answers;
-// slow commits, and commits failing before or after they applied;
-// FinalizeWriteStream failing with a code (UNAVAILABLE, INTERNAL, ...)
+// slow commits, and commits failing before or after they applied; a
+// hook called as each commit arrives and once it applied, before its
+// answer (WriteFaults.OnCommit: to hold it, or to stop its client in
+// between); FinalizeWriteStream failing with a code (UNAVAILABLE, INTERNAL, ...)
 // before or after it finalized the stream, and a finalize of a finalized
 // stream answered STREAM_FINALIZED instead of its row count; FlushRows
 // failing with a code (UNAVAILABLE, RESOURCE_EXHAUSTED for throttling,

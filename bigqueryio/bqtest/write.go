@@ -126,6 +126,16 @@ type WriteFaults struct {
 	CommitUnavailableShare float64
 	CommitUnavailableCalls int
 	CommitAfterApply       bool
+	// OnCommit, when set, is called in each BatchCommitWriteStreams call
+	// with the call's context (grpc/peer.FromContext names the client)
+	// and its number (1 for the first since SetWriteFaults): with applied
+	// false when the call arrives, before CommitDelay and before it acts,
+	// and, once it has committed its streams, again with applied true,
+	// before it answers. It may block, holding the call (a test can then
+	// stop the client between the commit and its answer). A call whose
+	// caller has gone (its context done) when the first call returns
+	// commits nothing.
+	OnCommit func(ctx context.Context, call int, applied bool)
 
 	// FinalizeErrorCode, when not OK, fails the first FinalizeErrorCalls
 	// FinalizeWriteStream calls since SetWriteFaults with this code
@@ -623,7 +633,14 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 	s.mu.Lock()
 	f := s.w.faults
 	fail := s.injectLocked(&s.w.commitCalls, f.CommitUnavailableCalls, f.CommitUnavailableShare)
+	call := s.w.commitCalls
 	s.mu.Unlock()
+	if f.OnCommit != nil {
+		f.OnCommit(ctx, call, false)
+		if err := ctx.Err(); err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
+	}
 	if f.CommitDelay > 0 {
 		select {
 		case <-time.After(f.CommitDelay):
@@ -638,14 +655,25 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 	if len(req.GetWriteStreams()) == 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "write_streams is empty. Entity: %s", req.GetParent())
 	}
+	resp, applied, err := w.applyCommit(req, f, fail, injected)
+	if applied && f.OnCommit != nil {
+		f.OnCommit(ctx, call, true)
+	}
+	return resp, err
+}
+
+// applyCommit acts on a BatchCommitWriteStreams request, under Server.mu,
+// and reports whether it committed the streams.
+func (w *writeService) applyCommit(req *storagepb.BatchCommitWriteStreamsRequest, f WriteFaults, fail bool, injected func() error) (*storagepb.BatchCommitWriteStreamsResponse, bool, error) {
+	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if fail && !f.CommitAfterApply {
-		return nil, injected()
+		return nil, false, injected()
 	}
 	t, err := s.writeTableLocked(req.GetParent())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var streams []*wstream
 	var errs []*storagepb.StorageError
@@ -676,7 +704,7 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 	}
 	if len(errs) > 0 {
 		s.w.stats.CommitErrors++
-		return &storagepb.BatchCommitWriteStreamsResponse{StreamErrors: errs}, nil
+		return &storagepb.BatchCommitWriteStreamsResponse{StreamErrors: errs}, false, nil
 	}
 	now := time.Now()
 	for _, ws := range streams {
@@ -686,7 +714,7 @@ func (w *writeService) BatchCommitWriteStreams(ctx context.Context, req *storage
 	s.w.stats.Commits++
 	s.w.stats.StreamsCommitted += len(streams)
 	if fail {
-		return nil, injected()
+		return nil, true, injected()
 	}
-	return &storagepb.BatchCommitWriteStreamsResponse{CommitTime: timestamppb.New(now)}, nil
+	return &storagepb.BatchCommitWriteStreamsResponse{CommitTime: timestamppb.New(now)}, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
@@ -261,5 +263,69 @@ func TestWriteFaultShare(t *testing.T) {
 	}
 	if st := e.srv.WriteStats(); st.InjectedFailures == 0 {
 		t.Fatalf("no failure injected: %+v", st)
+	}
+}
+
+// TestWriteFaultOnCommit: WriteFaults.OnCommit is called as a commit
+// arrives and, once it applied, before its answer, with the client's
+// address in its context; a commit whose caller gave up while the first
+// call held it commits nothing, and the hook is not called again.
+func TestWriteFaultOnCommit(t *testing.T) {
+	e := newWriteEnv(t)
+	res := e.table(t, "foc", simpleSchema)
+	md, dp := schemaDescriptor(t, simpleSchema)
+	type hookCall struct {
+		call    int
+		applied bool
+		peer    bool
+		visible int
+	}
+	var mu sync.Mutex
+	var calls []hookCall
+	e.srv.SetWriteFaults(bqtest.WriteFaults{OnCommit: func(ctx context.Context, call int, applied bool) {
+		_, ok := peer.FromContext(ctx)
+		rows, _ := e.srv.TableRows("proj.ds.foc")
+		mu.Lock()
+		calls = append(calls, hookCall{call, applied, ok, len(rows)})
+		mu.Unlock()
+		if call == 2 {
+			<-ctx.Done() // held until the caller gives up
+		}
+	}})
+	commit := func(ctx context.Context, ms *managedwriter.ManagedStream) (*storagepb.BatchCommitWriteStreamsResponse, error) {
+		return e.mw.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: res, WriteStreams: []string{ms.StreamName()}})
+	}
+	a := pendingStream(t, e, res, md, dp, 0, 2, true)
+	if resp, err := commit(e.ctx, a); err != nil || resp.GetCommitTime() == nil {
+		t.Fatalf("commit: %v %v", resp, err)
+	}
+	b := pendingStream(t, e, res, md, dp, 2, 1, true)
+	ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := commit(ctx, b); status.Code(err) != codes.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("commit held by the hook: %v", err)
+	}
+	if got := sortedNames(e.read(t, "foc")); got != "r0,r1" {
+		t.Fatalf("table holds %s", got)
+	}
+	// The server may see the caller go a moment after the caller does.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []hookCall{{1, false, true, 0}, {1, true, true, 2}, {2, false, true, 2}}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Fatalf("hook calls %v, want %v", calls, want)
+	}
+	if st := e.srv.WriteStats(); st.Commits != 1 || st.StreamsCommitted != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }
