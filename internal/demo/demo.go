@@ -53,6 +53,7 @@ var explanations = map[string]string{
 	"streams_finalized":           "write streams finalized (rotated, idle or at the end of input)",
 	"rows_flushed":                "rows made visible by FlushRows",
 	"batches_repeated":            "batches delivered again and skipped (already appended)",
+	"streams_abandoned":           "streams left at their committed offset after an append met a retried or replayed attempt's rows (ALREADY_EXISTS); the batch went to a new stream",
 	"bytes_appended":              "bytes of rows appended",
 	"appends":                     "AppendRows requests sent",
 	"append_retries":              "appends retried after a transient error",
