@@ -265,6 +265,7 @@ type Option func(*runConfig)
 type runConfig struct {
 	wt      []workertest.Option
 	options map[string]any
+	conf    []string // lines of the run's Flink config.yaml
 }
 
 // WithCheckpointing turns Flink's checkpointing on at the interval (Flink
@@ -288,11 +289,29 @@ func WithCheckpointing(interval time.Duration) Option {
 
 // WithRestarts lets Flink restart a failed job up to n times, delay apart,
 // and lets worker processes die (a killed worker is Flink's to replace).
+// Beam 2.62's Flink runner applies its retry options to streaming jobs
+// only (FlinkExecutionEnvironments sets no restart strategy on the batch
+// environment, whose jobs then run with Flink's NoRestartBackoffTimeStrategy),
+// so the strategy also goes in a Flink configuration directory of the
+// run's own (config.yaml), which the option flink_conf_dir names and both
+// environments load.
 func WithRestarts(n int, delay time.Duration) Option {
 	return func(c *runConfig) {
 		c.options["number_of_execution_retries"] = n
 		c.options["execution_retry_delay"] = delay.Milliseconds()
+		c.conf = append(c.conf, "restart-strategy.type: fixed-delay",
+			fmt.Sprintf("restart-strategy.fixed-delay.attempts: %d", n),
+			fmt.Sprintf("restart-strategy.fixed-delay.delay: %d ms", delay.Milliseconds()))
 		c.wt = append(c.wt, workertest.WithWorkerRestarts())
+	}
+}
+
+// WithFailover sets Flink's failover strategy
+// (jobmanager.execution.failover-strategy): "region", Flink's default,
+// restarts the failed task's pipelined region; "full" restarts every task.
+func WithFailover(strategy string) Option {
+	return func(c *runConfig) {
+		c.conf = append(c.conf, "jobmanager.execution.failover-strategy: "+strategy)
 	}
 }
 
@@ -352,6 +371,13 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*workertest.Result, er
 	cfg := runConfig{options: map[string]any{"parallelism": Parallelism}}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if len(cfg.conf) > 0 {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(strings.Join(cfg.conf, "\n")+"\n"), 0o644); err != nil {
+			t.Fatalf("flinktest: %v", err)
+		}
+		cfg.options["flink_conf_dir"] = dir
 	}
 	from := s.LogOffset()
 	js := &workertest.JobServer{
