@@ -13,6 +13,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/internal/flinksuite/idcheck"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -109,13 +110,13 @@ func TestReadStreams(t *testing.T) {
 			st := srv.Stats()
 			t.Logf("Flink run %v, %d workers; server %+v", res.Elapsed, len(res.Workers), st)
 			checkCounters(t, res, r.what, n)
-			if got := counter(res, bigqueryio.Namespace, "rows"); got != n {
+			if got := idcheck.Counter(res, bigqueryio.Namespace, "rows"); got != n {
 				t.Errorf("rows metric %d, want %d", got, n)
 			}
-			if got := counter(res, bigqueryio.Namespace, "streams"); got != int64(r.streams) {
+			if got := idcheck.Counter(res, bigqueryio.Namespace, "streams"); got != int64(r.streams) {
 				t.Errorf("streams metric %d, want %d", got, r.streams)
 			}
-			t.Logf("splits accepted %d, refused %d", counter(res, bigqueryio.Namespace, "splits_accepted"), counter(res, bigqueryio.Namespace, "splits_refused"))
+			t.Logf("splits accepted %d, refused %d", idcheck.Counter(res, bigqueryio.Namespace, "splits_accepted"), idcheck.Counter(res, bigqueryio.Namespace, "splits_refused"))
 			if st.Sessions != 1 || st.Streams != r.streams || st.RowsSent < n {
 				t.Errorf("server %+v: want one session of %d streams, every row sent", st, r.streams)
 			}
@@ -183,8 +184,8 @@ func checkTable(t *testing.T, srv *bqtest.Server, table string, n int) {
 		s := simpleOf(i)
 		want[i] = fmt.Sprint([]bigquery.Value{s.ID, s.Name})
 	}
-	d := compare(got, want)
-	if err := d.err(table); err != nil {
+	d := idcheck.Compare(got, want)
+	if err := d.Err(table); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s holds %d rows, each exactly once (0 missing, 0 duplicated, 0 unexpected)", table, d.Got)
@@ -222,10 +223,10 @@ func TestWriteExactlyOnce(t *testing.T) {
 			if pend := srv.PendingStreams("p.d.once"); len(pend) != 0 {
 				t.Errorf("streams left uncommitted: %+v", pend)
 			}
-			if got := counter(res, bigqueryio.Namespace, "rows_appended"); got != n {
+			if got := idcheck.Counter(res, bigqueryio.Namespace, "rows_appended"); got != n {
 				t.Errorf("rows_appended metric %d, want %d", got, n)
 			}
-			if got := counter(res, bigqueryio.Namespace, "streams_committed"); got != int64(st.StreamsCommitted) {
+			if got := idcheck.Counter(res, bigqueryio.Namespace, "streams_committed"); got != int64(st.StreamsCommitted) {
 				t.Errorf("streams_committed metric %d, server committed %d", got, st.StreamsCommitted)
 			}
 		})
@@ -345,8 +346,8 @@ func TestWriteCDC(t *testing.T) {
 		}
 		got[i] = fmt.Sprintf("%v %v %v", row[0], row[1], row[2])
 	}
-	d := compare(got, want)
-	if err := d.err("p.d.cdc"); err != nil {
+	d := idcheck.Compare(got, want)
+	if err := d.Err("p.d.cdc"); err != nil {
 		t.Fatal(err)
 	}
 	st := srv.WriteStats()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
+	"github.com/sdfio/sdfio/internal/flinksuite/idcheck"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -198,7 +199,7 @@ func TestDatastoreOnFlink(t *testing.T) {
 		datastoreio.Write(s, project, beam.Reshuffle(s, ents), datastoreio.WithRampupThrottlingDisabled())
 		res := flinktest.MustRun(t, p, runOpts()...)
 		t.Logf("Flink run %v, %d workers", res.Elapsed, len(res.Workers))
-		if n := counter(res, datastoreio.Namespace, "entities_written"); n != int64(len(all)) {
+		if n := idcheck.Counter(res, datastoreio.Namespace, "entities_written"); n != int64(len(all)) {
 			t.Errorf("entities_written metric %d, want %d", n, len(all))
 		}
 		checkEmulator(t, c, groups, all, nil)
@@ -230,7 +231,7 @@ func TestDatastoreOnFlink(t *testing.T) {
 				gone++
 			}
 		}
-		if n := counter(res, datastoreio.Namespace, "entities_deleted"); n != int64(gone) {
+		if n := idcheck.Counter(res, datastoreio.Namespace, "entities_deleted"); n != int64(gone) {
 			t.Errorf("entities_deleted metric %d, want %d", n, gone)
 		}
 		checkEmulator(t, c, groups, all, deleted)
@@ -275,10 +276,10 @@ func readAll(t *testing.T, project string, groups []group) {
 	for _, r := range reads {
 		checkCounters(t, res, r.what, len(r.want))
 		ns := "read " + r.what
-		splits, subRanges := counter(res, ns, "initial_splits"), counter(res, ns, "sub_ranges")
+		splits, subRanges := idcheck.Counter(res, ns, "initial_splits"), idcheck.Counter(res, ns, "sub_ranges")
 		t.Logf("%s: %d initial splits, %d sub-ranges, %d queries, splits accepted %d refused %d", r.what, splits, subRanges,
-			counter(res, ns, "queries"), counter(res, ns, "splits_accepted"), counter(res, ns, "splits_refused"))
-		if n := counter(res, ns, "entities"); n != int64(len(r.want)) {
+			idcheck.Counter(res, ns, "queries"), idcheck.Counter(res, ns, "splits_accepted"), idcheck.Counter(res, ns, "splits_refused"))
+		if n := idcheck.Counter(res, ns, "entities"); n != int64(len(r.want)) {
 			t.Errorf("%s: entities metric %d, want %d", r.what, n, len(r.want))
 		}
 		if splits < 2 {
@@ -311,8 +312,8 @@ func checkEmulator(t *testing.T, c *datastore.Client, groups []group, all []ent,
 			want = append(want, entID(e))
 		}
 	}
-	d := compare(idsOf(got, nil), want)
-	if err := d.err("emulator"); err != nil {
+	d := idcheck.Compare(idsOf(got, nil), want)
+	if err := d.Err("emulator"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("emulator holds %d entities, each exactly once (0 missing, 0 duplicated, 0 unexpected)", d.Got)
