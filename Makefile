@@ -99,7 +99,8 @@ fuzz:
 	done
 
 # Benchmarks with their anchors in the same run; ratios go to docs/BENCHMARKS.md.
-# Then internal/cmd/avrobench: avroio.Read on Prism against Beam Go's avroio,
+# Then internal/flinksuite/flinkbench (the Avro reads on Flink, below), and
+# internal/cmd/avrobench: avroio.Read on Prism against Beam Go's avroio,
 # raw decoding and Prism's own ceiling, on a 1 GiB file and 64 small files it
 # generates once under $BENCH_DIR (default /tmp/sdfio-bench; never committed),
 # with issue 3's goals checked in the report, and avroio.Write against Beam
@@ -124,6 +125,17 @@ DSBENCH_COUNT ?= 3
 # own per-element floor on Prism (pre-built rows), on a 2M-row bqtest table
 # served by a child process from its response cache (about a minute).
 BQBENCH_COUNT ?= 3
+# internal/flinksuite/flinkbench: avroio.Read on Beam's Flink job server
+# (internal/flinktest: Flink 1.19.3, parallelism 2) against Beam Go's avroio
+# on the same job server and Beam Java's AvroIO on the native FlinkRunner
+# (internal/bench/java, built here with mvn into $(FLINKBENCH_JAVA_DIR), outside
+# the tree; without it flinkbench runs the Go side alone), on a 256 MB file
+# and 16 small files under $BENCH_DIR, FLINKBENCH_ROUNDS rounds of the three
+# interleaved. About 10 minutes on the 2-core machine. FLINKBENCH_FLAGS takes
+# its -flinkbench.* flags (docs/BENCHMARKS.md).
+FLINKBENCH_ROUNDS ?= 3
+FLINKBENCH_FLAGS ?=
+FLINKBENCH_JAVA_DIR ?= $${BENCH_DIR:-$${TMPDIR:-/tmp}/sdfio-bench}/java
 bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
@@ -140,6 +152,11 @@ bench:
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/binsize | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
+	@echo "flinkbench: building Beam Java's AvroIO program (internal/bench/java) into $(FLINKBENCH_JAVA_DIR)"; \
+	mvn -q -B -f internal/bench/java/pom.xml -Dbench.build="$(FLINKBENCH_JAVA_DIR)" package dependency:build-classpath \
+		-Dmdep.outputFile="$(FLINKBENCH_JAVA_DIR)/classpath.txt" || echo "flinkbench: mvn failed: Beam Java's AvroIO will not be measured"
+	@set -o pipefail; $(GO) test -run='^$$' -bench=. -timeout 120m ./internal/flinksuite/flinkbench \
+		-flinkbench.rounds=$(FLINKBENCH_ROUNDS) -flinkbench.java_dir="$(FLINKBENCH_JAVA_DIR)" $(FLINKBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt || echo "flinkbench failed"
 	@set -o pipefail; \
 	$(GO) run ./internal/cmd/avrobench -bench_count=$(AVROBENCH_COUNT) $(AVROBENCH_FLAGS) | tee -a /tmp/sdfio-bench.txt; st=$$?; \
 	$(GO) run ./internal/cmd/dsbench -bench_count=$(DSBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || st=$$?; \

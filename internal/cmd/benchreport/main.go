@@ -16,7 +16,12 @@
 //	goal: A unit <= V       # description   (also >= V)
 //	goal: A unit / B        # description   (a ratio shown without a target)
 //
-// A and B name benchmarks of the package whose "pkg:" line came last. Notes
+// A and B name benchmarks of the package whose "pkg:" line came last.
+// A benchmark's name is taken without its -GOMAXPROCS suffix and without
+// the #NN that go test appends to a sub-benchmark run again under the same
+// name (b.Run called once per round, as internal/flinksuite/flinkbench
+// interleaves its runs): BenchmarkX/sdfio#01-2 is another run of
+// BenchmarkX/sdfio. Notes
 // are listed under the header; goals are checked against the medians and
 // shown first, as met, NOT MET, or not measured.
 //
@@ -50,7 +55,16 @@ type bench struct {
 	order   []string
 }
 
-var procSuffix = regexp.MustCompile(`-\d+$`)
+var (
+	procSuffix   = regexp.MustCompile(`-\d+$`)
+	repeatSuffix = regexp.MustCompile(`#\d+$`)
+)
+
+// benchName is a result line's benchmark name without its -GOMAXPROCS
+// suffix and go test's #NN of a repeated sub-benchmark name.
+func benchName(field string) string {
+	return repeatSuffix.ReplaceAllString(procSuffix.ReplaceAllString(field, ""), "")
+}
 
 // goal is one "goal:" line.
 type goal struct {
@@ -130,7 +144,7 @@ func parse(r io.Reader) (*input, error) {
 		if len(f) < 4 {
 			continue
 		}
-		name := procSuffix.ReplaceAllString(f[0], "")
+		name := benchName(f[0])
 		key := pkg + " " + name
 		b := byName[key]
 		if b == nil {

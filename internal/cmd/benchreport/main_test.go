@@ -64,6 +64,41 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+// TestRepeatedNames: go test's #NN of a sub-benchmark run again under the
+// same name (flinkbench's interleaved rounds) makes more runs of that
+// benchmark, with or without the -GOMAXPROCS suffix.
+func TestRepeatedNames(t *testing.T) {
+	const out = `pkg: example.com/f
+BenchmarkF/sdfio-2 	1	300 records/s
+BenchmarkF/beamgo-2 	1	100 records/s
+BenchmarkF/sdfio#01-2 	1	500 records/s
+BenchmarkF/beamgo#01-2 	1	50 records/s
+BenchmarkF/sdfio#02 	1	400 records/s
+BenchmarkF/beamgo#02 	1	200 records/s
+BenchmarkF/sdfio#10-16 	1	450 records/s
+goal: BenchmarkF/sdfio records/s / BenchmarkF/beamgo # ratio
+`
+	in, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.list) != 2 {
+		t.Fatalf("%d benchmarks, want 2 (sdfio, beamgo): %+v", len(in.list), in.list)
+	}
+	for _, b := range in.list {
+		want := map[string]int{"BenchmarkF/sdfio": 4, "BenchmarkF/beamgo": 3}[b.name]
+		if got := len(b.metrics["records/s"]); got != want {
+			t.Errorf("%s: %d runs, want %d", b.name, got, want)
+		}
+	}
+	var b bytes.Buffer
+	writeGoals(&b, in)
+	// medians 425 and 100
+	if !strings.Contains(b.String(), "4.25x (425 / 100)") {
+		t.Errorf("ratio of the medians not shown:\n%s", b.String())
+	}
+}
+
 // TestKept: -keep copies the hand-run part from its marker on, refuses a
 // file without the marker (its sections would be lost), and takes a
 // missing file as nothing to keep.
