@@ -541,8 +541,8 @@
 // with WithAtLeastOnce.
 //
 // The batching step's timer is in event time, not processing time as Beam
-// Java's: Beam's Flink runner never fires a Go DoFn's processing-time
-// timers, and the watermark passes every timer when the input ends or a
+// Java's: Beam's Flink runner does not fire a Go DoFn's processing-time
+// timers reliably, and the watermark passes every timer when the input ends or a
 // job is drained, so each shard's last batch is written then. Each
 // stateful step has one timer family: Beam Go's harness (v2.78) and Prism
 // disagree on how many end-of-timers signals a bundle gets when a step

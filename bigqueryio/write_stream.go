@@ -347,8 +347,8 @@ func shardTable(key string) string {
 // first event time; it also outputs the last batch of every shard when the
 // input ends or the job is drained: the watermark then passes the end of
 // the window). The timer is in event time, not processing time as Beam
-// Java's, because Beam's Flink runner never fires a Go DoFn's
-// processing-time timers (docs/DESIGN.md, "Flink"), and because a step may
+// Java's, because Beam's Flink runner does not fire a Go DoFn's
+// processing-time timers reliably (docs/DESIGN.md, "Flink"), and because a step may
 // have one timer family only on Prism (see below). A batch is output with
 // the state that made it, so it is the same batch whatever bundle of the
 // next step gets it, and however often.

@@ -84,17 +84,21 @@ func (f *batchProbeFn) OnTimer(ctx context.Context, sp state.Provider, tp timers
 	return f.Bag.Clear(sp)
 }
 
-// TestProcessingTimeTimersNeverFire documents a limit of Beam's Flink
-// runner (2.62) that bigqueryio's streaming write designs around: a Go
-// stateful DoFn's processing-time timers never fire in streaming mode (Beam
-// Go's own integration tests skip TestTimers_ProcessingTime on Flink:
-// "Flink doesn't support processing time timers"). Every element is
-// processed; none is output by the timer, set 300 ms after each element,
-// within 3 s of the last. The test fails once the runner fires them.
-func TestProcessingTimeTimersNeverFire(t *testing.T) {
+// TestProcessingTimeTimers is a probe (SDFIO_FLINK_PROBES=1) of a limit of
+// Beam's Flink runner (2.62) that bigqueryio's streaming write designs
+// around: a Go stateful DoFn's processing-time timers do not fire reliably
+// in streaming mode (Beam Go's own integration tests skip
+// TestTimers_ProcessingTime on Flink: "Flink doesn't support processing
+// time timers"). Of 50 timers, each set 300 ms after its element, none fired
+// within 3 s of the last element in two runs here and 45 in another. The
+// probe fails once every one fires: then the runner may be relied on.
+func TestProcessingTimeTimers(t *testing.T) {
+	if os.Getenv("SDFIO_FLINK_PROBES") == "" {
+		t.Skip("a probe of the runner; SDFIO_FLINK_PROBES=1 runs it")
+	}
 	processed, flushed := timerProbe(t, false)
-	if processed != probeElements || flushed != 0 {
-		t.Errorf("%d of %d elements processed, %d output by the processing-time timer: want all processed and none by the timer (if the runner now fires them, docs/DESIGN.md's Flink section and bigqueryio's batching step can change)", processed, probeElements, flushed)
+	if processed == probeElements && flushed == probeElements {
+		t.Errorf("every one of %d processing-time timers fired: the runner may now be relied on (docs/DESIGN.md's Flink section and bigqueryio's batching step can change)", probeElements)
 	}
 }
 
