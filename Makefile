@@ -131,7 +131,7 @@ BQBENCH_COUNT ?= 3
 # (internal/bench/java, built here with mvn into $(FLINKBENCH_JAVA_DIR), outside
 # the tree; without it flinkbench runs the Go side alone), on a 256 MB file
 # and 16 small files under $BENCH_DIR, FLINKBENCH_ROUNDS rounds of the three
-# interleaved. About 10 minutes on the 2-core machine. FLINKBENCH_FLAGS takes
+# interleaved. About 7 minutes on the 2-core machine. FLINKBENCH_FLAGS takes
 # its -flinkbench.* flags (docs/BENCHMARKS.md).
 FLINKBENCH_ROUNDS ?= 3
 FLINKBENCH_FLAGS ?=
