@@ -99,7 +99,7 @@ fuzz:
 	done
 
 # Benchmarks with their anchors in the same run; ratios go to docs/BENCHMARKS.md.
-# Then internal/flinksuite/flinkbench (the Avro reads on Flink, below), and
+# Then internal/flinksuite/flinkbench (the Avro reads and BigQuery writes on Flink, below), and
 # internal/cmd/avrobench: avroio.Read on Prism against Beam Go's avroio,
 # raw decoding and Prism's own ceiling, on a 1 GiB file and 64 small files it
 # generates once under $BENCH_DIR (default /tmp/sdfio-bench; never committed),
@@ -131,7 +131,9 @@ BQBENCH_COUNT ?= 3
 # (internal/bench/java, built here with mvn into $(FLINKBENCH_JAVA_DIR), outside
 # the tree; without it flinkbench runs the Go side alone), on a 256 MB file
 # and 16 small files under $BENCH_DIR, FLINKBENCH_ROUNDS rounds of the three
-# interleaved. About 7 minutes on the 2-core machine. FLINKBENCH_FLAGS takes
+# interleaved; and bigqueryio.Write, batch (1M rows) and streaming (200k rows),
+# on that job server against a Prism job server, workers as processes of their
+# own on both. About 9 minutes on the 2-core machine. FLINKBENCH_FLAGS takes
 # its -flinkbench.* flags (docs/BENCHMARKS.md).
 FLINKBENCH_ROUNDS ?= 3
 FLINKBENCH_FLAGS ?=

@@ -266,6 +266,9 @@ type runConfig struct {
 	wt      []workertest.Option
 	options map[string]any
 	conf    []string // lines of the run's Flink config.yaml
+	// checkpointDir: checkpoints go to a directory of the run's own
+	// (filesystem checkpoint storage).
+	checkpointDir bool
 }
 
 // WithCheckpointing turns Flink's checkpointing on at the interval (Flink
@@ -284,6 +287,15 @@ func WithCheckpointing(interval time.Duration) Option {
 		// it (DoFnOperator.snapshotState, BufferedOutputManager.flushBuffer
 		// in Beam 2.62). The stage stalls with its last output held.
 		c.options["finish_bundle_before_checkpointing"] = true
+		// Flink's default checkpoint storage keeps each operator's state
+		// snapshot in the JobManager's memory, at most 5 MB
+		// (MemoryBackendCheckpointStorage): the streaming BigQuery write's
+		// batching state passes that on a fast input ("Size of the state is
+		// larger than the maximum permitted memory-backed state.
+		// Size=5303020, maxSize=5242880"), and the failed checkpoint fails
+		// the job. A production cluster keeps checkpoints in a file system;
+		// so do the tests, in the run's own directory (Run).
+		c.checkpointDir = true
 	}
 }
 
@@ -371,6 +383,17 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*workertest.Result, er
 	cfg := runConfig{options: map[string]any{"parallelism": Parallelism}}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.checkpointDir {
+		// In the job server's directory, removed when it stops: Flink may
+		// still write a run's checkpoint files after the job is cancelled,
+		// after a test's own TempDir is gone.
+		dir, err := os.MkdirTemp(s.tmp, "checkpoints-")
+		if err != nil {
+			t.Fatalf("flinktest: %v", err)
+		}
+		cfg.conf = append(cfg.conf, "state.checkpoint-storage: filesystem",
+			"state.checkpoints.dir: file://"+filepath.ToSlash(dir))
 	}
 	if len(cfg.conf) > 0 {
 		dir := t.TempDir()

@@ -25,6 +25,18 @@
 //     the Java program reads it in its own JVM before each timed run: the
 //     JVMs have loaded and compiled what the runs use.
 //
+// BenchmarkFlinkBQWriteBatch and BenchmarkFlinkBQWriteStream (bq_test.go)
+// write to BigQuery (a bqtest server in the test process) on the Flink job
+// server (sub-benchmark flink) and on a Prism job server (prism), the same
+// Go pipeline with its SDK workers as processes of their own on both: a
+// batch write of -flinkbench.bq_rows generated rows (1,000,000) and the
+// exactly-once streaming write of -flinkbench.bq_stream_rows rows of a due
+// periodic sequence (200,000; on Flink with checkpoints every second),
+// interleaved in rounds; rows/s (for the streaming write, to every row
+// visible), cpu-ns/row (the test process with bqtest, its children, the
+// Flink job server's JVM); every run checks that each row is in the table
+// once.
+//
 // Every pipeline counts with a combine of partial counts (see
 // bundleCountFn) and checks the total against the generator's.
 //
