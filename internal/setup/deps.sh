@@ -76,6 +76,13 @@ esac
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+# Without root and without sudo nothing can come from apt: what would is
+# gathered (root_pkgs, root_google) and printed at the end as the commands
+# to run as root, and deps fails; what needs no root is still done.
+ROOT=1
+[ "$(id -u)" = 0 ] || [ -n "$SUDO" ] || ROOT=""
+root_pkgs=()
+root_google=""
 [ -n "$DRY" ] || : >"$LOG"
 
 # run runs a command with its output to the log (in a dry run it prints
@@ -138,7 +145,11 @@ else
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	command -v apt-get >/dev/null 2>&1 || fail "no apt-get on PATH: install ${missing[*]} (Debian package names) and run make again"
-	apt_install "${missing[@]}" || fail "apt-get install ${missing[*]} failed"
+	if [ -n "$ROOT" ]; then
+		apt_install "${missing[@]}" || fail "apt-get install ${missing[*]} failed"
+	else
+		root_pkgs+=("${missing[@]}")
+	fi
 fi
 
 # The Cloud Datastore emulator.
@@ -197,6 +208,12 @@ else
 		installing "Cloud Datastore emulator" "(gcloud components install cloud-datastore-emulator)"
 		run "$gcloud" components install cloud-datastore-emulator --quiet ||
 			emulator_help "gcloud components install cloud-datastore-emulator failed"
+	elif command -v apt-get >/dev/null 2>&1 && [ -z "$ROOT" ]; then
+		pkgs=(google-cloud-cli-datastore-emulator)
+		[ -n "$gcloud" ] || pkgs=(google-cloud-cli google-cloud-cli-datastore-emulator)
+		installing "Cloud Datastore emulator" "(${pkgs[*]} from Google's Cloud SDK apt repository: needs root)"
+		google_source || root_google=1
+		root_pkgs+=("${pkgs[@]}")
 	elif command -v apt-get >/dev/null 2>&1; then
 		pkgs=(google-cloud-cli-datastore-emulator)
 		[ -n "$gcloud" ] || pkgs=(google-cloud-cli google-cloud-cli-datastore-emulator)
@@ -210,7 +227,7 @@ else
 	else
 		emulator_help "neither gcloud nor apt-get is on PATH"
 	fi
-	if [ -z "$DRY" ]; then
+	if [ -z "$DRY" ] && [ -n "$ROOT" ]; then
 		jar=$(locate_emulator) || emulator_help "installed, but no CloudDatastore.jar where datastoreio/dstest looks: $(sdk_roots | tr '\n' ' ')"
 	fi
 fi
@@ -221,11 +238,15 @@ if [ -f "$avsc/node_modules/avsc/package.json" ]; then
 	found avsc "$avsc"
 else
 	installing avsc "(npm install avsc@5.7.9 into $avsc)"
-	if ! command -v npm >/dev/null 2>&1; then
-		apt_install nodejs npm || fail "apt-get install nodejs npm failed"
+	if ! command -v npm >/dev/null 2>&1 && [ -z "$ROOT" ]; then
+		root_pkgs+=(nodejs npm) # avsc then comes with the next make deps
+	else
+		if ! command -v npm >/dev/null 2>&1; then
+			apt_install nodejs npm || fail "apt-get install nodejs npm failed"
+		fi
+		run mkdir -p "$avsc" && run npm install --prefix "$avsc" --no-audit --no-fund --silent avsc@5.7.9 ||
+			fail "npm install avsc@5.7.9 failed"
 	fi
-	run mkdir -p "$avsc" && run npm install --prefix "$avsc" --no-audit --no-fund --silent avsc@5.7.9 ||
-		fail "npm install avsc@5.7.9 failed"
 fi
 
 # Beam's Flink job server: the runner and its jars from Maven Central, as
@@ -249,10 +270,18 @@ if flink_ok "$flink_dir/lib"; then
 	found "Flink job server" "$flink_dir (Beam $beam_v, Flink $flink_v)"
 else
 	installing "Flink job server" "(Beam $beam_v, Flink $flink_v: mvn dependency:copy-dependencies into $flink_dir)"
+	no_mvn=""
 	if ! command -v mvn >/dev/null 2>&1; then
-		apt_install maven || fail "apt-get install maven failed"
+		if [ -n "$ROOT" ]; then
+			apt_install maven || fail "apt-get install maven failed"
+		else
+			root_pkgs+=(maven) # the jars then come with the next make deps
+			no_mvn=1
+		fi
 	fi
-	if [ -z "$DRY" ]; then
+	if [ -n "$no_mvn" ]; then
+		:
+	elif [ -z "$DRY" ]; then
 		rm -rf "$flink_dir/lib.new"
 		run mkdir -p "$flink_dir" &&
 			run mvn -B -q -f "$flink_pom" dependency:copy-dependencies -DoutputDirectory="$flink_dir/lib.new" ||
@@ -266,4 +295,18 @@ else
 	else
 		echo "    would run: mvn -B -q -f $flink_pom dependency:copy-dependencies -DoutputDirectory=$flink_dir/lib.new (then check $flink_sums)"
 	fi
+fi
+
+# What needs root, for a user who has neither root nor sudo.
+if [ ${#root_pkgs[@]} -gt 0 ]; then
+	echo "make deps: $(id -un 2>/dev/null || echo "uid $(id -u)") is neither root nor has sudo, and ${root_pkgs[*]} come from apt; run as root, then make deps again:" >&2
+	if [ -n "$root_google" ]; then
+		cat >&2 <<ROOT
+  apt-get update && apt-get install -y ca-certificates curl gnupg
+  curl -fsSL $GOOGLE_APT/doc/apt-key.gpg | gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg
+  echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] $GOOGLE_APT cloud-sdk main" >/etc/apt/sources.list.d/google-cloud-sdk.list
+ROOT
+	fi
+	echo "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${root_pkgs[*]}" >&2
+	exit 1
 fi

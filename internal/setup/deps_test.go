@@ -303,3 +303,35 @@ func TestFailedInstallRemovesAddedSource(t *testing.T) {
 		t.Errorf("%s is still there (%v)", list, err)
 	}
 }
+
+// TestNotRoot: a user who is neither root nor has sudo, on a machine that
+// lacks Debian packages, Maven, npm and the emulator: deps does what needs
+// no root, runs no apt-get, and fails with one line of why and the exact
+// commands to run as root. (Before: it ran apt-get and failed on apt's lock
+// file.)
+func TestNotRoot(t *testing.T) {
+	m := newMachine(t)
+	if err := os.Remove(filepath.Join(m.bin, "id")); err != nil {
+		t.Fatal(err)
+	}
+	m.stub("id", `case "$1" in -u) echo 1000 ;; -un) echo alice ;; *) echo "uid=1000(alice)" ;; esac`)
+	m.stub("apt-get", "echo apt-get was run >&2; exit 99")
+	m.env["DRY_RUN"] = ""
+	out, errOut, ok := m.run()
+	if ok {
+		t.Fatalf("succeeded: %s", out)
+	}
+	notSays(t, errOut, "apt-get was run", "sudo apt", "| sudo")
+	says(t, out, "avro-bin:                    installing", "java:                        installing",
+		"Cloud Datastore emulator:    installing (google-cloud-cli google-cloud-cli-datastore-emulator from Google's Cloud SDK apt repository: needs root)",
+		"Flink job server:            installing")
+	says(t, errOut,
+		"make deps: alice is neither root nor has sudo, and avro-bin python3-avro python3-snappy python3-zstandard default-jre-headless google-cloud-cli google-cloud-cli-datastore-emulator nodejs npm maven come from apt; run as root, then make deps again:",
+		"  apt-get update && apt-get install -y ca-certificates curl gnupg",
+		"  curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg",
+		`  echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main" >/etc/apt/sources.list.d/google-cloud-sdk.list`,
+		"  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y avro-bin python3-avro python3-snappy python3-zstandard default-jre-headless google-cloud-cli google-cloud-cli-datastore-emulator nodejs npm maven")
+	if n := strings.Count(strings.TrimSpace(errOut), "\n") + 1; n != 5 {
+		t.Errorf("want the why line and 4 commands on stderr, got %d lines:\n%s", n, errOut)
+	}
+}
