@@ -53,12 +53,17 @@
 // *Entity field): register such a struct with RegisterType, which gives
 // it (only it) a coder of its own that stores them as this package's
 // coders of them; the transforms refuse such a type registered only with
-// beam.RegisterType. PCollections of *datastore.Key, PropertyList,
-// *PropertyList and *Entity themselves have this package's Beam coders
-// (types Beam cannot encode at all otherwise; a coder the program
-// registers for one of them replaces it). Importing the package registers
-// no schema logical type and changes the coder of nothing Beam can encode
-// on its own.
+// beam.RegisterType. PCollections of *datastore.Key, Property,
+// PropertyList, *PropertyList and *Entity themselves have this package's
+// Beam coders, registered for the whole program when the package is
+// imported: the one place sdfio registers a coder for a type it does not
+// own. They must be global, since a program's own PCollection of keys (the
+// input of DeleteKey, say) has no sdfio element type to carry a coder, and
+// they change nothing that works without sdfio: Beam cannot encode any of
+// the five on its own (its schema coder refuses a property's interface{}
+// value and overflows the stack on the recursive key; internal/globaltest
+// checks it). A coder the program registers for one of them replaces this
+// package's. Importing the package registers no schema logical type.
 //
 // The clients are those of cloud.google.com/go/datastore: the high-level
 // client reads entities (iterator, cursors, struct loading) and the gRPC

@@ -27,4 +27,16 @@
 //
 // A coder of T that the program registered itself (beam.RegisterCoder) is
 // kept. T's coder is a custom coder, so its PCollections carry no schema.
+//
+// One exception in the module, outside this package: datastoreio registers
+// program-wide Beam coders for *datastore.Key, datastore.Property,
+// PropertyList, *PropertyList and *Entity. They must be global, since a
+// program's own PCollection of keys (the input of a delete, say) has no
+// sdfio element type to carry a coder; and they change nothing that works
+// without sdfio, since Beam cannot encode any of the five on its own (its
+// schema coder refuses a property's interface{} value and overflows the
+// stack on the recursive key: internal/globaltest's
+// TestDatastoreCodersOnlyForTypesBeamCannotEncode, which fails the day
+// Beam can). A coder the program registers for one of them replaces
+// datastoreio's.
 package beamtypes
