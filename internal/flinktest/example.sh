@@ -15,13 +15,21 @@ flink="${SDFIO_FLINK_DIR:-$HOME/.cache/sdfio/flink-job-server-2.62.0-1.19.3}"
 mkdir -p "$out"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("localhost",0)); print(s.getsockname()[1])'; }
 job_port=$(free_port)
+# The boot loader's worker pool listens on port 50000, always: one at a
+# time on this machine (internal/prismexample/example.sh takes the same lock).
+exec 9>/tmp/sdfio-boot-50000.lock # not $TMPDIR: each test binary has its own
+flock 9
 # The boot loader copies each worker binary to /tmp/bin*/ and stages
 # artifacts in /tmp/staged, and leaves both: what this run adds goes at
 # the end.
 before=$(ls -d /tmp/bin* /tmp/staged 2>/dev/null || true)
 pids=()
+# Each service runs in a process group of its own (setsid), and goes with
+# everything it started: the boot loader leaves each SDK worker it starts
+# running after the job, its pool and the runner are gone (seen with Prism
+# and with Flink: workers of finished jobs, parented to init, for hours).
 cleanup() {
-	kill "${pids[@]}" 2>/dev/null || true
+	for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	for d in $(ls -d /tmp/bin* /tmp/staged 2>/dev/null || true); do
 		grep -qxF "$d" <<<"$before" || rm -rf "$d"
@@ -35,7 +43,7 @@ go build -o "$out/boot" github.com/apache/beam/sdks/v2/go/container
 
 # 2. The job server: Flink in its own JVM (a MiniCluster), jobs on
 #    localhost:$job_port.
-java --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED \
+setsid java --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED \
 	-cp "$flink/lib/*" org.apache.beam.runners.flink.FlinkJobServerDriver \
 	--flink-master='[local]' --job-host=localhost --job-port="$job_port" \
 	--artifact-port=0 --expansion-port=0 >"$out/job-server.log" 2>&1 &
@@ -44,7 +52,7 @@ pids+=($!)
 # 3. The worker pool, on localhost:50000 (the boot loader's fixed port):
 #    it starts each SDK worker the job server asks for as a process, in
 #    its own directory (a worker writes pipeline_options.json there).
-(cd "$out" && exec ./boot --worker_pool) >"$out/worker-pool.log" 2>&1 &
+(cd "$out" && exec setsid ./boot --worker_pool) >"$out/worker-pool.log" 2>&1 &
 pids+=($!)
 
 for i in $(seq 1 120); do
