@@ -399,7 +399,7 @@ func TestPipelineCodersSafe(t *testing.T) {
 		{"write truncate", write(false, WithWriteDisposition(WriteTruncate))},
 		{"write at least once", write(false, WithAtLeastOnce())},
 		{"write at least once unbounded", write(true, WithAtLeastOnce())},
-		{"write cdc", write(false, WithAtLeastOnce(), WithRowMutation(coderMutation), WithPrimaryKey("id"))},
+		{"write cdc", write(false, WithAtLeastOnce(), WithRowMutation(coderMutation), WithUnorderedChanges(), WithPrimaryKey("id"))},
 		{"write streaming", write(true)},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -480,12 +480,14 @@
 // with sequence numbers an older change retried after a newer one (an
 // append whose answer was lost, a retried bundle) is ignored. Without
 // sequence numbers the service applies a key's changes in the order they
-// arrive; a writer then appends again, after a failed append, every
-// append it had in flight behind it, so that a retry does not undo its
-// later changes; but its appends may move between the shared connections
-// (below), and changes of one key written by different bundles or workers
-// have no order: give sequence numbers whenever a key may change more
-// than once.
+// arrive: a retried bundle reapplies an older upsert after a newer one, a
+// writer's appends may move between the shared connections (below), and
+// changes of one key written by different bundles or workers have no
+// order (Beam Java's review of its CDC came to the same). So changes
+// without one are refused, unless WithUnorderedChanges says their order
+// does not matter (a writer then still appends again, after a failed
+// append, every append it had in flight behind it, so that its own retry
+// does not undo its later changes).
 //
 // Tables: WithCreateDisposition(CreateIfNeeded), the default, creates a
 // missing table (tables.insert, through the REST API, WithRESTEndpoint)
@@ -529,11 +531,14 @@
 // the idle time past the latest batch's event time) and at the end of
 // input; a stream the service no longer takes (NOT_FOUND,
 // STREAM_FINALIZED, INVALID_STREAM_STATE) is replaced; OUT_OF_RANGE fails
-// the write naming the stream and offsets; transient codes (see Retries)
+// the write naming the stream and offset; transient codes (see Retries)
 // are retried with backoff (WithRetries); rows the service refuses
-// (row_errors, or a schema the table does not take) go to FailedRows as
-// JSON of their encoded form (protojson), or fail the write
-// WithFailOnRowErrors. WriteResult.Results holds one TableResult per
+// (row_errors) go to FailedRows in the batch write's shape (the element
+// as JSON, rebuilt from the encoded row: see FailedRow), or fail the
+// write WithFailOnRowErrors; the rest of their batch is appended at the
+// same offset, which holds one write at most (docs/DESIGN.md, "Refused
+// rows and retries"). Any other answer fails the write (see "Errors"):
+// never FailedRows. WriteResult.Results holds one TableResult per
 // append made visible (table, stream, rows, the time of the flush).
 // WithWriteDisposition(WriteTruncate or WriteEmpty) is refused for
 // unbounded input, which has no end to truncate or check at, as are
@@ -654,12 +659,40 @@
 // committed: nothing of them is visible, and the service drops them when
 // they expire. Write needs roles/bigquery.dataEditor on the table or its
 // dataset (bigquery.tables.updateData, and bigquery.tables.create for
-// CreateIfNeeded, bigquery.tables.get for the schema and WriteEmpty).
+// CreateIfNeeded, bigquery.tables.get for the schema, WriteEmpty, a CDC
+// write's primary key and a new table's age).
 //
 // Metrics, in Namespace or WithMetricsNamespace's: rows_appended,
 // bytes_appended (encoded rows), appends (requests sent), append_retries
 // (appends sent again), rows_refused (rows sent to FailedRows),
 // streams_committed.
+//
+// # Errors
+//
+// Only refused rows go to FailedRows: rows the service names in
+// row_errors, rows that cannot be encoded in the table's schema, rows
+// over an append's bytes, routes and changes that cannot be sent. A
+// FailedRow is the same in every mode: the table, the element as JSON
+// (encoding/json), the column the refusal names ("" when none) and the
+// service's message. Every other answer either is retried or ends the
+// write, so that rows are in the table or the job fails, never missing
+// from a job that succeeds: transient codes are retried (see Retries);
+// NOT_FOUND and PERMISSION_DENIED about a table (not a stream) made less
+// than DefaultTableSettle ago, which the service answers for a while
+// after a table is made (CreateIfNeeded) and while a grant propagates,
+// are waited out with the write's backoff, uncounted, until the table is
+// that old (its age is tables.get's creationTime, read at the first such
+// answer); every other answer (the same codes for an older table,
+// INVALID_ARGUMENT without row_errors, a code the write does not know)
+// fails the write. Its error puts the cause first: "bigqueryio.Write to
+// <table>: stream <stream> at offset <n>: <CODE>: <the service's
+// message> (<what the write was doing>)"; it wraps the service's error
+// (status.Code finds the code).
+//
+// A table the write makes (CreateIfNeeded) is logged at INFO with its
+// columns and spec ("bigqueryio.Write: created table p.d.t
+// (CreateIfNeeded): columns (...), ..."), so that a table name misspelled
+// in a pipeline is found in the log, not as a new empty table later.
 //
 // # Retries
 //
@@ -674,7 +707,10 @@
 // surfaces as io.EOF), and HTTP 429, 500, 502, 503 and 504 of REST calls;
 // for a call that is not idempotent only UNAVAILABLE, RESOURCE_EXHAUSTED
 // and ABORTED, where the service did not act. Every other code fails at
-// once. Errors name the call, the table and stream, and the attempts made.
+// once, but for Write's NOT_FOUND and PERMISSION_DENIED about a new table
+// (CreateWriteStream, GetWriteStream, AppendRows), waited out as "Errors"
+// says. Errors name the table and stream, the code, the call and the
+// attempts made.
 //
 //	call                            retried by the IO   rule for      why
 //	ReadRows (Read, Query)          yes, WithRetries    idempotent    read at an offset, resumed at the next unread row; the count restarts after rows arrive

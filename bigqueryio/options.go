@@ -599,6 +599,13 @@ type writeConfig struct {
 	Frequency     time.Duration
 	StreamMaxRows int64
 	Idle          time.Duration
+	// Unordered is WithUnorderedChanges': CDC changes without a sequence
+	// number are written (write_cdc.go).
+	Unordered bool
+	// Settle is how long after a table is made its NOT_FOUND and
+	// PERMISSION_DENIED answers are waited out (write_errors.go); 0:
+	// DefaultTableSettle. Tests shorten it.
+	Settle time.Duration
 
 	given   []givenOption
 	tableFn any // WithTableFunc's function, checked against the element type

@@ -212,6 +212,7 @@ type restTable struct {
 	Clustering              json.RawMessage   `json:"clustering,omitempty"`
 	EncryptionConfiguration json.RawMessage   `json:"encryptionConfiguration,omitempty"`
 	TableConstraints        json.RawMessage   `json:"tableConstraints,omitempty"`
+	CreationTime            string            `json:"creationTime,omitempty"` // ms since the epoch, as text; tables.get's only
 }
 
 // schema is the table's schema.

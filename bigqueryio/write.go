@@ -50,11 +50,26 @@ type TableResult struct {
 	CommitTime time.Time
 }
 
-// FailedRow is a row that was not written.
+// FailedRow is a row that was not written, in one shape whatever the
+// mode (bounded input, WithAtLeastOnce, unbounded input exactly once):
+// only rows refused (the service's row_errors, a value the table's schema
+// does not take, a route or change that cannot be sent) are FailedRows;
+// a write whose appends fail otherwise fails (see the package doc,
+// "Errors").
 type FailedRow struct {
 	Table string // project.dataset.table, or what WithTableFunc returned
-	Row   string // the element as JSON (encoding/json)
-	Error string // the service's message, or why the row could not be sent
+	// Row is the element as JSON (encoding/json). The streaming write
+	// (unbounded input, exactly once) carries encoded rows, not elements,
+	// to its append step, and rebuilds the element from the row: a value
+	// the table cannot hold comes back as the table would hold it (a
+	// TIMESTAMP in UTC to the microsecond, a DATETIME or TIME to the
+	// microsecond, an empty REPEATED slice as null, a Row's numbers as
+	// int64 and float64 and its NULL values left out).
+	Row string
+	// Column is the column (parent.child in a RECORD) the refusal names,
+	// "" when it names none.
+	Column string
+	Error  string // the service's message, or why the row could not be sent
 }
 
 // streamDone is an append bundle's report to the commit step of a table

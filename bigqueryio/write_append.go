@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/grpc/codes"
@@ -172,7 +173,7 @@ func (f *appendFn) Setup() {
 	if f.SpecFn != nil {
 		f.spec = reflectx.ToFunc1x1(f.SpecFn.Fn)
 	}
-	f.mutate = newMutationFunc(f.Mutation)
+	f.mutate = newMutationFunc(f.Mutation, f.Cfg.Unordered)
 }
 
 func (f *appendFn) StartBundle(ctx context.Context, emit func(string, streamDone), failed func(FailedRow)) {
@@ -199,7 +200,11 @@ func (f *appendFn) ProcessElement(ctx context.Context, x beam.X, emit func(strin
 // rows visible in a failed write. Other failures (transient ones past
 // WithRetries, a dropped connection, a REST call's) fail the bundle, for
 // the runner to retry; WithAtLeastOnce, whose rows are visible as they are
-// appended, every failure fails the bundle.
+// appended, every failure fails the bundle. NOT_FOUND and PERMISSION_DENIED
+// about a table made a moment ago (the service answers so for a while
+// after CreateIfNeeded) never get here as permanent: the calls that meet
+// them wait them out first (settler, write_errors.go), until the table is
+// DefaultTableSettle old.
 
 // rowFault is a row's failure WithFailOnRowErrors: passed on.
 type rowFault struct{ error }
@@ -284,7 +289,7 @@ func (f *appendFn) refuse(ctx context.Context, table string, x any, cause error,
 		return rowFault{fmt.Errorf("bigqueryio.Write to %s: row refused (WithFailOnRowErrors): %w", table, cause)}
 	}
 	f.m.refused.Inc(ctx, 1)
-	failed(FailedRow{Table: table, Row: rowJSON(x), Error: cause.Error()})
+	failed(FailedRow{Table: table, Row: rowJSON(x), Column: errColumn(cause), Error: cause.Error()})
 	return nil
 }
 
@@ -421,6 +426,11 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
+	if f.Mutation != nil {
+		if err := f.Cfg.checkPrimaryKeyOf(ctx, base); err != nil {
+			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
+		}
+	}
 	if given != nil && (f.Cfg.AllowAddition || f.Cfg.AllowRelaxation) {
 		if err := f.Cfg.updateSchema(ctx, base, given); err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
@@ -435,9 +445,14 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
 	}
-	ws, err := f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: base + "/streams/_default", View: storagepb.WriteStreamView_FULL})
-	if err != nil {
-		return nil, fmt.Errorf("bigqueryio.Write to %s: reading the table's schema: %w", spec, err)
+	var ws *storagepb.WriteStream
+	for settle := newSettler(f.Cfg, base); ; {
+		if ws, err = f.mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: base + "/streams/_default", View: storagepb.WriteStreamView_FULL}); err == nil {
+			break
+		}
+		if !settle.wait(ctx, err) {
+			return nil, serviceError(spec, "", -1, err, "reading the table's schema (GetWriteStream of _default)"+settle.note())
+		}
 	}
 	schema, err := tableSchema(ws.GetTableSchema())
 	if err != nil {
@@ -500,12 +515,15 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 		if err == nil {
 			err = c.insertTable(ctx, res, t)
 		}
-		if isHTTP(err, http.StatusConflict) {
-			err = nil // made meanwhile by another worker
-		}
-		if err != nil {
+		switch {
+		case isHTTP(err, http.StatusConflict):
+			return nil // made meanwhile by another worker, which logs it
+		case err != nil:
 			return fmt.Errorf("creating the table (CreateIfNeeded): %w", err)
 		}
+		// A table made where one was expected to exist (a name misspelled)
+		// is found in the log.
+		log.Infof(ctx, "bigqueryio.Write: created table %s.%s.%s (CreateIfNeeded): %s", project, dataset, table, ts.describe(schema))
 		return nil
 	}
 	if err != nil {
@@ -547,12 +565,18 @@ func (f *appendFn) flush(ctx context.Context, d *destination, failed func(Failed
 		d.ms, d.desc = ms, desc
 	}
 	if d.ms == nil {
-		ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(managedwriter.PendingStream),
-			managedwriter.WithSchemaDescriptor(d.table.enc.desc))
-		if err != nil {
-			return fmt.Errorf("bigqueryio.Write to %s: creating a write stream: %w", d.table.spec, err)
+		settle := newSettler(f.Cfg, d.res)
+		for {
+			ms, err := f.mw.NewManagedStream(ctx, managedwriter.WithDestinationTable(d.res), managedwriter.WithType(managedwriter.PendingStream),
+				managedwriter.WithSchemaDescriptor(d.table.enc.desc))
+			if err == nil {
+				d.ms, d.desc = ms, d.table.enc.desc
+				break
+			}
+			if !settle.wait(ctx, err) {
+				return serviceError(d.table.spec, "", -1, err, "creating a PENDING write stream"+settle.note())
+			}
 		}
-		d.ms, d.desc = ms, d.table.enc.desc
 	}
 	if d.desc != d.table.enc.desc && len(d.inflight) > 0 {
 		// The writer schema changes (followSchema) with the next append:
@@ -662,6 +686,7 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 	// ALREADY_EXISTS); WithAtLeastOnce's appends, at no offset, may
 	// duplicate rows on a retry, which that mode accepts.
 	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	settle := newSettler(f.Cfg, d.res)
 	for {
 		if len(b.rows) == 0 {
 			return nil
@@ -691,15 +716,26 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			continue
 		case retry.Transient(err, retry.Idempotent):
 			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d: %d attempts: %w", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), err)
+				return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, fmt.Sprintf("AppendRows of %d rows, %d attempts", len(b.rows), r.Attempts()))
 			} else if werr != nil {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d, after %d attempts: %w (last error: %v)", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), werr, err)
+				return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, fmt.Sprintf("AppendRows of %d rows, given up after %d attempts: %v", len(b.rows), r.Attempts(), werr))
 			}
 			f.m.retries.Inc(ctx, 1)
+		case settle.wait(ctx, err):
+			f.m.retries.Inc(ctx, 1)
 		default:
-			return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %w", d.table.spec, d.ms.StreamName(), b.offset, err)
+			return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, fmt.Sprintf("AppendRows of %d rows%s", len(b.rows), settle.note()))
 		}
 	}
+}
+
+// offsetOf is the offset of b's append, for an error: -1 WithAtLeastOnce,
+// whose appends to _default carry none.
+func (f *appendFn) offsetOf(b *appendBatch) int64 {
+	if f.Cfg.AtLeastOnce {
+		return -1
+	}
+	return b.offset
 }
 
 // dropRefused takes the rows the service refused out of b, sending them
@@ -717,13 +753,17 @@ func (f *appendFn) dropRefused(ctx context.Context, d *destination, b *appendBat
 		for _, e := range errs {
 			msgs = append(msgs, fmt.Sprintf("row %d: %s", b.offset+e.GetIndex(), e.GetMessage()))
 		}
-		return rowFault{fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", d.table.spec, d.ms.StreamName(), len(errs), strings.Join(msgs, "; "))}
+		at := ""
+		if !f.Cfg.AtLeastOnce {
+			at = fmt.Sprintf(" at offset %d", b.offset)
+		}
+		return rowFault{fmt.Errorf("bigqueryio.Write to %s: stream %s%s: %d rows refused: %s (WithFailOnRowErrors)", d.table.spec, d.ms.StreamName(), at, len(errs), strings.Join(msgs, "; "))}
 	}
 	keep := appendBatch{offset: b.offset}
 	for i, row := range b.rows {
 		if msg, ok := bad[int64(i)]; ok {
 			f.m.refused.Inc(ctx, 1)
-			failed(FailedRow{Table: d.table.spec, Row: rowJSON(b.elems[i]), Error: msg})
+			failed(failedRow(d.table.spec, d.table.enc.schema, b.elems[i], msg))
 			continue
 		}
 		keep.rows = append(keep.rows, row)

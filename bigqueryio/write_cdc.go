@@ -1,6 +1,8 @@
 package bigqueryio
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -54,9 +56,11 @@ type RowMutation struct {
 	// SequenceNumber). The service compares sections left to right as
 	// unsigned numbers; a change whose number is below the one the key's
 	// row was last changed by is ignored; between equal numbers, the one
-	// written last wins. "" sends none: the changes of a key are then
-	// applied in the order they arrive, which a retried append can upset
-	// (see the package doc).
+	// written last wins. A change without one ("") is refused, unless the
+	// write is given WithUnorderedChanges: the changes of a key are then
+	// applied in the order they arrive, which a retried append or appends
+	// multiplexed on one connection can upset, applying an older upsert
+	// after a newer one (see the package doc).
 	SequenceNumber string
 }
 
@@ -101,6 +105,18 @@ func WithRowMutation(fn any) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithRowMutation", rawArg(funcName(fn))); c.mutationFn = fn })
 }
 
+// WithUnorderedChanges lets a WithRowMutation write send changes without
+// a sequence number (RowMutation.SequenceNumber ""), which it refuses
+// otherwise: the service then applies the changes of a key in the order
+// they arrive, and a retried append (WithAtLeastOnce appends again after
+// a transient failure) or appends multiplexed on one connection can bring
+// an older upsert after a newer one, which then wins. Give it only when
+// the changes of a key cannot come close together, or when their order
+// does not matter.
+func WithUnorderedChanges() WriteOption {
+	return writeOnlyOption(func(c *writeConfig) { c.note("WithUnorderedChanges"); c.Unordered = true })
+}
+
 // WithPrimaryKey creates the table (CreateIfNeeded) with a primary key of
 // columns, in this order: 1 to 16 top-level columns of the schema, neither
 // REPEATED nor RECORD. BigQuery does not enforce a primary key (NOT
@@ -120,6 +136,9 @@ func WithPrimaryKey(columns ...string) WriteOption {
 // option. (TableSpec.check checks WithPrimaryKey's columns.)
 func (c *writeConfig) checkCDC(t reflect.Type, schema bigquery.Schema) error {
 	if c.mutationFn == nil {
+		if c.Unordered {
+			return fmt.Errorf("%s applies to the changes of WithRowMutation, which is not given", c.calls("WithUnorderedChanges")[0])
+		}
 		return nil
 	}
 	calls := c.calls("WithRowMutation")
@@ -204,15 +223,22 @@ var errNoPrimaryKey = errors.New("WithTableSpecFunc gives the table no TableSpec
 // numbers.
 var errReapply = errors.New("bigqueryio: a CDC append after a failed one, to apply again after it")
 
-// mutationFunc is the caller of WithRowMutation's function.
-type mutationFunc struct{ fn reflectx.Func1x1 }
+// mutationFunc is the caller of WithRowMutation's function; unordered is
+// WithUnorderedChanges.
+type mutationFunc struct {
+	fn        reflectx.Func1x1
+	unordered bool
+}
 
-func newMutationFunc(f *beam.EncodedFunc) *mutationFunc {
+func newMutationFunc(f *beam.EncodedFunc, unordered bool) *mutationFunc {
 	if f == nil {
 		return nil
 	}
-	return &mutationFunc{fn: reflectx.ToFunc1x1(f.Fn)}
+	return &mutationFunc{fn: reflectx.ToFunc1x1(f.Fn), unordered: unordered}
 }
+
+// errNoSequence refuses a change without a sequence number.
+var errNoSequence = errors.New("WithRowMutation: the change has no sequence number (RowMutation.SequenceNumber), so a retried or multiplexed append could apply an older change of its key after a newer one: give each change one (bigqueryio.SequenceNumber), or WithUnorderedChanges() to apply changes in the order they arrive")
 
 // appendChange appends the pseudo-columns of x's change to its encoded
 // row, or says why the service would refuse them.
@@ -224,6 +250,9 @@ func (m *mutationFunc) appendChange(row []byte, x any) ([]byte, error) {
 	row = protowire.AppendTag(row, changeTypeField, protowire.BytesType)
 	row = protowire.AppendString(row, rm.Type.String())
 	if rm.SequenceNumber == "" {
+		if !m.unordered {
+			return row, errNoSequence
+		}
 		return row, nil
 	}
 	if !sequencePattern.MatchString(rm.SequenceNumber) {
@@ -231,4 +260,34 @@ func (m *mutationFunc) appendChange(row []byte, x any) ([]byte, error) {
 	}
 	row = protowire.AppendTag(row, changeSequenceField, protowire.BytesType)
 	return protowire.AppendString(row, rm.SequenceNumber), nil
+}
+
+// checkPrimaryKeyOf refuses, when a WithRowMutation write meets table res,
+// a table without a primary key (tables.get's tableConstraints), which
+// the service applies CDC changes by: the table was not made by this
+// write (CreateNever, or it existed), so nothing checked it before.
+func (cfg writeConfig) checkPrimaryKeyOf(ctx context.Context, res string) error {
+	c, err := cfg.rest(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t, err := c.getTable(ctx, res)
+	if err != nil {
+		return fmt.Errorf("reading the table's primary key (WithRowMutation): %w", err)
+	}
+	var tc struct {
+		PrimaryKey *struct {
+			Columns []string `json:"columns"`
+		} `json:"primaryKey"`
+	}
+	if len(t.TableConstraints) > 0 {
+		if err := json.Unmarshal(t.TableConstraints, &tc); err != nil {
+			return fmt.Errorf("the table's tableConstraints %s: %w", t.TableConstraints, err)
+		}
+	}
+	if tc.PrimaryKey == nil || len(tc.PrimaryKey.Columns) == 0 {
+		return errors.New("the table has no primary key (tables.get shows no tableConstraints.primaryKey), which WithRowMutation's changes are applied by: the service would refuse every change; give the table one (ALTER TABLE ... ADD PRIMARY KEY (...) NOT ENFORCED)")
+	}
+	return nil
 }

@@ -328,7 +328,7 @@ func TestWriteCDCRetryKeepsOrder(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	res := bigqueryio.Write(s, "p.d.cdc_order", beam.Create(s, anys(changes)...), writeOpts(srv, bigqueryio.WithAtLeastOnce(),
-		bigqueryio.WithRowMutation(unorderedMutation), bigqueryio.WithPrimaryKey("id"), bigqueryio.WithMaxAppendBytes(25))...)
+		bigqueryio.WithRowMutation(unorderedMutation), bigqueryio.WithUnorderedChanges(), bigqueryio.WithPrimaryKey("id"), bigqueryio.WithMaxAppendBytes(25))...)
 	passert.Empty(s, res.FailedRows)
 	run(t, p)
 	checkCDC(t, srv, "p.d.cdc_order", []string{"1 v4 0"})

@@ -201,7 +201,7 @@ func (c *colPlan) appendOne(b []byte, v reflect.Value, item bool) ([]byte, error
 		if v.Kind() == reflect.Pointer {
 			if v.IsNil() {
 				if item {
-					return b, fmt.Errorf("field %s: a nil item in a REPEATED RECORD (BigQuery arrays hold no NULL)", c.goPath)
+					return b, inColumn(c.name, fmt.Errorf("field %s: a nil item in a REPEATED RECORD (BigQuery arrays hold no NULL)", c.goPath))
 				}
 				return b, nil
 			}
@@ -209,7 +209,7 @@ func (c *colPlan) appendOne(b []byte, v reflect.Value, item bool) ([]byte, error
 		}
 		sub, err := c.sub.appendStruct(nil, v)
 		if err != nil {
-			return b, err
+			return b, inColumn(c.name, err)
 		}
 		b = protowire.AppendTag(b, c.num, protowire.BytesType)
 		return protowire.AppendBytes(b, sub), nil
@@ -217,10 +217,10 @@ func (c *colPlan) appendOne(b []byte, v reflect.Value, item bool) ([]byte, error
 	n := len(b)
 	b, err := appendScalar(b, c, v.Interface())
 	if err != nil {
-		return b, fmt.Errorf("field %s: %w", c.goPath, err)
+		return b, inColumn(c.name, fmt.Errorf("field %s: %w", c.goPath, err))
 	}
 	if item && len(b) == n {
-		return b, fmt.Errorf("field %s: a NULL item in REPEATED column %s (BigQuery arrays hold no NULL)", c.goPath, c.name)
+		return b, inColumn(c.name, fmt.Errorf("field %s: a NULL item in REPEATED column %s (BigQuery arrays hold no NULL)", c.goPath, c.name))
 	}
 	return b, nil
 }
@@ -276,7 +276,7 @@ func (c *colPlan) appendValue(b []byte, x any, prefix string) ([]byte, error) {
 		if !ok {
 			v := reflect.ValueOf(x)
 			if v.Kind() != reflect.Slice || c.typ == bigquery.BytesFieldType && v.Type().Elem().Kind() == reflect.Uint8 {
-				return b, fmt.Errorf("column %s%s is REPEATED: a %T is not a list", prefix, c.name, x)
+				return b, inColumn(c.name, fmt.Errorf("column %s%s is REPEATED: a %T is not a list", prefix, c.name, x))
 			}
 			items = make([]bigquery.Value, v.Len())
 			for k := range items {
@@ -290,7 +290,7 @@ func (c *colPlan) appendValue(b []byte, x any, prefix string) ([]byte, error) {
 				return b, err
 			}
 			if len(b) == n {
-				return b, fmt.Errorf("column %s%s: a NULL item in a REPEATED column (BigQuery arrays hold no NULL)", prefix, c.name)
+				return b, inColumn(c.name, fmt.Errorf("column %s%s: a NULL item in a REPEATED column (BigQuery arrays hold no NULL)", prefix, c.name))
 			}
 		}
 		return b, nil
@@ -309,18 +309,18 @@ func (c *colPlan) appendItem(b []byte, x any, prefix string) ([]byte, error) {
 		case Row:
 			m = r
 		default:
-			return b, fmt.Errorf("column %s%s is a RECORD: a %T is not a map[string]bigquery.Value", prefix, c.name, x)
+			return b, inColumn(c.name, fmt.Errorf("column %s%s is a RECORD: a %T is not a map[string]bigquery.Value", prefix, c.name, x))
 		}
 		sub, err := c.sub.appendMap(nil, m, prefix+c.name+".")
 		if err != nil {
-			return b, err
+			return b, inColumn(c.name, err)
 		}
 		b = protowire.AppendTag(b, c.num, protowire.BytesType)
 		return protowire.AppendBytes(b, sub), nil
 	}
 	b, err := appendScalar(b, c, x)
 	if err != nil {
-		return b, fmt.Errorf("column %s%s: %w", prefix, c.name, err)
+		return b, inColumn(c.name, fmt.Errorf("column %s%s: %w", prefix, c.name, err))
 	}
 	return b, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
@@ -37,7 +38,9 @@ func TestWriteAppendErrorsFail(t *testing.T) {
 		t.Run(c.code.String(), func(t *testing.T) {
 			srv := newServer(t)
 			srv.AddDataset("p", "d", "")
-			srv.SetWriteFaults(bqtest.WriteFaults{AppendErrorCode: c.code, AppendErrorMessage: c.msg, AppendErrorAfter: 3})
+			// The table the write makes reads as made an hour ago: a new
+			// table's PERMISSION_DENIED is waited out (TestNewTableSettles).
+			srv.SetWriteFaults(bqtest.WriteFaults{AppendErrorCode: c.code, AppendErrorMessage: c.msg, AppendErrorAfter: 3, CreatedAgo: time.Hour})
 			p, s := beam.NewPipelineWithRoot()
 			// One bundle (the direct runner does not split Create), so
 			// one stream: appends 1-3 are written, 4 on are refused.

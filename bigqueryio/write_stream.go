@@ -21,6 +21,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -131,7 +132,9 @@ func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, 
 	cfg := fn.Cfg
 	keyed, badRow := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
 	batches := beam.ParDo(s, newStreamBatchFn(cfg), keyed)
-	ops, refused := beam.ParDo2(s, newStreamAppendFn(cfg), batches)
+	app := newStreamAppendFn(cfg)
+	app.Type = fn.Type // for FailedRows
+	ops, refused := beam.ParDo2(s, app, batches)
 	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
 	return results, beam.Flatten(s, badRow, refused)
 }
@@ -439,11 +442,16 @@ type streamAppendFn struct {
 	Early state.Bag[streamBatch]
 	Idle  timers.EventTime
 
+	// Type is the element type, whose values FailedRows show (refused
+	// rows' elements are rebuilt from the rows: failedRow).
+	Type beam.EncodedType
+
 	mw      *managedwriter.Client
 	wc      *writeClient           // CreateWriteStream, with the write's own retries
 	streams map[string]*openStream // by stream name
 	descs   map[string]*descriptorpb.DescriptorProto
 	m       streamMetrics
+	failEnc map[string]*rowEncoder // by table resource name: failedEncoder
 }
 
 // openStream is a stream's ManagedStream and the writer schema it sends.
@@ -591,27 +599,34 @@ func (f *streamAppendFn) finalize(key string, st *shardStream, emit func(string,
 //   - OK: the rows are at that offset.
 //   - ALREADY_EXISTS (OFFSET_ALREADY_EXISTS): an attempt that the runner
 //     did not commit appended there (a retried bundle; a restored
-//     checkpoint whose input is replayed, perhaps as other batches): the
-//     rows before the state's offset are flushed, the stream is left, and
-//     the batch goes to a new stream at offset 0. Rows past a committed
-//     offset are never flushed, so never visible.
+//     checkpoint whose input is replayed, perhaps as other batches, or the
+//     same batch trimmed of its refused rows): the rows before the state's
+//     offset are flushed, the stream is left, and the batch goes to a new
+//     stream at offset 0. Rows past a committed offset are never flushed,
+//     so never visible.
 //   - row_errors: none of the batch written; the rows named go to
 //     FailedRows (or fail the write WithFailOnRowErrors), the rest are
-//     appended again.
+//     appended at the same offset. Whatever the service judges first, the
+//     offset or the rows, an offset holds one write at most, and which
+//     one the state commits says (docs/DESIGN.md, "Refused rows and
+//     retries").
 //   - NOT_FOUND (STREAM_NOT_FOUND), STREAM_FINALIZED or
 //     INVALID_STREAM_STATE (a stream the service will take no more rows
 //     into): the stream is ended for this shard (a finalize is asked for
 //     what it holds) and the batch goes to a new stream at offset 0.
 //   - OUT_OF_RANGE (OFFSET_OUT_OF_RANGE): the stream holds fewer rows than
 //     the state says were appended: rows acknowledged before are gone; the
-//     write fails, naming the stream and both offsets.
-//   - UNAVAILABLE, INTERNAL, ABORTED, RESOURCE_EXHAUSTED (throttling), a
-//     dropped connection: the same append again, after a backoff, up to
-//     WithRetries.
-//   - anything else (INVALID_ARGUMENT such as a schema that does not fit
-//     the table, PERMISSION_DENIED, TABLE_NOT_FOUND): the batch's rows go
-//     to FailedRows with the service's message, or WithFailOnRowErrors
-//     the write fails.
+//     write fails, naming the stream and the offset.
+//   - UNAVAILABLE, INTERNAL, ABORTED, RESOURCE_EXHAUSTED (throttling),
+//     DEADLINE_EXCEEDED, UNKNOWN, a dropped connection: the same append
+//     again, after a backoff, up to WithRetries.
+//   - NOT_FOUND and PERMISSION_DENIED about the table while it is new
+//     (DefaultTableSettle): the same append again, after a backoff.
+//   - anything else (INVALID_ARGUMENT without row_errors, such as a schema
+//     that does not fit the table; PERMISSION_DENIED; TABLE_NOT_FOUND; a
+//     code the write does not know): the write fails, naming the table,
+//     the stream, the offset and the code. Never FailedRows: those rows
+//     are not refused, and a job whose rows went missing would succeed.
 func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardStream, b streamBatch, emit func(string, flushOp), failed func(FailedRow)) error {
 	spec, res := shardSpec(key), shardTable(key)
 	desc, err := f.desc(b.Desc)
@@ -621,6 +636,7 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 	rows := b.Rows
 	// Appends at an offset: idempotent (ALREADY_EXISTS the second time).
 	rb := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	settle := newSettler(f.Cfg, res)
 	for len(rows) > 0 {
 		now := time.Now()
 		if st.Stream != "" && (st.Next+int64(len(rows)) > f.Cfg.StreamMaxRows) {
@@ -678,61 +694,112 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 			emit(st.Stream, flushOp{Table: spec, Stream: st.Stream, End: st.Next, Rows: int64(len(rows))})
 			return nil
 		case len(resp.GetRowErrors()) > 0:
-			if rows, err = f.dropRefused(ctx, spec, st.Stream, desc, rows, resp.GetRowErrors(), failed); err != nil {
+			if rows, err = f.dropRefused(ctx, spec, res, st.Stream, st.Next, desc, rows, resp.GetRowErrors(), failed); err != nil {
 				return err
 			}
 		case sc == storagepb.StorageError_STREAM_NOT_FOUND || sc == storagepb.StorageError_STREAM_FINALIZED || sc == storagepb.StorageError_INVALID_STREAM_STATE:
 			f.finalize(key, st, emit)
 		case code == codes.OutOfRange:
-			return fmt.Errorf("bigqueryio.Write to %s: stream %s answered OUT_OF_RANGE to an append at offset %d: the stream holds fewer rows than were acknowledged to shard %s: %w", spec, st.Stream, st.Next, key, err)
+			return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("the stream holds fewer rows than were acknowledged to shard %s", key))
 		case retry.Transient(err, retry.Idempotent) && ctx.Err() == nil:
 			if werr := rb.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows of %d rows to stream %s at offset %d: %d attempts: %w", spec, len(rows), st.Stream, st.Next, rb.Attempts(), err)
+				return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("AppendRows of %d rows of shard %s, %d attempts", len(rows), key, rb.Attempts()))
 			} else if werr != nil {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d, after %d attempts: %w (last error: %v)", spec, st.Stream, st.Next, rb.Attempts(), werr, err)
+				return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("AppendRows of %d rows of shard %s, given up after %d attempts: %v", len(rows), key, rb.Attempts(), werr))
 			}
 			f.m.retries.Inc(ctx, 1)
+		case settle.wait(ctx, err):
+			f.m.retries.Inc(ctx, 1)
 		default:
-			if f.Cfg.FailOnErrors {
-				return fmt.Errorf("bigqueryio.Write to %s: appending %d rows to stream %s at offset %d (WithFailOnRowErrors): %w", spec, len(rows), st.Stream, st.Next, err)
-			}
-			for _, row := range rows {
-				f.m.refused.Inc(ctx, 1)
-				failed(FailedRow{Table: spec, Row: protoJSON(desc, row), Error: err.Error()})
-			}
-			st.Seq = b.Seq + 1
-			return nil
+			// Not a refusal of rows: the batch is not sent to FailedRows
+			// (its rows would be missing from a job that succeeds).
+			return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("AppendRows of %d rows of shard %s%s", len(rows), key, settle.note()))
 		}
 	}
 	st.Seq = b.Seq + 1 // every row refused
 	return nil
 }
 
-// dropRefused sends the rows the service refused to FailedRows and
-// returns the others.
-func (f *streamAppendFn) dropRefused(ctx context.Context, spec, stream string, desc *descriptorpb.DescriptorProto, rows [][]byte, errs []*storagepb.RowError, failed func(FailedRow)) ([][]byte, error) {
+// dropRefused sends the rows the service refused, in an append of rows
+// to stream at offset at, to FailedRows (or fails WithFailOnRowErrors) and
+// returns the others, which are appended again at the same offset: none
+// of the refused append was written, and the offset holds one write at
+// most, whichever attempt made it (ALREADY_EXISTS then sends the batch to
+// a new stream: see appendBatch).
+func (f *streamAppendFn) dropRefused(ctx context.Context, spec, res, stream string, at int64, desc *descriptorpb.DescriptorProto, rows [][]byte, errs []*storagepb.RowError, failed func(FailedRow)) ([][]byte, error) {
 	bad := map[int64]string{}
 	var msgs []string
 	for _, e := range errs {
 		if e.GetIndex() < 0 || e.GetIndex() >= int64(len(rows)) {
-			return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s: a row error for row %d of an append of %d rows: %s", spec, stream, e.GetIndex(), len(rows), e.GetMessage())
+			return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s at offset %d: a row error for row %d of an append of %d rows: %s", spec, stream, at, e.GetIndex(), len(rows), e.GetMessage())
 		}
 		bad[e.GetIndex()] = e.GetMessage()
-		msgs = append(msgs, fmt.Sprintf("row %d: %s", e.GetIndex(), e.GetMessage()))
+		msgs = append(msgs, fmt.Sprintf("row %d: %s", at+e.GetIndex(), e.GetMessage()))
 	}
 	if f.Cfg.FailOnErrors {
-		return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s: %d rows refused (WithFailOnRowErrors): %s", spec, stream, len(errs), strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("bigqueryio.Write to %s: stream %s at offset %d: %d rows refused: %s (WithFailOnRowErrors)", spec, stream, at, len(errs), strings.Join(msgs, "; "))
 	}
 	var keep [][]byte
 	for i, row := range rows {
 		if msg, ok := bad[int64(i)]; ok {
 			f.m.refused.Inc(ctx, 1)
-			failed(FailedRow{Table: spec, Row: protoJSON(desc, row), Error: msg})
+			failed(f.failedRow(ctx, spec, res, desc, row, msg))
 			continue
 		}
 		keep = append(keep, row)
 	}
 	return keep, nil
+}
+
+// failedRow is the FailedRow of an encoded row of table res that the
+// service refused with msg: the element rebuilt from the row (see
+// FailedRow), as the batch write gives it. If the element cannot be
+// rebuilt (the table's schema cannot be read), Row is the row as protojson
+// shows it, and a warning says why.
+func (f *streamAppendFn) failedRow(ctx context.Context, spec, res string, desc *descriptorpb.DescriptorProto, row []byte, msg string) FailedRow {
+	enc, err := f.failedEncoder(ctx, spec, res)
+	if err == nil {
+		var x any
+		if x, err = enc.element(f.Type.T, row); err == nil {
+			return failedRow(spec, enc.schema, x, msg)
+		}
+	}
+	log.Warnf(ctx, "bigqueryio.Write to %s: a refused row's element could not be rebuilt, its FailedRow shows the encoded row: %v", spec, err)
+	return FailedRow{Table: spec, Row: protoJSON(desc, row), Error: msg}
+}
+
+// failedEncoder is the encoder of the element type for table res, which
+// rebuilds the elements of refused rows: made once per table, from its
+// schema (GetWriteStream of _default).
+func (f *streamAppendFn) failedEncoder(ctx context.Context, spec, res string) (*rowEncoder, error) {
+	if enc, ok := f.failEnc[res]; ok {
+		return enc, nil
+	}
+	if f.Type.T == nil {
+		return nil, errors.New("the element type is not known")
+	}
+	mw, err := f.client(ctx, spec, res)
+	if err != nil {
+		return nil, err
+	}
+	base, _ := splitDecorator(res)
+	ws, err := mw.GetWriteStream(ctx, &storagepb.GetWriteStreamRequest{Name: base + "/streams/_default", View: storagepb.WriteStreamView_FULL})
+	if err != nil {
+		return nil, fmt.Errorf("reading the table's schema: %w", err)
+	}
+	schema, err := tableSchema(ws.GetTableSchema())
+	if err != nil {
+		return nil, fmt.Errorf("the table's schema: %w", err)
+	}
+	enc, err := newRowEncoder(schema, f.Type.T)
+	if err != nil {
+		return nil, err
+	}
+	if f.failEnc == nil {
+		f.failEnc = map[string]*rowEncoder{}
+	}
+	f.failEnc[res] = enc
+	return enc, nil
 }
 
 // desc is the writer schema of a batch.
@@ -776,6 +843,7 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 	// Not idempotent strictly (each call makes a stream), but a stream
 	// made by a lost attempt stays empty and unnamed: retried as idempotent.
 	r := retryBackoff(f.Cfg.MaxRetries, f.Cfg.RetryBase).Start()
+	settle := newSettler(f.Cfg, res)
 	for {
 		ws, err := f.wc.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{Parent: res,
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_BUFFERED}}, noRetry)
@@ -789,13 +857,16 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key)}
 			return ws.GetName(), nil
 		}
+		if settle.wait(ctx, err) {
+			continue
+		}
 		if !retry.Transient(err, retry.Idempotent) {
-			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED, %d attempts): %w", spec, r.Attempts(), err)
+			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), %d attempts%s", r.Attempts(), settle.note()))
 		}
 		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED, %d attempts): %w", spec, r.Attempts(), err)
+			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), %d attempts", r.Attempts()))
 		} else if werr != nil {
-			return "", fmt.Errorf("bigqueryio.Write to %s: CreateWriteStream (BUFFERED), after %d attempts: %w (last error: %v)", spec, r.Attempts(), werr, err)
+			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), given up after %d attempts: %v", r.Attempts(), werr))
 		}
 	}
 }

@@ -84,6 +84,7 @@ func newStreamStepsOf(t testing.TB, cfg writeConfig, typ reflect.Type) *streamSt
 	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: typ}, TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(fixedTable)}}
 	st := &streamSteps{t: t, key: cfg.Table + "#0", keyFn: &streamKeyFn{Fn: fn, Shards: cfg.NumStreams},
 		batch: newStreamBatchFn(cfg), app: newStreamAppendFn(cfg), flush: &streamFlushFn{Cfg: cfg}}
+	st.app.Type = fn.Type
 	st.keyFn.Setup()
 	st.app.Setup()
 	st.flush.Setup()

@@ -286,6 +286,68 @@ func clusterable(t bigquery.FieldType) bool {
 	return false
 }
 
+// describe is the table sp makes of schema, for the log: its columns
+// (name, type, mode, RECORD fields) and what sp sets.
+func (sp *TableSpec) describe(schema bigquery.Schema) string {
+	var b strings.Builder
+	b.WriteString("columns (")
+	describeFields(&b, schema)
+	b.WriteString(")")
+	if tp := sp.TimePartitioning; tp != nil {
+		fmt.Fprintf(&b, ", time partitioning %v", *tp)
+	}
+	if rp := sp.RangePartitioning; rp != nil {
+		fmt.Fprintf(&b, ", range partitioning %v", *rp)
+	}
+	if len(sp.Clustering) > 0 {
+		fmt.Fprintf(&b, ", clustering %s", strings.Join(sp.Clustering, ", "))
+	}
+	if len(sp.PrimaryKey) > 0 {
+		fmt.Fprintf(&b, ", primary key (%s)", strings.Join(sp.PrimaryKey, ", "))
+	}
+	if sp.KMSKey != "" {
+		fmt.Fprintf(&b, ", KMS key %s", sp.KMSKey)
+	}
+	if sp.Description != "" {
+		fmt.Fprintf(&b, ", description %q", sp.Description)
+	}
+	if len(sp.Labels) > 0 {
+		keys := slices.Sorted(maps.Keys(sp.Labels))
+		b.WriteString(", labels ")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%s=%s", k, sp.Labels[k])
+		}
+	}
+	return b.String()
+}
+
+// describeFields writes the fields of schema as "name TYPE [MODE]", RECORD
+// fields in parentheses.
+func describeFields(b *strings.Builder, schema bigquery.Schema) {
+	for i, f := range schema {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Name)
+		b.WriteString(" ")
+		b.WriteString(string(f.Type))
+		switch {
+		case f.Repeated:
+			b.WriteString(" REPEATED")
+		case f.Required:
+			b.WriteString(" REQUIRED")
+		}
+		if f.Type == bigquery.RecordFieldType {
+			b.WriteString(" (")
+			describeFields(b, f.Schema)
+			b.WriteString(")")
+		}
+	}
+}
+
 // metadata is the table's metadata for tables.insert.
 func (sp *TableSpec) metadata(schema bigquery.Schema) (*restTable, error) {
 	md := &restTable{Description: sp.Description, Labels: sp.Labels}

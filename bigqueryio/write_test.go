@@ -521,7 +521,7 @@ func TestWriteMissingTable(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	bigqueryio.Write(s, "p.d.missing", beam.Create(s, anys(simpleRows(3))...), writeOpts(srv, bigqueryio.WithCreateDisposition(bigqueryio.CreateNever))...)
 	err := runFailing(p)
-	if err == nil || !strings.Contains(err.Error(), "bigqueryio.Write to p.d.missing") || !strings.Contains(err.Error(), "NotFound") {
+	if err == nil || !strings.Contains(err.Error(), "bigqueryio.Write to p.d.missing: NOT_FOUND") {
 		t.Fatalf("error %v: want NOT_FOUND naming p.d.missing", err)
 	}
 	if st := srv.WriteStats(); st.TablesCreated != 0 || st.StreamsCreated != 0 {

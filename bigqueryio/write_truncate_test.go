@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -121,7 +122,9 @@ func TestWriteTruncateAppendFails(t *testing.T) {
 	srv := newServer(t)
 	srv.AddDataset("p", "d", "")
 	old := oldRows(t, srv, "p.d.tr", 5)
-	srv.SetWriteFaults(bqtest.WriteFaults{AppendErrorCode: codes.PermissionDenied, AppendErrorMessage: "Permission denied."})
+	// The staging table reads as made an hour ago: a new table's
+	// PERMISSION_DENIED is waited out (TestNewTableSettles).
+	srv.SetWriteFaults(bqtest.WriteFaults{AppendErrorCode: codes.PermissionDenied, AppendErrorMessage: "Permission denied.", CreatedAgo: time.Hour})
 	p, s := beam.NewPipelineWithRoot()
 	bigqueryio.Write(s, "p.d.tr", beam.Create(s, anys(simpleRows(50))...), writeOpts(srv, bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
 	err := workertest.RunFailing(t, p)

@@ -194,7 +194,8 @@
 //     PartitionRows shows the rows of a partition.
 //   - REST: tables.insert (a table with the request's schema, time or
 //     range partitioning, clustering, description, labels, KMS key and
-//     expiration time, which tables.get reports back; a partitioning or
+//     expiration time, which tables.get reports back with the table's
+//     creationTime (Table.Created, WriteFaults.CreatedAgo); a partitioning or
 //     clustering the service refuses — a column missing or of the wrong
 //     type, more than four clustering columns, both partitionings, DATE by
 //     hour — is HTTP 400; in its dataset's location; notFound for a missing

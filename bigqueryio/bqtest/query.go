@@ -633,6 +633,7 @@ func restTable(res string, t *table) map[string]any {
 		"numBytes":       strconv.FormatInt(int64(len(t.Rows))*t.rowBytes, 10),
 		"type":           "TABLE",
 		"location":       locationOr(t.Location),
+		"creationTime":   strconv.FormatInt(t.Created.UnixMilli(), 10),
 	}
 	if !t.expires.IsZero() {
 		out["expirationTime"] = strconv.FormatInt(t.expires.UnixMilli(), 10)

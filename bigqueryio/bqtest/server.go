@@ -79,6 +79,11 @@ type Table struct {
 	// appended to its _default stream are applied by it (cdc.go).
 	// tables.insert takes it (tableConstraints) and tables.get reports it.
 	PrimaryKey []string
+	// Created is when the table was made, which tables.get reports
+	// (creationTime); zero: when AddTable (or tables.insert, a copy or a
+	// query job) made it. A test sets it in the past for a table that is
+	// not new (a writer retries some refusals right after a table is made).
+	Created time.Time
 }
 
 type table struct {
@@ -394,6 +399,9 @@ func newTable(res string, t Table) (*table, error) {
 	rowBytes := int64(0)
 	if n := min(len(t.Rows), 100); n > 0 {
 		rowBytes = int64(len(enc.buf)/n) + 1
+	}
+	if t.Created.IsZero() {
+		t.Created = time.Now()
 	}
 	tb := &table{name: res, Table: t, rowBytes: rowBytes}
 	if t.ingestionTime() {

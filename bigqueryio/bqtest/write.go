@@ -114,6 +114,19 @@ type WriteFaults struct {
 	// the request neither counted nor written (as when a connection drops
 	// before the request reaches the service).
 	OnAppend func(call int) error
+	// RefuseRow, when set, is called with each row of an append that
+	// would be written (decoded as TableRows returns rows) and its table's
+	// resource name: a message refuses the row, in row_errors
+	// (FIELDS_ERROR) with that message, as the service refuses a row that
+	// breaks the table's schema, and nothing of the request is written;
+	// "" takes it.
+	RefuseRow func(table string, row []bigquery.Value) string
+	// RowErrorsFirst answers an append whose rows are refused with its
+	// row_errors even when its offset is not the stream's end (by default
+	// the offset is judged first: ALREADY_EXISTS or OUT_OF_RANGE). The
+	// service does not document which it judges first; a writer must
+	// hold under both.
+	RowErrorsFirst bool
 
 	// CommitDelay is slept in each BatchCommitWriteStreams call before it
 	// acts (or until the caller's deadline).
@@ -166,6 +179,12 @@ type WriteFaults struct {
 	CreateErrorCode  codes.Code
 	CreateErrorCalls int
 	CreateAfterApply bool
+
+	// CreatedAgo makes tables.insert report (tables.get's creationTime) a
+	// table it makes as made this long ago: a writer that waits out a new
+	// table's NOT_FOUND and PERMISSION_DENIED answers for a while (as
+	// bigqueryio's does) then takes them for permanent at once.
+	CreatedAgo time.Duration
 
 	// CopyJobError, when not empty, fails every copy job (jobs.insert with
 	// configuration.copy) with this message: the job ends DONE with it as

@@ -242,9 +242,24 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	if rowErrs == nil && part != "" {
 		rowErrs = outsidePartition(&t.Table, decoded, part)
 	}
+	s.mu.Lock()
+	refuse, rowErrsFirst := s.w.faults.RefuseRow, s.w.faults.RowErrorsFirst
+	s.mu.Unlock()
+	if rowErrs == nil && refuse != nil {
+		rowErrs = refuseChosen(res, decoded, refuse)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rowErrors := func() (*storagepb.AppendRowsResponse, int, error) {
+		s.w.stats.RowErrors += len(rowErrs)
+		resp := errorResponse(name, status.New(codes.InvalidArgument, rowErrorsMessage+" Entity: "+name))
+		resp.RowErrors = rowErrs
+		return resp, refused, nil
+	}
+	if len(rowErrs) > 0 && rowErrsFirst {
+		return rowErrors()
+	}
 	cur := s.tables[res]
 	if !sameTable(cur, t) {
 		return fail(codes.NotFound, "Not found: Table "+res+" was deleted or replaced.")
@@ -268,10 +283,7 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 		}
 	}
 	if len(rowErrs) > 0 {
-		s.w.stats.RowErrors += len(rowErrs)
-		resp := errorResponse(name, status.New(codes.InvalidArgument, rowErrorsMessage+" Entity: "+name))
-		resp.RowErrors = rowErrs
-		return resp, refused, nil
+		return rowErrors()
 	}
 	resp := &storagepb.AppendRowsResponse{WriteStream: name}
 	if drop {
@@ -307,6 +319,18 @@ func outsidePartition(t *Table, rows [][]bigquery.Value, part string) []*storage
 		if got := t.partitionOf(row, ""); got != part {
 			errs = append(errs, &storagepb.RowError{Index: int64(i), Code: storagepb.RowError_FIELDS_ERROR,
 				Message: fmt.Sprintf("The row belongs to partition %s, not to partition %s that the stream writes to.", got, part)})
+		}
+	}
+	return errs
+}
+
+// refuseChosen refuses, in row_errors, the rows of table res that
+// WriteFaults.RefuseRow refuses.
+func refuseChosen(res string, rows [][]bigquery.Value, refuse func(string, []bigquery.Value) string) []*storagepb.RowError {
+	var errs []*storagepb.RowError
+	for i, row := range rows {
+		if msg := refuse(res, row); msg != "" {
+			errs = append(errs, &storagepb.RowError{Index: int64(i), Code: storagepb.RowError_FIELDS_ERROR, Message: msg})
 		}
 	}
 	return errs

@@ -141,6 +141,9 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, proj, ds st
 		return
 	}
 	spec := Table{Schema: schema, Location: loc}
+	if ago := s.w.faults.CreatedAgo; ago != 0 {
+		spec.Created = time.Now().Add(-ago)
+	}
 	tableMetaFromREST(in, &spec)
 	if err := checkTableMeta(&spec); err != nil {
 		restErrorReason(w, http.StatusBadRequest, "invalid", err.Error())
