@@ -27,8 +27,8 @@
 // Options are typed by transform: a RecordOption (WithDesiredBundleSize,
 // WithReaderSchema, WithMaxAlloc, ...) goes to every read, WithEmptyMatch
 // to Read and ReadAll, WithMatchesManyFiles to Read alone,
-// WithMatchUpdatedFiles to the watch, the With* options of Write to Write
-// alone, WithMetricsNamespace to every transform; one given to a transform
+// WithMatchUpdatedFiles, WithSkipOlderThan and WithSkipListed to the
+// watch, the With* options of Write to Write alone, WithMetricsNamespace to every transform; one given to a transform
 // it does not apply to does not compile. Values that cannot work panic
 // when the pipeline is built, naming the transform and the option
 // (avroio.Read: WithDesiredBundleSize(0): the desired bundle size must be
@@ -173,9 +173,11 @@
 // error.
 //
 // A pattern that matches no file is treated as WithEmptyMatch says, with Java's
-// meanings: EmptyMatchDisallow (Read's default) makes it an error (Read
-// panics while building the pipeline; with WithMatchesManyFiles, and in
-// ReadAll, the pipeline fails); EmptyMatchAllow reads nothing;
+// meanings: EmptyMatchDisallow (Read's default) makes it an error that
+// fails the pipeline when it runs, naming the pattern (as Beam Java: Read
+// matches a pattern that matched nothing while the pipeline was built
+// again in the pipeline, and fails there if it still matches nothing;
+// ReadAll and WithMatchesManyFiles match there anyway); EmptyMatchAllow reads nothing;
 // EmptyMatchAllowIfWildcard (ReadAll's default) reads nothing if the
 // pattern has a wildcard (*, ?, [...] or a brace group) and is an error
 // otherwise. Directories that a glob matches are skipped; a directory given
@@ -222,7 +224,8 @@
 // # Errors
 //
 // Nothing is skipped: a file that cannot be read fails the read with an
-// error that names the file, the byte offset, the block and what was wrong
+// error that names first the file, the byte offset, the block and what was
+// wrong, then where it was read
 // (a *container.Error; see package avroio/container for its kinds: bad
 // magic, truncation, sync marker mismatch, record count, checksum, corrupt
 // data, lengths over the WithMaxAlloc limit, unknown codec, schema errors,
@@ -247,6 +250,17 @@
 // the schema's text, which the header's bound on it (WithMaxAlloc/64, at
 // least 64 KiB) limits.
 //
+// Failing is the default, right for a batch job, whose output would
+// otherwise lack records. ReadWithBadFiles and WatchForNewFilesWithBadFiles
+// (and WatchAllForNewFilesWithBadFiles) send what cannot be read to a
+// second PCollection instead, of BadFile: the file, the byte offset, the
+// blocks lost and the error; a corrupt block costs that block (the read
+// goes on at the next sync marker), a file whose schema does not fit costs
+// the file, and every record is read once or covered by one BadFile.
+// Errors of the filesystem still fail the bundle, for the runner to retry
+// it. A streaming job should use them: a bundle that fails is retried for
+// ever on Dataflow, and ends the job on Prism and Flink.
+//
 // # Metrics
 //
 // Reads and writes count, in the Beam metrics namespace "sdfio/avroio"
@@ -254,8 +268,9 @@
 // records were read), splits_accepted and splits_refused (dynamic splits of
 // running reads), ranges_read (ranges opened: initial bundles and
 // split-off pieces), files_matched (files matched in the pipeline by
-// ReadAll, WithMatchesManyFiles and ReadFiles), and the watch's counters (see
-// WatchForNewFiles). Write: records_written, bytes_written, files_written
+// ReadAll, WithMatchesManyFiles and ReadFiles), bad_inputs (BadFile
+// elements output by the reads with a dead letter), and the watch's
+// counters (see WatchForNewFiles). Write: records_written, bytes_written, files_written
 // and temp_files_removed (see Write).
 //
 // # Writing

@@ -41,6 +41,7 @@ type readOptions struct {
 	maxAlloc          int64
 	maxDepth          int
 	matchUpdated      bool
+	skip              []filesource.UpdatedOption // WithSkipOlderThan, WithSkipListed
 	namespace         string
 	err               error // the first option that cannot work
 }
@@ -88,7 +89,8 @@ func (f PatternOption) applyRead(o *readOptions)    { f(o) }
 func (f PatternOption) applyReadAll(o *readOptions) { f(o) }
 
 // UpdatedOption is an option of the watch: WatchForNewFiles,
-// WatchAllForNewFiles and MatchNewFiles (WithMatchUpdatedFiles).
+// WatchAllForNewFiles and MatchNewFiles (WithMatchUpdatedFiles,
+// WithSkipOlderThan, WithSkipListed).
 type UpdatedOption func(*readOptions)
 
 func (f UpdatedOption) applyWatch(o *readOptions) { f(o) }
@@ -260,6 +262,39 @@ func WithMatchUpdatedFiles() UpdatedOption {
 	return func(o *readOptions) { o.matchUpdated = true }
 }
 
+// WithSkipOlderThan makes WatchForNewFiles, WatchAllForNewFiles and
+// MatchNewFiles skip every file modified before t, as if an earlier job
+// had read it: for a streaming job submitted again after a failure, which
+// would otherwise read every file again (see WatchForNewFiles, "A
+// restarted job"). Take t a little before the failed job's last file was
+// read: files between are read twice, none is lost. A file copied with
+// its old modification time kept (cp -p, rsync -t) is skipped too; one
+// modified at or after t is read. See filesource.WithSkipOlderThan.
+func WithSkipOlderThan(t time.Time) UpdatedOption {
+	opt := filesource.WithSkipOlderThan(t)
+	return func(o *readOptions) { o.skip = append(o.skip, opt) }
+}
+
+// WithSkipListed makes WatchForNewFiles, WatchAllForNewFiles and
+// MatchNewFiles skip the files listed in the text file at path (any Beam
+// filesystem), one path per line as the watch names them (/data/in/a.avro,
+// gs://bucket/in/a.avro; # starts a comment line): the files an earlier
+// job read, kept by the user. The list is read when the pipeline is built
+// (a list that cannot be read panics then, naming it) and when the watch
+// starts. See filesource.WithSkipListed.
+func WithSkipListed(path string) UpdatedOption {
+	return func(o *readOptions) {
+		o.skip = append(o.skip, filesource.WithSkipListed(path))
+		if strings.TrimSpace(path) == "" {
+			o.fail("WithSkipListed(%q): an empty path", path)
+			return
+		}
+		if err := validateScheme(path); err != nil {
+			o.fail("WithSkipListed(%q): %w", path, err)
+		}
+	}
+}
+
 // MetricsOption is WithMetricsNamespace, an option of every transform of
 // the package: a ReadOption, ReadAllOption, ReadFilesOption, WatchOption,
 // MatchOption and WriteOption.
@@ -348,6 +383,9 @@ func (o readOptions) watchOpts(t reflect.Type) []filesource.WatchOption {
 		filesource.WithMetricsNamespace(o.namespace), filesource.WithOutputType(t)}
 	if o.matchUpdated {
 		opts = append(opts, filesource.WithMatchUpdatedFiles())
+	}
+	for _, skip := range o.skip {
+		opts = append(opts, skip)
 	}
 	return opts
 }

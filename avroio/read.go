@@ -19,8 +19,9 @@ import (
 // bytes_read (the bytes of the blocks read), splits_accepted and
 // splits_refused (dynamic splits of running reads), files_matched,
 // ranges_read (the ranges of files opened: initial bundles and the pieces
-// dynamic splits made of them), the watch's counters (see
-// WatchForNewFiles), and Write's records_written, bytes_written,
+// dynamic splits made of them), bad_inputs (BadFile elements of the reads
+// with a dead letter), the watch's counters (see WatchForNewFiles), and
+// Write's records_written, bytes_written,
 // files_written and temp_files_removed (see Write).
 const Namespace = "sdfio/avroio"
 
@@ -39,13 +40,14 @@ const Namespace = "sdfio/avroio"
 // while they run. A file whose size or modification time changed between
 // matching and reading fails the read, naming the file
 // (filesource.ErrChanged). By default a pattern that matches no file is an
-// error (WithEmptyMatch(EmptyMatchDisallow)).
+// error (WithEmptyMatch(EmptyMatchDisallow)) that fails the pipeline when
+// it runs, naming the pattern (filesource.ErrNoMatch), as in Beam Java.
 //
-// Read panics if the options are invalid, or if matching fails or finds no
-// file when that is not allowed.
+// Read panics if the options are invalid, or if matching fails for another
+// reason (a filesystem that cannot list, a pattern naming a directory).
 func Read(s beam.Scope, filepattern string, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("avroio.Read")
-	return read(s, "avroio.Read", filepattern, t, opts)
+	return read(s, "avroio.Read", filepattern, t, opts, nil)
 }
 
 // ReadGeneric is Read for generic records: each record is a Record, a
@@ -53,10 +55,12 @@ func Read(s beam.Scope, filepattern string, t reflect.Type, opts ...ReadOption) 
 // type).
 func ReadGeneric(s beam.Scope, filepattern string, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("avroio.ReadGeneric")
-	return read(s, "avroio.ReadGeneric", filepattern, RecordType, opts)
+	return read(s, "avroio.ReadGeneric", filepattern, RecordType, opts, nil)
 }
 
-func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption) beam.PCollection {
+// read is Read's construction; bad, when not nil, receives the
+// dead-letter output of bad files.
+func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption, bad *beam.PCollection) beam.PCollection {
 	o := mustParse(name, opts, ReadOption.applyRead, EmptyMatchDisallow)
 	checkType(name, t, o)
 	if strings.TrimSpace(pattern) == "" {
@@ -69,7 +73,11 @@ func read(s beam.Scope, name, pattern string, t reflect.Type, opts []ReadOption)
 			panic(fmt.Sprintf("%s: %v", name, p))
 		}
 	}()
-	return filesource.Read[beam.X](s, pattern, o.format(t), o.readOpts(t)...)
+	ropts := o.readOpts(t)
+	if bad != nil {
+		ropts = append(ropts, filesource.WithBadInput(bad))
+	}
+	return filesource.Read[beam.X](s, pattern, o.format(t), ropts...)
 }
 
 // ReadAll reads the Avro files that each pattern of a PCollection of

@@ -304,8 +304,10 @@ func TestPipelineFieldsMustMatch(t *testing.T) {
 	}
 }
 
-// TestEmptyMatch checks the three treatments, for Read at construction and
-// for ReadAll in the pipeline.
+// TestEmptyMatch checks the three treatments, for Read and ReadAll. A
+// pattern that matches nothing is an error when the pipeline runs, naming
+// the pattern, as in Beam Java: building the pipeline does not panic (it
+// did before).
 func TestEmptyMatch(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.avro")
@@ -328,10 +330,21 @@ func TestEmptyMatch(t *testing.T) {
 		} {
 			name := fmt.Sprintf("%s %v", filepath.Base(tc.pattern), tc.opts != nil)
 			if !tc.ok {
-				_, s := beam.NewPipelineWithRoot()
-				msg := mustPanic(t, "Read of "+name, func() { Read(s, tc.pattern, typ, tc.opts...) })
-				if !strings.Contains(msg, "no file matches") || !strings.Contains(msg, tc.pattern) {
-					t.Errorf("%s: panic does not say that no file matches the pattern: %s", name, msg)
+				p, s := beam.NewPipelineWithRoot()
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Fatalf("Read of %s panicked while the pipeline was built: %v; want the pipeline to fail when it runs", name, r)
+						}
+					}()
+					Read(s, tc.pattern, typ, tc.opts...)
+				}()
+				err := workertest.RunFailing(t, p)
+				if err == nil {
+					t.Fatalf("Read of %s: the pipeline succeeded", name)
+				}
+				if msg := err.Error(); !strings.Contains(msg, "no file matches") || !strings.Contains(msg, tc.pattern) {
+					t.Errorf("%s: the error does not say that no file matches the pattern: %s", name, msg)
 				}
 				continue
 			}
@@ -339,6 +352,16 @@ func TestEmptyMatch(t *testing.T) {
 			passert.Empty(s, Read(s, tc.pattern, typ, tc.opts...))
 			run(t, p)
 		}
+	})
+	t.Run("Read/file made after the pipeline was built", func(t *testing.T) {
+		// Matched when the pipeline runs, as in Java: a file that came
+		// since is read.
+		dir := t.TempDir()
+		p, s := beam.NewPipelineWithRoot()
+		got := Read(s, filepath.Join(dir, "*.avro"), typ)
+		passert.Equals(s, beam.ParDo(s, eventID, got), ids(0, 12)...)
+		writeLayoutFile(t, dir, "late.avro", "null", eventRecords(0, 12), []int{5})
+		run(t, p)
 	})
 	t.Run("ReadAll", func(t *testing.T) {
 		// AllowIfWildcard by default: the glob reads nothing...

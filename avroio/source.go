@@ -2,7 +2,9 @@ package avroio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -123,6 +125,35 @@ func (f format) Open(ctx context.Context, file *filesource.File, start, end int6
 		return nil, &container.Error{File: file.Path, Offset: r.Header().Size, Block: -1, Record: -1, Kind: container.ErrSchema, Msg: err.Error()}
 	}
 	return &recordReader{r: r, conv: conv, file: file.Path}, nil
+}
+
+// BadInput says whether err, of Open or of a reader's Next, is the file's
+// fault (a *container.Error: corrupt data, a bad block or sync marker, a
+// length over WithMaxAlloc, a schema the record type or reader schema
+// does not fit, a value out of range), and where in the file it was seen
+// (the offset of the block it is in, else of the error):
+// the reads with a dead-letter output (ReadWithBadFiles) report it and go
+// on. A container error whose cause is the filesystem's (a read that
+// failed, not a file that ended early) and a cancelled context are not:
+// they fail the read, for the runner to retry it.
+func (f format) BadInput(err error) (offset int64, bad bool) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return -1, false
+	}
+	var ce *container.Error
+	if !errors.As(err, &ce) {
+		return -1, false
+	}
+	if errors.Is(ce.Kind, container.ErrTruncated) && ce.Err != nil &&
+		!errors.Is(ce.Err, io.EOF) && !errors.Is(ce.Err, io.ErrUnexpectedEOF) && !errors.Is(ce.Err, filesource.ErrChanged) {
+		return -1, false // reading failed; the file may be whole
+	}
+	if ce.Block >= 0 {
+		// The block the error is in: a read goes on from the first sync
+		// marker after the block's start, whatever its header said.
+		return ce.Block, true
+	}
+	return ce.Offset, true
 }
 
 // recordReader adapts the container's reader to offsetsource's: records

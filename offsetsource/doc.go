@@ -16,7 +16,7 @@
 //		}
 //	}
 //
-// Read and ReadAll take ReadOptions (WithDesiredBundleSize,
+// Read, ReadAll and ReadAllWithBadInput take ReadOptions (WithDesiredBundleSize,
 // WithBundleCount, WithOutputType, WithMetricsNamespace,
 // WithSourceCounters); WithMetricsNamespace("") panics when the pipeline is
 // built, naming the transform. examples/blockfile holds a complete source.
@@ -69,6 +69,19 @@
 // (or the one WithMetricsNamespace names): records, bytes_read (see
 // ByteCounter), splits_accepted and splits_refused (dynamic splits, from the
 // tracker's SplitStats).
+//
+// # Bad input
+//
+// ReadAllWithBadInput is ReadAll with a dead-letter output: a Source that
+// implements BadInputSource says which errors of its readers are bad
+// input (a corrupt block) rather than a failure to read (I/O); those become
+// BadInput elements, naming the input, the offset and the records lost
+// (those whose split point lies in [Start, End), but for the first
+// RecordsRead of the block at Start), and the read goes on: after an error
+// of Next with an offset, from a reader opened just past it; else the
+// rest of the range is lost. Every record is read once or covered by one
+// BadInput, whatever the splits. Other errors fail the read, as in ReadAll.
+// Errors put the cause first, then the read's context in parentheses.
 //
 // # Records of a type known at run time
 //

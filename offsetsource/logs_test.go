@@ -2,6 +2,7 @@ package offsetsource_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
@@ -42,4 +43,26 @@ func TestInfoLogs(t *testing.T) {
 		t.Fatalf("%d splits accepted, want 1", acc)
 	}
 	l.Has(t, "offsetsource: 1 runner splits accepted while reading ")
+}
+
+// TestErrorLogCauseFirst: a read that fails logs its error at ERROR, the
+// cause first (Beam's harness logs the bundle's plan first and the cause
+// last), once.
+func TestErrorLogCauseFirst(t *testing.T) {
+	l := logtest.Capture(t)
+	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), "read")
+	src, _, _, size := corruptBlocks(t)
+	fn := offsetsource.NewReadFn[string, BlockSource]()
+	rt := fn.CreateTracker(sdf.OffsetRange{Start: 0, End: size})
+	err := fn.ProcessElement(ctx, rt, src.BlockSource, func(string) {})
+	if err == nil {
+		t.Fatal("the read of a corrupt file succeeded")
+	}
+	errs := l.Errors()
+	if len(errs) != 1 || errs[0] != err.Error() {
+		t.Fatalf("ERROR logs %q, want the error once: %v", errs, err)
+	}
+	if !strings.HasPrefix(errs[0], "block at offset ") || !strings.Contains(errs[0], "(offsetsource: reading block file ") {
+		t.Errorf("the ERROR log does not put the cause first and the read after it: %s", errs[0])
+	}
 }

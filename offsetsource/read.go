@@ -63,7 +63,8 @@ func newReadFn[T any, S Source[T]](o options) *readFn[T, S] {
 	return fn
 }
 
-// Register registers the read's DoFn for records T and sources S, its
+// Register registers the read's DoFns (ReadAll's and ReadAllWithBadInput's)
+// for records T and sources S, its
 // emitter, and the types S and T (when they are named types) with Beam. Call
 // it from an init function of the package that defines S, once per pair, so
 // that a worker started from the same binary finds everything without
@@ -73,6 +74,7 @@ func Register[T any, S Source[T]]() {
 		panic(fmt.Sprintf("offsetsource.Register: source type %v is a %v; it must be a struct with exported fields", st, st.Kind()))
 	}
 	beamreg.DoFn4x1[context.Context, *sdf.Tracker, S, func(T), error](&readFn[T, S]{})
+	registerBadInput[T, S]()
 	register.Emitter1[T]()
 	registerNamed(reflect.TypeFor[S]())
 	registerNamed(reflect.TypeFor[T]())
@@ -224,6 +226,7 @@ func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src
 	if !rt.Range().IsBounded() {
 		if _, err := InitialRestriction[T](ctx, src); err != nil {
 			rt.Fail(err)
+			logFailure(ctx, err)
 			return err
 		}
 	}
@@ -240,5 +243,17 @@ func (fn *readFn[T, S]) ProcessElement(ctx context.Context, rt *sdf.Tracker, src
 		log.Infof(ctx, "offsetsource: %d runner splits accepted while reading %s; this bundle read %v (%d records), the rest went to residuals",
 			nAccepted, describe[T](src), rt.Range(), st.records)
 	}
+	logFailure(ctx, err)
 	return err
+}
+
+// logFailure logs the error that fails a read at ERROR, on a line of its
+// own, before Beam's harness logs it: Beam's line (and the error
+// beamx.Run returns) is its plan of the bundle, 1.5 KB or more, with the
+// cause last; this line is the cause alone, first (the file, the offset,
+// what was wrong, then where it was read).
+func logFailure(ctx context.Context, err error) {
+	if err != nil {
+		log.Errorf(ctx, "%v", err)
+	}
 }

@@ -98,78 +98,273 @@ func ReadRestriction[T any](ctx context.Context, src Source[T], rt *sdf.Tracker,
 // readStats is what one restriction's read adds to the metrics.
 type readStats struct {
 	records, bytes int64
+	bad            int64 // BadInput elements emitted
 }
 
 // ctxCheckEvery is how many records are read between checks of the context.
 const ctxCheckEvery = 1024
 
-func readRestriction[T any](ctx context.Context, src Source[T], rt *sdf.Tracker, emit func(T)) (st readStats, err error) {
+func readRestriction[T any](ctx context.Context, src Source[T], rt *sdf.Tracker, emit func(T)) (readStats, error) {
+	return readRange(ctx, src, rt, emit, nil)
+}
+
+// readRange is the read of a restriction. With bad nil, any error of the
+// source fails the tracker and is returned. With bad set, an error the
+// source says is bad input (BadInputSource) is reported to bad instead,
+// with the range of records it costs, and the read goes on after it when
+// the error has an offset (resync), or ends with the range's end lost.
+func readRange[T any](ctx context.Context, src Source[T], rt *sdf.Tracker, emit func(T), bad func(BadInput)) (st readStats, err error) {
 	r := rt.Range()
 	if r.IsEmpty() {
 		rt.MarkDone()
 		return st, nil
 	}
-	sub := src.Subrange(r.Start, r.End)
 	fail := func(e error) (readStats, error) {
 		rt.Fail(e)
 		return st, e
 	}
+	classify, _ := any(src).(BadInputSource)
+	if bad == nil {
+		classify = nil
+	}
+	var (
+		first, last = int64(-1), r.Start // first claimed offset; offset reached
+		claimed     bool                 // a record was claimed
+		inBlock     int64                // records of the block at last claimed
+		blockRecs   int64                // records that block holds, 0 when unknown
+		lost        *BadInput            // bad input whose lost range ends at the next claim
+		prevBytes   int64                // bytes counted by readers closed before rd
+		at          = r.Start            // where rd was opened
+	)
+	// report emits the pending bad input, its range ending at end.
+	report := func(end int64) {
+		if lost == nil {
+			return
+		}
+		if lost.End = max(end, lost.Start); lost.End > lost.Start {
+			st.bad++
+			bad(*lost)
+		} // else bad input of a block of the ranges after this one, which report it
+		lost = nil
+	}
+	// badInput notes a bad-input error e, seen at offset off of the input
+	// (-1 when unknown), and returns where the read can go on (-1: it
+	// cannot, the rest of the range is lost).
+	badInput := func(e error, off int64, opened bool) int64 {
+		if lost == nil {
+			// (When one is pending, nothing was read since: its range
+			// grows, and it keeps the first error, the cause.)
+			b := BadInput{Input: inputName(src), Offset: off, Start: at, Error: e.Error()}
+			switch {
+			case opened && claimed && off > last:
+				// The block after the last one read is bad: the
+				// offset is its split point (BadInputSource).
+				b.Start = off
+			case claimed && (blockRecs <= 0 || inBlock < blockRecs):
+				b.Start, b.RecordsRead = last, inBlock
+			case claimed:
+				b.Start = last + 1
+			case opened && at > 0 && off > at:
+				// The reader's first block is bad. Split points its
+				// search for that block passed over are the range's
+				// before this one (nextSplitPoint says so there).
+				b.Start = off
+			}
+			lost = &b
+		}
+		if !opened || off < 0 {
+			return -1
+		}
+		// Go on after the offset where the input was seen bad: strictly
+		// after everything claimed and every earlier attempt, so that
+		// the read always moves on.
+		return max(off, last, at) + 1
+	}
+	// reportToEnd ends the read (the tracker done, its end fixed) and
+	// emits the pending bad input, whose range runs to the end: past it
+	// when the ranges after this one would not see the split points there
+	// (see nextSplitPoint).
+	reportToEnd := func() (readStats, error) {
+		rt.MarkDone()
+		if lost == nil {
+			return st, nil
+		}
+		end, err := nextSplitPoint(ctx, src, rt.Range().End, classify)
+		if err != nil {
+			return fail(err)
+		}
+		report(end)
+		return st, nil
+	}
+	for {
+		sub := src.Subrange(at, rt.Range().End)
+		rd, oerr := sub.Open(ctx)
+		if oerr != nil {
+			if classify != nil {
+				if off, isBad := classify.BadInput(oerr); isBad {
+					badInput(oerr, off, false)
+					return reportToEnd()
+				}
+			}
+			return fail(fmt.Errorf("%w (offsetsource: opening %s at offset %d)", oerr, describe(sub), at))
+		}
+		if rd == nil {
+			return fail(fmt.Errorf("offsetsource: opening %s at offset %d: Open returned neither a reader nor an error", describe(sub), at))
+		}
+		next, done, rerr := readFrom(ctx, rd, sub, rt, emit, &st, &readCursor{first: &first, last: &last, claimed: &claimed, inBlock: &inBlock, blockRecs: &blockRecs, prevBytes: &prevBytes, onClaim: report},
+			func(nerr error) int64 {
+				if classify == nil {
+					return -1
+				}
+				off, isBad := classify.BadInput(nerr)
+				if !isBad {
+					return -1
+				}
+				if p := badInput(nerr, off, true); p >= 0 {
+					return p
+				}
+				return -2
+			})
+		if rerr != nil {
+			rt.Fail(rerr)
+			return st, rerr
+		}
+		if done || next >= rt.Range().End {
+			return reportToEnd()
+		}
+		// Resync: open again after the bad input.
+		at = next
+	}
+}
+
+// nextSplitPoint is where the read of the ranges of src after end starts:
+// the first split point a reader opened at end returns, or the input's end
+// when it returns none. A restriction whose bad input runs to its end
+// reports its loss up to there, not to its end: a reader finds its first
+// split point by a search (an Avro reader for a sync marker), which passes
+// over split points that bad input hides (a block after a corrupt sync
+// marker), and those belong to no range that reads them. When that reader
+// fails with bad input before its first record, the range after end fails
+// the same way: at the offset of a bad block, which that range reports
+// from its offset on (so the answer is that offset); else from end (the
+// answer is end).
+func nextSplitPoint[T any](ctx context.Context, src Source[T], end int64, classify BadInputSource) (int64, error) {
+	maxEnd, err := src.MaxEndOffset(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w (offsetsource: the end offset of %s)", err, describe(src))
+	}
+	if end >= maxEnd {
+		return end, nil
+	}
+	sub := src.Subrange(end, maxEnd)
+	badAt := func(err error, opened bool) (int64, error) {
+		if off, isBad := classify.BadInput(err); isBad {
+			if opened && end > 0 && off > end {
+				return off, nil
+			}
+			return end, nil
+		}
+		return 0, fmt.Errorf("%w (offsetsource: opening %s at offset %d after bad input before it)", err, describe(sub), end)
+	}
 	rd, err := sub.Open(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("offsetsource: opening %s at offset %d: %w", describe(sub), r.Start, err))
+		return badAt(err, false)
 	}
 	if rd == nil {
-		return fail(fmt.Errorf("offsetsource: opening %s at offset %d: Open returned neither a reader nor an error", describe(sub), r.Start))
+		return end, nil
 	}
+	defer rd.Close()
+	_, off, _, err := rd.Next()
+	switch {
+	case err == io.EOF:
+		return maxEnd, nil
+	case err != nil:
+		return badAt(err, true)
+	}
+	return max(off, end), nil
+}
+
+// readCursor is where a restriction's read stands, shared by the readers
+// a read with resyncs opens one after another.
+type readCursor struct {
+	first, last        *int64
+	claimed            *bool
+	inBlock, blockRecs *int64
+	prevBytes          *int64
+	// onClaim is called with each claimed split point before its record
+	// is emitted.
+	onClaim func(pos int64)
+}
+
+// readFrom claims and emits the records of rd until the tracker refuses
+// one or rd ends (done), or rd fails. For an error of rd, onBad says where
+// the read goes on: an offset >= 0 (rd is closed and next is it), -2 (the
+// rest of the range is lost: done, the tracker marked done), -1 (not bad
+// input: the error is returned). rd is closed in every case.
+func readFrom[T any](ctx context.Context, rd Reader[T], sub Source[T], rt *sdf.Tracker, emit func(T), st *readStats, c *readCursor, onBad func(error) int64) (next int64, done bool, err error) {
 	defer func() {
 		if cerr := rd.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("offsetsource: closing %s: %w", describe(sub), cerr)
-			rt.Fail(err)
+			err = fmt.Errorf("%w (offsetsource: closing %s)", cerr, describe(sub))
 		}
 	}()
-
 	blocks, _ := rd.(BlockReader)
 	counter, _ := rd.(ByteCounter)
 	bpo := sub.BytesPerOffset()
 	if bpo <= 0 {
 		bpo = 1
 	}
-	first, last := int64(-1), r.Start // first claimed offset; offset reached
+	estimate := func(end int64) {
+		if counter == nil && *c.first >= 0 {
+			st.bytes = (end - *c.first) * bpo
+		}
+	}
 	for n := 1; ; n++ {
 		if n%ctxCheckEvery == 0 {
 			if cerr := ctx.Err(); cerr != nil {
-				return fail(fmt.Errorf("offsetsource: reading %s, after offset %d: %w", describe(sub), last, cerr))
+				return 0, false, fmt.Errorf("%w (offsetsource: reading %s, after offset %d)", cerr, describe(sub), *c.last)
 			}
 		}
 		rec, off, splitPoint, nerr := rd.Next()
 		if nerr == io.EOF {
 			rt.MarkDone()
-			if counter == nil && first >= 0 {
-				st.bytes = (max(rt.Range().End, last+1) - first) * bpo
-			}
-			return st, nil
+			estimate(max(rt.Range().End, *c.last+1))
+			return 0, true, nil
 		}
 		if nerr != nil {
-			return fail(fmt.Errorf("offsetsource: reading %s, after offset %d: %w", describe(sub), last, nerr))
+			switch p := onBad(nerr); {
+			case p >= 0:
+				if counter != nil {
+					*c.prevBytes = st.bytes
+				}
+				return p, false, nil
+			case p == -2:
+				return 0, true, nil
+			}
+			return 0, false, fmt.Errorf("%w (offsetsource: reading %s, after offset %d)", nerr, describe(sub), *c.last)
 		}
 		if !rt.TryClaimRecord(off, splitPoint) {
 			if terr := rt.GetError(); terr != nil {
-				return st, fmt.Errorf("offsetsource: reading %s, record at offset %d: %w", describe(sub), off, terr)
+				return 0, false, fmt.Errorf("%w (offsetsource: reading %s, record at offset %d)", terr, describe(sub), off)
 			}
-			if counter == nil && first >= 0 {
-				st.bytes = (off - first) * bpo
+			estimate(off)
+			return 0, true, nil
+		}
+		if *c.first < 0 {
+			*c.first = off
+		}
+		*c.last, *c.claimed = off, true
+		if splitPoint {
+			*c.inBlock, *c.blockRecs = 0, 0
+			if blocks != nil {
+				size, recs := blocks.BlockInfo()
+				rt.SetBlock(size, recs)
+				*c.blockRecs = recs
 			}
-			return st, nil
+			c.onClaim(off)
 		}
-		if first < 0 {
-			first = off
-		}
-		last = off
-		if splitPoint && blocks != nil {
-			rt.SetBlock(blocks.BlockInfo())
-		}
+		*c.inBlock++
 		if counter != nil {
-			st.bytes = counter.BytesRead()
+			st.bytes = *c.prevBytes + counter.BytesRead()
 		}
 		st.records++
 		emit(rec)
@@ -196,7 +391,7 @@ func InitialRestriction[T any](ctx context.Context, src Source[T]) (sdf.OffsetRa
 	}
 	maxEnd, err := src.MaxEndOffset(ctx)
 	if err != nil {
-		return r, fmt.Errorf("offsetsource: end offset of %s: %w", describe(src), err)
+		return r, fmt.Errorf("%w (offsetsource: the end offset of %s)", err, describe(src))
 	}
 	if maxEnd < 0 {
 		return r, fmt.Errorf("offsetsource: %s has a negative end offset %d", describe(src), maxEnd)

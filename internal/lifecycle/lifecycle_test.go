@@ -147,6 +147,12 @@ func avroShapes(dir string) []shape {
 			writeAvro(t, written)
 			passert.Count(s, avroio.Read(s, written+"*", reflect.TypeFor[event]()), "read", 40)
 		}},
+		{"avroio.ReadWithBadFiles", func(t *testing.T, s beam.Scope) {
+			writeAvro(t, written)
+			recs, bad := avroio.ReadWithBadFiles(s, written+"*", reflect.TypeFor[event]())
+			passert.Count(s, recs, "readbad", 40)
+			passert.Empty(s, bad)
+		}},
 		{"avroio.ReadAll", func(t *testing.T, s beam.Scope) {
 			writeAvro(t, written)
 			passert.Count(s, avroio.ReadAll(s, beam.Create(s, written+"*"), reflect.TypeFor[event]()), "readall", 40)

@@ -19,7 +19,8 @@ type TB interface {
 	Cleanup(func())
 }
 
-// Log keeps the messages logged at INFO and WARN while it is installed.
+// Log keeps the messages logged at INFO, WARN and ERROR while it is
+// installed.
 type Log struct {
 	mu   sync.Mutex
 	msgs map[log.Severity][]string
@@ -37,7 +38,7 @@ func Capture(t TB) *Log {
 
 // Log implements log.Logger.
 func (l *Log) Log(_ context.Context, sev log.Severity, _ int, msg string) {
-	if sev == log.SevInfo || sev == log.SevWarn {
+	if sev == log.SevInfo || sev == log.SevWarn || sev == log.SevError {
 		l.mu.Lock()
 		if l.msgs == nil {
 			l.msgs = map[log.Severity][]string{}
@@ -52,6 +53,9 @@ func (l *Log) Messages() []string { return l.at(log.SevInfo) }
 
 // Warnings returns the WARN messages so far.
 func (l *Log) Warnings() []string { return l.at(log.SevWarn) }
+
+// Errors returns the ERROR messages so far.
+func (l *Log) Errors() []string { return l.at(log.SevError) }
 
 func (l *Log) at(sev log.Severity) []string {
 	l.mu.Lock()

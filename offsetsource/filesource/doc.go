@@ -89,9 +89,11 @@
 // error of kind ErrIsDirectory.
 //
 // WithEmptyMatch sets what a pattern that matches nothing means, with
-// Java's meanings: EmptyMatchDisallow (Read's default) is an error (Read
-// panics at construction; ReadAll and WithMatchesManyFiles fail the
-// pipeline),
+// Java's meanings: EmptyMatchDisallow (Read's default) is an error of kind
+// ErrNoMatch naming the pattern that fails the pipeline when it runs, as in
+// Java (Read matches the pattern again in the pipeline when it matched
+// nothing while the pipeline was built; ReadAll and WithMatchesManyFiles
+// match there anyway),
 // EmptyMatchAllow reads nothing, EmptyMatchAllowIfWildcard (ReadAll's
 // default) reads nothing if the pattern has a wildcard.
 //
@@ -120,8 +122,8 @@
 // pipeline and running it, or while it is read, is an error, never a
 // partial or mixed read. (Java's FileBasedSource instead matches when the
 // runner splits the source and reads to the size it saw then; Read here
-// matches when the pipeline is built, so that an empty match is an error
-// at once, and detects the change instead.) The check is made when a range
+// matches when the pipeline is built, to plan the read, and detects the
+// change instead.) The check is made when a range
 // opens its file; a file rewritten in place while a range is being read
 // can still show the reader other bytes, which formats reject as corrupt.
 // The watch reads a file as the poll saw it (ChangeReadAsMatched), because
@@ -135,6 +137,25 @@
 // WithMatchesManyFiles and ReadFiles), ranges_read (ranges opened: initial
 // bundles and the pieces dynamic splits made), and the watch's
 // watch_polls, watch_new_files, watch_updated_files, watch_files_waiting,
-// watch_changed_files_ignored and watch_empty_files_skipped (see
-// WatchForNewFiles).
+// watch_files_skipped, watch_changed_files_ignored and
+// watch_empty_files_skipped (see WatchForNewFiles), and, for reads
+// WithBadInput, bad_inputs (offsetsource.BadInput elements output).
+//
+// # Bad files
+//
+// By default any error reading a file fails the read. WithBadInput gives
+// the read a dead-letter output instead: the ranges of files that could
+// not be read because the file is bad (as its Format says, BadFormat, or
+// because it changed, is a directory or is gone) go there as
+// offsetsource.BadInput elements naming the file, the offset, the records
+// lost and the error, and the read goes on. Errors of the filesystem still
+// fail the read, for the runner to retry it.
+//
+// # Restarting a watch
+//
+// A watch keeps the files it has read in its restriction, which lives as
+// long as the job: a new job (a failed streaming job submitted again) has
+// none, and reads every file its pattern matches again, as Beam Java's
+// Watch does. WithSkipOlderThan and WithSkipListed tell it which files an
+// earlier job read.
 package filesource

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
 	"github.com/sdfio/sdfio/offsetsource"
 )
 
@@ -15,7 +17,10 @@ type options struct {
 	namespace         string
 	outputType        reflect.Type
 	matchUpdated      bool
-	err               error // the first option that cannot work
+	badInput          *beam.PCollection // WithBadInput's output
+	skipOlderThan     int64             // WithSkipOlderThan, Unix nanoseconds; 0 for none
+	skipListed        string            // WithSkipListed's path
+	err               error             // the first option that cannot work
 }
 
 // fail records the first option that cannot work, as its call and why.
@@ -71,7 +76,8 @@ func (f PatternOption) applyRead(o *options)    { f(o) }
 func (f PatternOption) applyReadAll(o *options) { f(o) }
 
 // UpdatedOption is an option of the watch: WatchForNewFiles,
-// WatchAllForNewFiles and MatchNewFiles (WithMatchUpdatedFiles).
+// WatchAllForNewFiles and MatchNewFiles (WithMatchUpdatedFiles,
+// WithSkipOlderThan, WithSkipListed).
 type UpdatedOption func(*options)
 
 func (f UpdatedOption) applyWatch(o *options) { f(o) }
@@ -133,6 +139,25 @@ func WithMetricsNamespace(ns string) CommonOption {
 // (see offsetsource.WithOutputType).
 func WithOutputType(t reflect.Type) RecordOption {
 	return func(o *options) { o.outputType = t }
+}
+
+// WithBadInput gives the read a dead-letter output, set into *out when
+// the read is built: a PCollection of offsetsource.BadInput, one for each
+// range of a file whose records could not be read because the file is bad
+// (what the format says is bad input, see BadFormat; a file that changed
+// since it was matched, a directory, a file that is gone), with the file's
+// path, the offset, the records lost and the error. The read goes on with
+// the rest of the file after the bad part where the format can find its
+// way back (offsetsource.BadInputSource), and with the other files; other
+// errors (the filesystem failed) still fail the read. Without it any
+// error fails the read.
+func WithBadInput(out *beam.PCollection) RecordOption {
+	return func(o *options) {
+		o.badInput = out
+		if out == nil {
+			o.fail("WithBadInput(nil): no PCollection to set")
+		}
+	}
 }
 
 // WithMatchUpdatedFiles makes the watch treat a file whose size or

@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -40,10 +41,13 @@ func counter(ns, name string) beam.Counter {
 // has the size and modification time it was matched with, and fails with
 // an error of kind ErrChanged naming the file if not: a read never mixes
 // two versions of a file. By default a pattern that matches no file is an
-// error (WithEmptyMatch(EmptyMatchDisallow)).
+// error, of kind ErrNoMatch naming the pattern, when the pipeline runs
+// (WithEmptyMatch(EmptyMatchDisallow); as Beam Java, whose read matches
+// when it runs): a pattern that matches nothing when the pipeline is built
+// is matched again in the pipeline, as WithMatchesManyFiles does.
 //
-// Read panics if the options are invalid, or if matching fails or finds no
-// file when that is not allowed.
+// Read panics if the options are invalid, or if matching fails for another
+// reason (a filesystem that cannot list, a pattern naming a directory).
 func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts ...ReadOption) beam.PCollection {
 	s = s.Scope("filesource.Read")
 	o := mustParse("filesource.Read", opts, ReadOption.applyRead, EmptyMatchDisallow)
@@ -56,6 +60,14 @@ func Read[T any, F Format[T]](s beam.Scope, filepattern string, format F, opts .
 	}
 	ctx := context.Background()
 	files, err := Match(ctx, filepattern, o.emptyMatch)
+	if errors.Is(err, ErrNoMatch) {
+		// As in Beam Java, a pattern that matches nothing fails the
+		// pipeline when it runs, not while it is built: the pattern is
+		// matched again in the pipeline, which fails then if it still
+		// matches nothing (and reads the files if some came since).
+		log.Warnf(ctx, "filesource.Read: %v; matching it again when the pipeline runs, where it fails the read if it still matches nothing", err)
+		return readAll[T, F](s, beam.Create(s, filepattern), format, o)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("filesource.Read: %v", err))
 	}
@@ -114,6 +126,11 @@ func readSources[T any, F Format[T]](s beam.Scope, srcs beam.PCollection, o opti
 	}
 	if o.outputType != nil {
 		opts = append(opts, offsetsource.WithOutputType(o.outputType))
+	}
+	if o.badInput != nil {
+		records, bad := offsetsource.ReadAllWithBadInput[T, Source[T, F]](s, srcs, opts...)
+		*o.badInput = bad
+		return records
 	}
 	return offsetsource.ReadAll[T, Source[T, F]](s, srcs, opts...)
 }

@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -121,6 +122,34 @@ func (s Source[T, F]) Open(ctx context.Context) (offsetsource.Reader[T], error) 
 	counter(s.Namespace, "ranges_read").Inc(ctx, 1)
 	return wrapReader(r, f), nil
 }
+
+// BadFormat is implemented by a Format that tells bad input (a corrupt
+// block, a schema that does not fit) from other errors of its readers, for
+// reads with a dead-letter output (WithBadInput; see
+// offsetsource.BadInputSource, whose BadInput it is).
+type BadFormat interface {
+	BadInput(err error) (offset int64, bad bool)
+}
+
+// BadInput reports whether err, of Open or of a reader's Next, is bad input
+// for the dead-letter output of WithBadInput: what the format says
+// (BadFormat), and a file that changed since it was matched (ErrChanged),
+// is a directory, or is gone. Other errors (the filesystem failed) are not:
+// they fail the read, for the runner to retry it.
+func (s Source[T, F]) BadInput(err error) (offset int64, bad bool) {
+	if bf, ok := any(s.Format).(BadFormat); ok {
+		if off, bad := bf.BadInput(err); bad {
+			return off, true
+		}
+	}
+	if errors.Is(err, ErrChanged) || errors.Is(err, ErrIsDirectory) || errors.Is(err, ErrOpen) && notExist(err) {
+		return -1, true
+	}
+	return -1, false
+}
+
+// InputName is the file's path, for offsetsource.BadInput.
+func (s Source[T, F]) InputName() string { return s.File.Path }
 
 // fileReader closes the file after the format's reader. It passes on the
 // optional interfaces offsetsource looks for.

@@ -126,6 +126,16 @@ func (t Termination) condition() termination {
 // avroio.Write does: a temporary name, then a rename), or drop duplicates
 // by key.
 //
+// # A restarted job
+//
+// The files a watch has read are in its restriction, the job's state: a
+// job started anew (a failed streaming job submitted again, rather than
+// updated or restored from a snapshot) knows none of them, and reads
+// every file again, as Beam Java's watch does. WithSkipOlderThan (files
+// modified before a time) and WithSkipListed (files named in a list the
+// user keeps) skip them; the files each poll skips are counted in
+// watch_files_skipped.
+//
 // A pattern that matches no file is never an error here: the watch waits
 // (WithEmptyMatch and WithMatchesManyFiles are not watch options). WatchForNewFiles panics
 // if pollInterval is not positive or the options are invalid.
@@ -166,7 +176,8 @@ func watchAndRead[T any, F Format[T]](s beam.Scope, name string, patterns beam.P
 // found it stable. Compose it with fileio.ReadMatches and ReadFiles, or
 // use WatchForNewFiles, which reads each file as the watch saw it.
 // MatchNewFiles panics if pollInterval is not positive. Its options are
-// WithMatchUpdatedFiles and WithMetricsNamespace.
+// WithMatchUpdatedFiles, WithSkipOlderThan, WithSkipListed and
+// WithMetricsNamespace.
 func MatchNewFiles(s beam.Scope, patterns beam.PCollection, pollInterval time.Duration, until Termination, opts ...MatchOption) beam.PCollection {
 	s = s.Scope("filesource.MatchNewFiles")
 	o := mustParse("filesource.MatchNewFiles", opts, MatchOption.applyMatch, EmptyMatchAllow)
@@ -177,7 +188,8 @@ func matchNewFiles(s beam.Scope, name string, patterns beam.PCollection, pollInt
 	if pollInterval <= 0 {
 		panic(fmt.Sprintf("%s: poll interval %v: must be positive", name, pollInterval))
 	}
-	return beam.ParDo(s, &watchFn{PollInterval: pollInterval, Termination: until.condition(), MatchUpdated: o.matchUpdated, Namespace: o.namespace}, patterns)
+	return beam.ParDo(s, &watchFn{PollInterval: pollInterval, Termination: until.condition(), MatchUpdated: o.matchUpdated, Namespace: o.namespace,
+		SkipOlderThan: o.skipOlderThan, SkipListed: o.skipListed}, patterns)
 }
 
 // watchFn is the splittable DoFn of the watch (Java's WatchGrowthFn): its
@@ -197,6 +209,14 @@ type watchFn struct {
 	MatchUpdated bool
 	// Namespace is the metrics namespace; Namespace when empty.
 	Namespace string
+	// SkipOlderThan, when not 0, skips the files modified before it, in
+	// Unix nanoseconds (WithSkipOlderThan).
+	SkipOlderThan int64
+	// SkipListed, when set, is the path of a list of files to skip
+	// (WithSkipListed).
+	SkipListed string
+
+	skip watchSkip // the list, read once per instance
 }
 
 // CreateInitialRestriction starts the watch of a pattern now, with no file
@@ -258,8 +278,13 @@ func (fn *watchFn) ProcessElement(ctx context.Context, we *watchWatermark, rt *w
 		if err != nil {
 			return nil, fmt.Errorf("filesource: watching %q: %w", pattern, err)
 		}
+		files, skipped, err := fn.skipFiles(ctx, files)
+		if err != nil {
+			return nil, fmt.Errorf("filesource: watching %q: %w", pattern, err)
+		}
 		st := rt.addPoll(files, now)
 		counter(fn.Namespace, "watch_polls").Inc(ctx, 1)
+		counter(fn.Namespace, "watch_files_skipped").Inc(ctx, int64(skipped))
 		counter(fn.Namespace, "watch_new_files").Inc(ctx, int64(st.added))
 		counter(fn.Namespace, "watch_updated_files").Inc(ctx, int64(st.updated))
 		counter(fn.Namespace, "watch_files_waiting").Inc(ctx, int64(st.waiting))
