@@ -691,15 +691,24 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			continue
 		case retry.Transient(err, retry.Idempotent):
 			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d: %d attempts: %w", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), err)
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s%s: %d attempts: %w", d.table.spec, d.ms.StreamName(), f.at(b), r.Attempts(), err)
 			} else if werr != nil {
-				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s at offset %d, after %d attempts: %w (last error: %v)", d.table.spec, d.ms.StreamName(), b.offset, r.Attempts(), werr, err)
+				return fmt.Errorf("bigqueryio.Write to %s: AppendRows to stream %s%s, after %d attempts: %w (last error: %v)", d.table.spec, d.ms.StreamName(), f.at(b), r.Attempts(), werr, err)
 			}
 			f.m.retries.Inc(ctx, 1)
 		default:
-			return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s at offset %d: %w", d.table.spec, d.ms.StreamName(), b.offset, err)
+			return fmt.Errorf("bigqueryio.Write to %s: appending to stream %s%s: %w", d.table.spec, d.ms.StreamName(), f.at(b), err)
 		}
 	}
+}
+
+// at is where an error says b was appended: " at offset N", or nothing
+// WithAtLeastOnce, whose appends to _default carry no offset.
+func (f *appendFn) at(b *appendBatch) string {
+	if f.Cfg.AtLeastOnce {
+		return ""
+	}
+	return fmt.Sprintf(" at offset %d", b.offset)
 }
 
 // dropRefused takes the rows the service refused out of b, sending them
