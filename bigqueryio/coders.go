@@ -65,14 +65,17 @@ func checkCoder(t reflect.Type) error {
 // wireTypes are the types given the wire coder: the read's StreamElement
 // (sessionInfo.Arrow is nil in Avro sessions), the batch write's reports
 // (streamDone.Staging is nil in nearly all) and results (TableResult's
-// Streams), and the streaming write's chunks, batches and batch state.
+// Streams), and the streaming write's chunks, batches, writer schemas and
+// the append step's state (the batching step's batchMeta holds numbers
+// only: Beam's row coder carries it).
 var wireTypes = []reflect.Type{
 	reflect.TypeFor[StreamElement](),
 	reflect.TypeFor[streamDone](),
 	reflect.TypeFor[TableResult](),
 	reflect.TypeFor[streamChunk](),
 	reflect.TypeFor[streamBatch](),
-	reflect.TypeFor[batchMeta](),
+	reflect.TypeFor[shardStream](),
+	reflect.TypeFor[streamDesc](),
 }
 
 // wireCodecs are the wire codecs of wireTypes, made at init and only read

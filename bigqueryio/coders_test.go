@@ -39,6 +39,7 @@ var crossingTypes = []struct {
 	{reflect.TypeFor[flushOp](), "streaming Write: streamAppendFn's KV values, Reshuffle"},
 	{reflect.TypeFor[batchMeta](), "streaming Write: the batch step's value state"},
 	{reflect.TypeFor[shardStream](), "streaming Write: the append step's value state"},
+	{reflect.TypeFor[streamDesc](), "streaming Write: both stateful steps' writer schema state"},
 }
 
 // nullablePath is the path to a field of t that Beam's row coder writes as a

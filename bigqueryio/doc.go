@@ -527,9 +527,11 @@
 // visible (idempotent up to an offset). A row is visible about a
 // triggering frequency after it came, at most about two. Streams are
 // finalized (flushed to their end first) before an append would take them
-// past WithStreamRotation's rows, when idle (in event time: no batch for
-// the idle time past the latest batch's event time) and at the end of
-// input; a stream the service no longer takes (NOT_FOUND,
+// past WithStreamRotation's rows or WithStreamRotationBytes' bytes, when
+// idle (in event time: no batch for the idle time past the latest batch's
+// event time) and at the end of input; a shard idle that long also has
+// both steps' state cleared, so the shards of a worker that went away
+// leave no state behind; a stream the service no longer takes (NOT_FOUND,
 // STREAM_FINALIZED, INVALID_STREAM_STATE) is replaced; OUT_OF_RANGE fails
 // the write naming the stream and offset; transient codes (see Retries)
 // are retried with backoff (WithRetries); rows the service refuses
@@ -548,7 +550,20 @@
 // The batching step's timer is in event time, not processing time as Beam
 // Java's: Beam's Flink runner does not fire a Go DoFn's processing-time
 // timers reliably, and the watermark passes every timer when the input ends or a
-// job is drained, so each shard's last batch is written then. Each
+// job is drained, so each shard's last batch is written then: when an
+// unbounded input ends (a watch's termination condition), every row is
+// visible when the job ends. A cancelled job writes nothing more: the rows
+// of appends already flushed are visible (each append whole, none twice),
+// rows appended and not yet flushed stay invisible in their BUFFERED
+// streams, and rows not yet appended are not written; they are the runner's
+// to replay when the job is restarted from its state (a Dataflow update, a
+// Flink savepoint), or the source's to read again in a new job.
+// WriteResult.Results names every append made visible. Prism has no drain
+// (its job service answers Drain UNIMPLEMENTED, v2.78): there, end the
+// input rather than cancel the job. The batching and append steps number
+// each shard's batches within an epoch drawn when the batching state is
+// new, so that a runner that drops one step's state and not the other's
+// (a renamed step) costs a new stream, never a batch. Each
 // stateful step has one timer family: Beam Go's harness (v2.78) and Prism
 // disagree on how many end-of-timers signals a bundle gets when a step
 // has two, and such a bundle can wait forever (docs/DESIGN.md, "Streaming
@@ -665,7 +680,12 @@
 // Metrics, in Namespace or WithMetricsNamespace's: rows_appended,
 // bytes_appended (encoded rows), appends (requests sent), append_retries
 // (appends sent again), rows_refused (rows sent to FailedRows),
-// streams_committed.
+// streams_committed; the streaming write of unbounded input adds
+// streams_created, streams_finalized, rows_flushed (rows made visible),
+// batches_repeated, streams_abandoned, connections_closed (streams'
+// connections closed once idle or past 64 open in a worker), and the
+// distribution early_batches (batches waiting for an earlier one of their
+// shard, after each batch).
 //
 // # Errors
 //

@@ -592,13 +592,15 @@ type writeConfig struct {
 	IgnoreUnknown bool
 	// AllowAddition and AllowRelaxation are WithSchemaUpdateOptions'.
 	AllowAddition, AllowRelaxation bool
-	// NumStreams, Frequency, StreamMaxRows and Idle are the exactly-once
-	// write of unbounded input's (WithNumStreams, WithTriggeringFrequency,
-	// WithStreamRotation; write_stream.go).
-	NumStreams    int
-	Frequency     time.Duration
-	StreamMaxRows int64
-	Idle          time.Duration
+	// NumStreams, Frequency, StreamMaxRows, StreamMaxBytes and Idle are
+	// the exactly-once write of unbounded input's (WithNumStreams,
+	// WithTriggeringFrequency, WithStreamRotation,
+	// WithStreamRotationBytes; write_stream.go).
+	NumStreams     int
+	Frequency      time.Duration
+	StreamMaxRows  int64
+	StreamMaxBytes int64
+	Idle           time.Duration
 	// Unordered is WithUnorderedChanges': CDC changes without a sequence
 	// number are written (write_cdc.go).
 	Unordered bool
@@ -631,7 +633,8 @@ func (c *writeConfig) calls(name string) []string {
 // or "" with WithTableFunc) with opts, checked.
 func newWriteConfig(table string, opts []WriteOption) (writeConfig, error) {
 	cfg := writeConfig{Namespace: Namespace, MaxRetries: 10, RetryBase: 100 * time.Millisecond, MaxBatchSize: maxAppendBytes,
-		Frequency: DefaultTriggeringFrequency, StreamMaxRows: DefaultStreamMaxRows, Idle: DefaultStreamIdle}
+		Frequency: DefaultTriggeringFrequency, StreamMaxRows: DefaultStreamMaxRows, StreamMaxBytes: DefaultStreamMaxBytes,
+		Idle: DefaultStreamIdle}
 	if err := applyOptions("bigqueryio.Write", &cfg, opts, WriteOption.applyWrite); err != nil {
 		return writeConfig{}, err
 	}
@@ -704,7 +707,7 @@ func (c *writeConfig) checkOptions(table string) error {
 // checkStreaming checks the options of the exactly-once write of
 // unbounded input.
 func (c *writeConfig) checkStreaming(last func(string) string) error {
-	for _, name := range []string{"WithExactlyOnceStreaming", "WithNumStreams", "WithTriggeringFrequency", "WithStreamRotation"} {
+	for _, name := range []string{"WithExactlyOnceStreaming", "WithNumStreams", "WithTriggeringFrequency", "WithStreamRotation", "WithStreamRotationBytes"} {
 		if c.AtLeastOnce && len(c.calls(name)) > 0 {
 			return fmt.Errorf("%s cannot be given with WithAtLeastOnce: it shapes the exactly-once write of unbounded input, and WithAtLeastOnce appends every row to the _default stream", last(name))
 		}
@@ -716,6 +719,8 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 		return fmt.Errorf("%s: the frequency must be positive", last("WithTriggeringFrequency"))
 	case c.StreamMaxRows <= 0 || c.Idle <= 0:
 		return fmt.Errorf("%s: the rows and the idle time must be positive", last("WithStreamRotation"))
+	case c.StreamMaxBytes <= 0:
+		return fmt.Errorf("%s: the bytes must be positive", last("WithStreamRotationBytes"))
 	}
 	return nil
 }
@@ -757,12 +762,30 @@ func WithTriggeringFrequency(d time.Duration) WriteOption {
 // write of unbounded input, before an append would take it past maxRows
 // rows (default DefaultStreamMaxRows), and once no row was appended to it
 // for idle (default DefaultStreamIdle, measured in event time: see the
-// package doc); the shard's next rows go to a new stream. It does not
-// apply to bounded input (ignored), nor with WithAtLeastOnce (refused).
+// package doc); the shard's next rows go to a new stream. A shard that
+// gets no rows for idle also has the state of both stateful steps cleared
+// (its next rows start afresh), and a worker closes the connection of a
+// stream it has not appended to for idle (in processing time). It does
+// not apply to bounded input (ignored), nor with WithAtLeastOnce
+// (refused).
 func WithStreamRotation(maxRows int64, idle time.Duration) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) {
 		c.note("WithStreamRotation", maxRows, idle)
 		c.StreamMaxRows, c.Idle = maxRows, idle
+	})
+}
+
+// WithStreamRotationBytes finalizes a shard's write stream, in the
+// exactly-once write of unbounded input, before an append would take it
+// past maxBytes bytes of encoded rows (default DefaultStreamMaxBytes), as
+// WithStreamRotation does by rows: the shard's next rows go to a new
+// stream. A batch larger than maxBytes still goes whole into a stream of
+// its own. It does not apply to bounded input (ignored), nor with
+// WithAtLeastOnce (refused).
+func WithStreamRotationBytes(maxBytes int64) WriteOption {
+	return writeOnlyOption(func(c *writeConfig) {
+		c.note("WithStreamRotationBytes", maxBytes)
+		c.StreamMaxBytes = maxBytes
 	})
 }
 

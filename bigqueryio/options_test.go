@@ -216,6 +216,7 @@ func repeatCases() map[string][4]any {
 		"WithNumStreams":           {WithNumStreams(2), WithNumStreams(3), "WithNumStreams(2)", "WithNumStreams(3)"},
 		"WithTriggeringFrequency":  {WithTriggeringFrequency(time.Second), WithTriggeringFrequency(time.Minute), "WithTriggeringFrequency(1s)", "WithTriggeringFrequency(1m0s)"},
 		"WithStreamRotation":       {WithStreamRotation(10, time.Second), WithStreamRotation(20, time.Second), "WithStreamRotation(10, 1s)", "WithStreamRotation(20, 1s)"},
+		"WithStreamRotationBytes":  {WithStreamRotationBytes(10), WithStreamRotationBytes(20), "WithStreamRotationBytes(10)", "WithStreamRotationBytes(20)"},
 		"WithTimePartitioning": {WithTimePartitioning(TimePartitioning{Unit: PartitionByDay}), WithTimePartitioning(TimePartitioning{Unit: PartitionByHour}),
 			"WithTimePartitioning({Unit:DAY Column: Expiration:0s})", "WithTimePartitioning({Unit:HOUR Column: Expiration:0s})"},
 		"WithRangePartitioning": {WithRangePartitioning(RangePartitioning{Column: "ID", End: 10, Interval: 1}), WithRangePartitioning(RangePartitioning{Column: "ID", End: 20, Interval: 1}),

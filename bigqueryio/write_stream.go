@@ -1,10 +1,12 @@
 package bigqueryio
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -55,6 +57,11 @@ const (
 	// stream is finalized and a new one made, when WithStreamRotation is
 	// not given.
 	DefaultStreamMaxRows = 100_000_000
+	// DefaultStreamMaxBytes is the bytes of encoded rows after which a
+	// shard's stream is finalized and a new one made, when
+	// WithStreamRotationBytes is not given (about DefaultStreamMaxRows
+	// rows of 100 bytes).
+	DefaultStreamMaxBytes = 10 << 30
 	// DefaultStreamIdle is how long a shard's stream stays open without an
 	// append before it is finalized, when WithStreamRotation is not given.
 	DefaultStreamIdle = 5 * time.Minute
@@ -62,39 +69,97 @@ const (
 
 // streamChunk is rows of one shard that the keying step gathered from
 // one bundle, encoded in the writer schema Desc (a serialised
-// DescriptorProto), at most an append's bytes.
+// DescriptorProto) whose fingerprint is Fp, at most an append's bytes.
+// The keying step is stateless and a chunk may reach the shard's batching
+// state on any worker, in any order: each chunk the keying step outputs
+// carries Desc. The batching step keeps its chunks without it (Desc nil)
+// and the descriptor once per shard and writer schema (streamDesc).
 type streamChunk struct {
+	Fp   uint64
 	Desc []byte
 	Rows [][]byte
 }
 
 // streamBatch is the rows of one shard that are appended together, in the
-// order the shard's batches are made (Seq from 0). Desc is the writer
-// schema they are encoded in (a serialised DescriptorProto).
+// order the shard's batches are made: Seq from 0 in the batching state's
+// Epoch (a random number drawn when that state is new, so that the append
+// step tells a batching state that was reset, or that it never saw, from
+// the one it follows). Fp is the fingerprint of the writer schema they are
+// encoded in; Desc, that schema (a serialised DescriptorProto), is carried
+// only by the first batch of an epoch, by a batch whose schema differs
+// from the batch before it, and by every descEvery-th batch (the append
+// step keeps it in its state and per process). End marks the epoch's last
+// "batch", of no rows: the batching state was idle and is cleared, and so
+// is the append step's, after finalizing the shard's stream.
 type streamBatch struct {
-	Seq  int64
-	Rows [][]byte
+	Epoch int64
+	Seq   int64
+	Rows  [][]byte
+	Fp    uint64
+	Desc  []byte
+	End   bool
+}
+
+// descEvery is how often (in batches) a batch carries its writer schema
+// although the batch before it had the same: an append step whose state
+// was reset while the batching step's was not (a renamed step, say) lacks
+// it, and waits at most this many batches for it (see streamAppendFn).
+const descEvery = 16
+
+// streamDesc is a writer schema and its fingerprint, as the stateful steps
+// keep it, once per shard.
+type streamDesc struct {
+	Fp   uint64
 	Desc []byte
 }
 
 // batchMeta is a shard's open batch in the batching step's state.
 type batchMeta struct {
-	Seq    int64 // of the open batch
-	Opened int64 // unix ns of its first row
-	Rows   int64
-	Bytes  int64
-	Desc   []byte
+	Epoch  int64  // of the shard's batches: drawn when the state is new
+	Seq    int64  // of the open batch
+	Opened int64  // unix ns of its first row
+	Rows   int64  //
+	Bytes  int64  //
+	Fp     uint64 // the open batch's writer schema
+	DescFp uint64 // the writer schema the step's Desc state holds
+	SentFp uint64 // the writer schema of the last batch output in Epoch (0: none)
+	IdleAt int64  // the event time (unix ms) of the idle timer (tag idleTag)
 }
 
-// shardStream is a shard's write stream in the append step's state.
+// shardStream is a shard's write stream in the append step's state, and
+// where it is in the batching step's epochs.
 type shardStream struct {
 	Stream  string // "" before the first append and after a finalize
 	Next    int64  // the stream's next offset
-	Seq     int64  // the next batch to append
+	Seq     int64  // the next batch of Epoch to append
 	Created int64  // unix ns
 	Last    int64  // unix ns of the last append
 	IdleAt  int64  // the event time (unix ms) of the idle timer
+	Epoch   int64  // the batching epoch of Seq and of Stream's batches; 0: none
+	// Base is the first batch of Epoch this state saw: a state that took
+	// the epoch up midway (it was reset, or never saw the epoch's start)
+	// appends the batches below Base as they come, once each (Below).
+	Base  int64
+	Below []int64
+	Bytes int64  // bytes appended to Stream
+	Fp    uint64 // the writer schema the step's Desc state holds
+	// Past is the epochs before Epoch whose batches may still come (the
+	// batching state was reset while batches of its old epoch were on
+	// their way), at most maxPastEpochs.
+	Past []epochMark
 }
+
+// epochMark is where the append step is in an epoch it left.
+type epochMark struct {
+	Epoch, Seq, Base int64
+	Below            []int64
+}
+
+// maxPastEpochs bounds shardStream.Past; maxBelow bounds Below.
+const (
+	maxPastEpochs = 8
+	maxBelow      = 1024
+)
 
 // flushOp asks the flush step to make a stream's rows [0, End) visible
 // and, with Finalize, to end the stream. Rows is how many rows the append
@@ -114,11 +179,14 @@ func init() {
 	register.Emitter2[string, streamBatch]()
 	beamreg.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, streamBatch, func(string, flushOp), func(FailedRow), error](&streamAppendFn{})
 	register.Emitter2[string, flushOp]()
+	register.Function1x2(primeBatch)
+	register.Function1x2(primeOp)
 	beamreg.DoFn4x1[context.Context, string, flushOp, func(TableResult), error](&streamFlushFn{})
 	beam.RegisterType(reflect.TypeFor[streamChunk]())
 	beam.RegisterType(reflect.TypeFor[streamBatch]())
 	beam.RegisterType(reflect.TypeFor[batchMeta]())
 	beam.RegisterType(reflect.TypeFor[shardStream]())
+	beam.RegisterType(reflect.TypeFor[streamDesc]())
 	beam.RegisterType(reflect.TypeFor[flushOp]())
 }
 
@@ -132,11 +200,39 @@ func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, 
 	cfg := fn.Cfg
 	keyed, badRow := beam.ParDo2(s, &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}, col)
 	batches := beam.ParDo(s, newStreamBatchFn(cfg), keyed)
+	primeBatches := beam.ParDo(s.Scope("primeCounters"), primeBatch, beam.Impulse(s))
 	app := newStreamAppendFn(cfg)
 	app.Type = fn.Type // for FailedRows
-	ops, refused := beam.ParDo2(s, app, batches)
-	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, ops))
+	ops, refused := beam.ParDo2(s, app, beam.Flatten(s, batches, primeBatches))
+	primeOps := beam.ParDo(s.Scope("primeCounters"), primeOp, beam.Impulse(s))
+	results = beam.ParDo(s, &streamFlushFn{Cfg: cfg}, beam.Reshuffle(s, beam.Flatten(s, ops, primeOps)))
 	return results, beam.Flatten(s, badRow, refused)
+}
+
+// The append and flush steps each get one element of the key primeKey
+// when the job starts (from an Impulse), on which they count 0 on each of
+// their counters and do nothing else. Prism (v2.78,
+// jobservices/metrics.go, contributeMetrics) keeps the payload of a
+// counter whose short id it does not know yet in a map by short id until
+// the worker says what the id is; a second bundle of the step that
+// reports the same new counter before that answer replaces the first
+// one's payload, whose counts are lost (TestWriteStreamCountersExact saw
+// rows_flushed 195 of 200, 1 run in 20 under load). Primed by a bundle of
+// their own at the start, before any batch exists, the counters' ids are
+// known before a bundle counts anything.
+const primeKey = ""
+
+func primeBatch([]byte) (string, streamBatch) { return primeKey, streamBatch{} }
+
+func primeOp([]byte) (string, flushOp) { return primeKey, flushOp{} }
+
+// prime counts 0 on each counter of m, so that the runner learns their
+// ids (see primeKey).
+func (m streamMetrics) prime(ctx context.Context) {
+	for _, c := range []beam.Counter{m.rows, m.bytes, m.appends, m.retries, m.refused, m.committed,
+		m.created, m.finalized, m.flushed, m.repeated, m.abandoned, m.closed} {
+		c.Inc(ctx, 0)
+	}
 }
 
 // Each stateful step has one timer family: Beam Go's SDK harness (v2.78,
@@ -150,14 +246,16 @@ func writeStreaming(s beam.Scope, fn *appendFn, col beam.PCollection) (results, 
 
 // newStreamBatchFn is the batching step of a write of cfg.
 func newStreamBatchFn(cfg writeConfig) *streamBatchFn {
-	return &streamBatchFn{Every: cfg.Frequency, MaxBytes: cfg.MaxBatchSize, Chunks: state.MakeBagState[streamChunk]("chunks"),
-		Meta: state.MakeValueState[batchMeta]("meta"), Flush: timers.InEventTime("flush")}
+	return &streamBatchFn{Every: cfg.Frequency, MaxBytes: cfg.MaxBatchSize, Idle: cfg.Idle,
+		Chunks: state.MakeBagState[streamChunk]("chunks"), Meta: state.MakeValueState[batchMeta]("meta"),
+		Desc: state.MakeValueState[streamDesc]("desc"), Flush: timers.InEventTime("flush")}
 }
 
 // newStreamAppendFn is the append step of a write of cfg.
 func newStreamAppendFn(cfg writeConfig) *streamAppendFn {
 	return &streamAppendFn{Cfg: cfg, Shard: state.MakeValueState[shardStream]("shard"),
-		Early: state.MakeBagState[streamBatch]("early"), Idle: timers.InEventTime("idle")}
+		Early: state.MakeBagState[streamBatch]("early"), Desc: state.MakeValueState[streamDesc]("desc"),
+		Idle: timers.InEventTime("idle")}
 }
 
 // streamKeyFn encodes each row in its table's writer schema and gathers
@@ -178,7 +276,7 @@ type streamKeyFn struct {
 	open  map[string]*openChunk
 	order []string // of open's tables, as opened
 	held  int      // bytes of open's rows
-	descs map[*descriptorpb.DescriptorProto][]byte
+	descs map[*descriptorpb.DescriptorProto]streamDesc
 	arena rowArena // where rows are encoded (a chunk's rows are slices of it)
 }
 
@@ -193,7 +291,7 @@ type openChunk struct {
 func (f *streamKeyFn) Setup() {
 	f.Fn.Setup()
 	f.next, f.open = map[string]int{}, map[string]*openChunk{}
-	f.descs = map[*descriptorpb.DescriptorProto][]byte{}
+	f.descs = map[*descriptorpb.DescriptorProto]streamDesc{}
 }
 
 func (f *streamKeyFn) Teardown() { f.Fn.Teardown() }
@@ -226,12 +324,12 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 		return fmt.Errorf("bigqueryio.Write to %s: %w", t.spec, err)
 	}
 	c := f.open[res]
-	if c != nil && (c.bytes+len(row) > f.Fn.Cfg.MaxBatchSize || !bytes.Equal(c.Desc, desc)) {
+	if c != nil && (c.bytes+len(row) > f.Fn.Cfg.MaxBatchSize || c.Fp != desc.Fp) {
 		f.output(res, emit)
 		c = nil
 	}
 	if c == nil {
-		c = &openChunk{streamChunk: streamChunk{Desc: desc}, ts: ts}
+		c = &openChunk{streamChunk: streamChunk{Fp: desc.Fp, Desc: desc.Desc}, ts: ts}
 		f.open[res] = c
 		f.order = append(f.order, res)
 	}
@@ -320,17 +418,26 @@ func (a *autoShards) add(res string, n int, now time.Time) int {
 	return r.shards
 }
 
-// desc is the serialised writer schema of t's encoder.
-func (f *streamKeyFn) desc(t *writeTable) ([]byte, error) {
-	if b, ok := f.descs[t.enc.desc]; ok {
-		return b, nil
+// desc is the serialised writer schema of t's encoder and its
+// fingerprint.
+func (f *streamKeyFn) desc(t *writeTable) (streamDesc, error) {
+	if d, ok := f.descs[t.enc.desc]; ok {
+		return d, nil
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(t.enc.desc)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the writer schema: %w", err)
+		return streamDesc{}, fmt.Errorf("encoding the writer schema: %w", err)
 	}
-	f.descs[t.enc.desc] = b
-	return b, nil
+	d := streamDesc{Fp: descFingerprint(b), Desc: b}
+	f.descs[t.enc.desc] = d
+	return d, nil
+}
+
+// descFingerprint is the fingerprint of a serialised writer schema: the
+// first 8 bytes of its SHA-256, never 0 (which means none).
+func descFingerprint(b []byte) uint64 {
+	h := sha256.Sum256(b)
+	return max(binary.BigEndian.Uint64(h[:8]), 1)
 }
 
 // shardTable is the table resource name of a shard key.
@@ -355,24 +462,47 @@ func shardTable(key string) string {
 // have one timer family only on Prism (see below). A batch is output with
 // the state that made it, so it is the same batch whatever bundle of the
 // next step gets it, and however often.
+//
+// The state holds the open batch's chunks without their writer schema,
+// the schema once (Desc, rewritten when it changes) and the shard's epoch
+// and next batch number (Meta). Once no chunk came for the idle time of
+// WithStreamRotation (in event time: a second timer of the same family,
+// tagged idleTag), the state is cleared and an End batch tells the append
+// step to finalize the shard's stream and clear its state too: the state
+// of a shard key that is not used again (a worker's own shards, when the
+// worker goes away or its rate falls) does not stay for ever. The next
+// chunk of the shard starts a new epoch.
 type streamBatchFn struct {
 	Every    time.Duration
 	MaxBytes int
+	Idle     time.Duration
 	Chunks   state.Bag[streamChunk]
 	Meta     state.Value[batchMeta]
+	Desc     state.Value[streamDesc]
 	Flush    timers.EventTime
+
+	descs map[uint64][]byte // writer schemas by fingerprint, of this process
 }
+
+// idleTag is the tag of the batching step's idle timer, in its one timer
+// family.
+const idleTag = "idle"
+
+func (f *streamBatchFn) Setup() { f.descs = map[uint64][]byte{} }
 
 func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, c streamChunk, emit func(string, streamBatch)) error {
 	m, _, err := f.Meta.Read(sp)
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardSpec(key), key, err)
 	}
+	if m.Epoch == 0 {
+		m.Epoch = newEpoch()
+	}
 	n := 0
 	for _, r := range c.Rows {
 		n += len(r)
 	}
-	if m.Rows > 0 && (m.Bytes+int64(n) > int64(f.MaxBytes) || !bytes.Equal(m.Desc, c.Desc) ||
+	if m.Rows > 0 && (m.Bytes+int64(n) > int64(f.MaxBytes) || m.Fp != c.Fp ||
 		time.Since(time.Unix(0, m.Opened)) >= f.Every) {
 		if m, err = f.output(sp, key, m, emit); err != nil {
 			return err
@@ -380,19 +510,40 @@ func (f *streamBatchFn) ProcessElement(ctx context.Context, ts beam.EventTime, s
 	}
 	if m.Rows == 0 {
 		now := time.Now()
-		m.Desc = c.Desc
+		m.Fp = c.Fp
 		m.Opened = now.UnixNano()
 		// The batch's rows are held back (the step's output watermark) at
 		// its first chunk's time until the batch is output.
 		f.Flush.Set(tp, ts.ToTime().Add(f.Every), timers.WithOutputTimestamp(ts.ToTime()))
 	}
-	if err := f.Chunks.Add(sp, c); err != nil {
+	if len(c.Desc) > 0 {
+		if f.descs != nil {
+			f.descs[c.Fp] = c.Desc
+		}
+		if m.DescFp != c.Fp {
+			// Once per shard and writer schema.
+			if err := f.Desc.Write(sp, streamDesc{Fp: c.Fp, Desc: c.Desc}); err != nil {
+				return fmt.Errorf("bigqueryio.Write to %s: keeping shard %s's writer schema: %w", shardSpec(key), key, err)
+			}
+			m.DescFp = c.Fp
+		}
+	}
+	if err := f.Chunks.Add(sp, streamChunk{Fp: c.Fp, Rows: c.Rows}); err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: adding to shard %s's batch: %w", shardSpec(key), key, err)
 	}
 	m.Rows += int64(len(c.Rows))
 	m.Bytes += int64(n)
+	// The idle timer, moved forward (never back) by each chunk, fires once
+	// no chunk came for the idle time, and when the input ends.
+	if at := ts.ToTime().Add(f.Idle); f.Idle > 0 && at.UnixMilli() > m.IdleAt {
+		m.IdleAt = at.UnixMilli()
+		f.Flush.Set(tp, at, timers.WithTag(idleTag))
+	}
 	return f.Meta.Write(sp, m)
 }
+
+// newEpoch is a shard's new batching epoch: random, never 0.
+func newEpoch() int64 { return rand.Int64N(math.MaxInt64) + 1 }
 
 // output outputs the open batch of the shard key and opens the next.
 func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit func(string, streamBatch)) (batchMeta, error) {
@@ -411,35 +562,100 @@ func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit 
 		return m, fmt.Errorf("bigqueryio.Write to %s: shard %s's batch state holds %d rows, its count says %d", shardSpec(key), key, len(rows), m.Rows)
 	}
 	if len(rows) > 0 {
-		emit(key, streamBatch{Seq: m.Seq, Rows: rows, Desc: m.Desc})
+		b := streamBatch{Epoch: m.Epoch, Seq: m.Seq, Rows: rows, Fp: m.Fp}
+		if m.SentFp != m.Fp || m.Seq%descEvery == 0 {
+			if b.Desc, err = f.descOf(sp, key, m.Fp); err != nil {
+				return m, err
+			}
+		}
+		emit(key, b)
 		m.Seq++
+		m.SentFp = m.Fp
 	}
-	m.Rows, m.Bytes, m.Desc = 0, 0, nil
+	m.Rows, m.Bytes, m.Fp = 0, 0, 0
 	return m, nil
 }
 
+// descOf is the writer schema of fingerprint fp: this process's, or the
+// one the shard's state holds.
+func (f *streamBatchFn) descOf(sp state.Provider, key string, fp uint64) ([]byte, error) {
+	if d, ok := f.descs[fp]; ok {
+		return d, nil
+	}
+	d, _, err := f.Desc.Read(sp)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: reading shard %s's writer schema: %w", shardSpec(key), key, err)
+	}
+	if d.Fp != fp {
+		// The state keeps the schema of the latest chunk, and a batch holds
+		// chunks of one schema, the latest's: not reached.
+		return nil, fmt.Errorf("bigqueryio.Write to %s: shard %s's batch state holds writer schema %x, its batch is of %x", shardSpec(key), key, d.Fp, fp)
+	}
+	if f.descs != nil {
+		f.descs[fp] = d.Desc
+	}
+	return d.Desc, nil
+}
+
 func (f *streamBatchFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, streamBatch)) error {
-	m, _, err := f.Meta.Read(sp)
+	m, ok, err := f.Meta.Read(sp)
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's batch state: %w", shardSpec(key), key, err)
 	}
-	if m.Rows == 0 {
+	if !ok || m.Epoch == 0 {
+		return nil // cleared: a timer of a state since cleared
+	}
+	if m.Rows > 0 {
+		if m, err = f.output(sp, key, m, emit); err != nil {
+			return err
+		}
+	} else if timer.Tag != idleTag {
 		return nil
 	}
-	if m, err = f.output(sp, key, m, emit); err != nil {
-		return err
+	if timer.Tag != idleTag {
+		return f.Meta.Write(sp, m)
 	}
-	return f.Meta.Write(sp, m)
+	// Idle: the epoch ends, after its last batch; the append step
+	// finalizes the shard's stream and clears its state when the End
+	// batch comes, in its order.
+	emit(key, streamBatch{Epoch: m.Epoch, Seq: m.Seq, End: true})
+	for _, err := range []error{f.Meta.Clear(sp), f.Desc.Clear(sp), f.Chunks.Clear(sp)} {
+		if err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: clearing shard %s's idle batch state: %w", shardSpec(key), key, err)
+		}
+	}
+	return nil
 }
 
 // streamAppendFn appends each batch of a shard to the shard's BUFFERED
 // write stream at the offset its state holds, in the order of the
 // batches, and outputs a flushOp for each: see the package doc
 // ("Streaming") for why a retried bundle writes nothing twice.
+//
+// Batches are in order within the batching state's epoch. A batch of
+// another epoch than the state's means that one of the two states is new
+// or was reset (a runner that dropped one step's state and not the other:
+// a renamed step in a Dataflow update, say): the shard's stream is
+// finalized, the old epoch's place kept (its batches in flight still
+// come, in Past), and the new epoch taken up at that batch. A state that
+// takes an epoch up midway (Base > 0) appends the epoch's batches below
+// Base as they come, once each (Below): a batch is never dropped as
+// "repeated", nor kept waiting for batches this state will never see,
+// because the other step's state is not where this one is. A batch whose
+// writer schema this state has not kept and that does not carry it waits
+// in Early for the next that does (at most descEvery batches).
+//
+// The process keeps each stream it appended to open (a connection) until
+// no batch of it came for the idle time of WithStreamRotation (in
+// processing time), and at most maxOpenStreams of them (the least recently
+// used are closed first); a stream closed here that a shard still names is
+// opened again when the shard appends. Beam Go never calls Teardown, so
+// nothing else closes them.
 type streamAppendFn struct {
 	Cfg   writeConfig
 	Shard state.Value[shardStream]
 	Early state.Bag[streamBatch]
+	Desc  state.Value[streamDesc]
 	Idle  timers.EventTime
 
 	// Type is the element type, whose values FailedRows show (refused
@@ -450,31 +666,42 @@ type streamAppendFn struct {
 	wc      *writeClient           // CreateWriteStream, with the write's own retries
 	streams map[string]*openStream // by stream name
 	descs   map[string]*descriptorpb.DescriptorProto
+	raw     map[uint64][]byte // writer schemas by fingerprint, of this process
+	swept   time.Time         // when streams were last swept
+	maxOpen int               // maxOpenStreams unless a test says
 	m       streamMetrics
 	failEnc map[string]*rowEncoder // by table resource name: failedEncoder
 }
 
-// openStream is a stream's ManagedStream and the writer schema it sends.
+// maxOpenStreams bounds the streams an append step instance keeps open.
+const maxOpenStreams = 64
+
+// openStream is a stream's ManagedStream, the writer schema it sends and
+// when it was last used.
 type openStream struct {
 	ms   *managedwriter.ManagedStream
 	desc string
+	used time.Time
 }
 
 // streamMetrics are the counters of the streaming write.
 type streamMetrics struct {
 	writeMetrics
-	created, finalized, flushed, repeated, abandoned beam.Counter
+	created, finalized, flushed, repeated, abandoned, closed beam.Counter
+	early                                                    beam.Distribution
 }
 
 func newStreamMetrics(c writeConfig) streamMetrics {
 	return streamMetrics{writeMetrics: newWriteMetrics(c), created: c.counter("streams_created"),
 		finalized: c.counter("streams_finalized"), flushed: c.counter("rows_flushed"), repeated: c.counter("batches_repeated"),
-		abandoned: c.counter("streams_abandoned")}
+		abandoned: c.counter("streams_abandoned"), closed: c.counter("connections_closed"),
+		early: beam.NewDistribution(c.Namespace, "early_batches")}
 }
 
 func (f *streamAppendFn) Setup() {
 	f.streams = map[string]*openStream{}
 	f.descs = map[string]*descriptorpb.DescriptorProto{}
+	f.raw = map[uint64][]byte{}
 	f.m = newStreamMetrics(f.Cfg)
 }
 
@@ -507,78 +734,232 @@ func shardSpec(key string) string {
 }
 
 func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, b streamBatch, emit func(string, flushOp), failed func(FailedRow)) error {
+	if key == primeKey {
+		f.m.prime(ctx)
+		return nil
+	}
 	spec := shardSpec(key)
 	st, _, err := f.Shard.Read(sp)
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", spec, key, err)
 	}
-	switch {
-	case b.Seq < st.Seq:
-		// Appended already, by a bundle whose state is committed: a batch
-		// delivered twice.
-		f.m.repeated.Inc(ctx, 1)
-		return nil
-	case b.Seq > st.Seq:
-		// A batch ahead of one not yet here: kept until that one comes.
-		return f.Early.Add(sp, b)
-	}
-	if err := f.appendBatch(ctx, key, &st, b, emit, failed); err != nil {
+	if err := f.keepDesc(sp, key, &st, b); err != nil {
 		return err
 	}
-	if err := f.drainEarly(ctx, sp, key, &st, emit, failed); err != nil {
+	f.useEpoch(key, &st, b, emit)
+	wait, err := f.take(ctx, sp, key, &st, b, emit, failed)
+	if err != nil {
 		return err
 	}
-	// The idle timer is set WithStreamRotation's idle time after the
-	// latest batch (in event time: see the package doc); moved, never
-	// back, by each batch, it fires once no batch came for that long, and
-	// for every shard when the input ends.
-	if at := ts.ToTime().Add(f.Cfg.Idle); at.UnixMilli() > st.IdleAt {
-		st.IdleAt = at.UnixMilli()
-		f.Idle.Set(tp, at, timers.WithOutputTimestamp(ts.ToTime()))
+	if wait {
+		// A batch ahead of one not yet here, or without its writer schema:
+		// kept until it can be appended in order.
+		if err := f.Early.Add(sp, b); err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: keeping shard %s's batch %d: %w", spec, key, b.Seq, err)
+		}
+	}
+	left, err := f.drainEarly(ctx, sp, key, &st, emit, failed)
+	if err != nil {
+		return err
+	}
+	if !b.End {
+		// The idle timer is set WithStreamRotation's idle time after the
+		// latest batch (in event time: see the package doc); moved, never
+		// back, by each batch, it fires once no batch came for that long,
+		// and for every shard when the input ends.
+		if at := ts.ToTime().Add(f.Cfg.Idle); at.UnixMilli() > st.IdleAt {
+			st.IdleAt = at.UnixMilli()
+			f.Idle.Set(tp, at, timers.WithOutputTimestamp(ts.ToTime()))
+		}
+	}
+	f.sweep(ctx, time.Now(), st.Stream)
+	if st.Stream == "" && st.Epoch == 0 && len(st.Past) == 0 && left == 0 {
+		// The batching step ended the shard's epoch (End) and nothing else
+		// is kept: the shard's state is cleared, as the batching step's was.
+		if err := f.Shard.Clear(sp); err != nil {
+			return fmt.Errorf("bigqueryio.Write to %s: clearing shard %s's stream state: %w", spec, key, err)
+		}
+		return f.Desc.Clear(sp)
 	}
 	return f.Shard.Write(sp, st)
 }
 
-// drainEarly appends the kept batches that now follow in order.
-func (f *streamAppendFn) drainEarly(ctx context.Context, sp state.Provider, key string, st *shardStream, emit func(string, flushOp), failed func(FailedRow)) error {
-	early, ok, err := f.Early.Read(sp)
-	if err != nil || !ok || len(early) == 0 {
-		return err
+// keepDesc keeps the writer schema b carries: for this process, and in
+// the shard's state when it is not the one there (once per shard and
+// schema).
+func (f *streamAppendFn) keepDesc(sp state.Provider, key string, st *shardStream, b streamBatch) error {
+	if len(b.Desc) == 0 {
+		return nil
 	}
-	sort.Slice(early, func(i, j int) bool { return early[i].Seq < early[j].Seq })
-	var keep []streamBatch
-	for _, b := range early {
-		switch {
-		case b.Seq < st.Seq:
-			f.m.repeated.Inc(ctx, 1)
-		case b.Seq == st.Seq:
-			if err := f.appendBatch(ctx, key, st, b, emit, failed); err != nil {
-				return err
-			}
-		default:
-			keep = append(keep, b)
-		}
+	f.raw[b.Fp] = b.Desc
+	if st.Fp == b.Fp {
+		return nil
 	}
-	if err := f.Early.Clear(sp); err != nil {
-		return err
+	if err := f.Desc.Write(sp, streamDesc{Fp: b.Fp, Desc: b.Desc}); err != nil {
+		return fmt.Errorf("bigqueryio.Write to %s: keeping shard %s's writer schema: %w", shardSpec(key), key, err)
 	}
-	for _, b := range keep {
-		if err := f.Early.Add(sp, b); err != nil {
-			return err
-		}
-	}
+	st.Fp = b.Fp
 	return nil
 }
 
+// descOf is the writer schema of fingerprint fp, if this process or the
+// shard's state has it.
+func (f *streamAppendFn) descOf(sp state.Provider, key string, st *shardStream, fp uint64) ([]byte, error) {
+	if d, ok := f.raw[fp]; ok {
+		return d, nil
+	}
+	if st.Fp != fp {
+		return nil, nil
+	}
+	d, _, err := f.Desc.Read(sp)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: reading shard %s's writer schema: %w", shardSpec(key), key, err)
+	}
+	if d.Fp != fp {
+		return nil, fmt.Errorf("bigqueryio.Write to %s: shard %s's state names writer schema %x and holds %x", shardSpec(key), key, fp, d.Fp)
+	}
+	f.raw[fp] = d.Desc
+	return d.Desc, nil
+}
+
+// useEpoch makes b's epoch the state's: when it is another, the shard's
+// stream is finalized (a new epoch starts a new stream), the state's
+// epoch is kept in Past, and b's taken from Past or, new, taken up at b.
+func (f *streamAppendFn) useEpoch(key string, st *shardStream, b streamBatch, emit func(string, flushOp)) {
+	if st.Epoch == b.Epoch {
+		return
+	}
+	if st.Stream != "" {
+		f.finalize(key, st, emit)
+	}
+	if st.Epoch != 0 {
+		st.Past = append(slices.Clip(st.Past), epochMark{Epoch: st.Epoch, Seq: st.Seq, Base: st.Base, Below: st.Below})
+		if len(st.Past) > maxPastEpochs {
+			st.Past = st.Past[len(st.Past)-maxPastEpochs:]
+		}
+	}
+	st.Epoch, st.Seq, st.Base, st.Below = b.Epoch, b.Seq, b.Seq, nil
+	for i, e := range st.Past {
+		if e.Epoch == b.Epoch {
+			st.Seq, st.Base, st.Below = e.Seq, e.Base, e.Below
+			st.Past = slices.Delete(st.Past, i, i+1)
+			break
+		}
+	}
+}
+
+// take appends b, of the state's epoch, if it is its turn (or one below
+// the epoch's Base not yet appended), ends the epoch if b is its End, and
+// skips it if it was appended; wait is true when b must wait in Early.
+func (f *streamAppendFn) take(ctx context.Context, sp state.Provider, key string, st *shardStream, b streamBatch, emit func(string, flushOp), failed func(FailedRow)) (wait bool, err error) {
+	below := b.Seq < st.Base && !slices.Contains(st.Below, b.Seq)
+	switch {
+	case b.Seq < st.Seq && !below:
+		// Appended already, by a bundle whose state is committed: a batch
+		// delivered twice.
+		f.m.repeated.Inc(ctx, 1)
+		return false, nil
+	case b.Seq > st.Seq:
+		return true, nil
+	}
+	if b.End {
+		// The batching step's state of the shard was idle and is cleared:
+		// the epoch's batches are all appended. The stream is finalized and
+		// the epoch forgotten.
+		if st.Stream != "" {
+			f.finalize(key, st, emit)
+		}
+		st.Epoch, st.Seq, st.Base, st.Below = 0, 0, 0, nil
+		return false, nil
+	}
+	if len(b.Desc) == 0 {
+		if b.Desc, err = f.descOf(sp, key, st, b.Fp); err != nil {
+			return false, err
+		}
+		if len(b.Desc) == 0 {
+			return true, nil
+		}
+	}
+	n := int64(0)
+	for _, r := range b.Rows {
+		n += int64(len(r))
+	}
+	if st.Stream != "" && f.Cfg.StreamMaxBytes > 0 && st.Bytes+n > f.Cfg.StreamMaxBytes {
+		f.finalize(key, st, emit)
+	}
+	stream, seq := st.Stream, st.Seq
+	if err := f.appendBatch(ctx, key, st, b, emit, failed); err != nil {
+		return false, err
+	}
+	if st.Stream == stream {
+		st.Bytes += n
+	} else {
+		st.Bytes = n
+	}
+	if below {
+		st.Seq = seq
+		st.Below = append(slices.Clip(st.Below), b.Seq)
+		if len(st.Below) > maxBelow {
+			st.Below = st.Below[len(st.Below)-maxBelow:]
+		}
+	}
+	return false, nil
+}
+
+// drainEarly appends the kept batches of the state's epoch that now
+// follow in order, and gives how many batches stay kept.
+func (f *streamAppendFn) drainEarly(ctx context.Context, sp state.Provider, key string, st *shardStream, emit func(string, flushOp), failed func(FailedRow)) (int, error) {
+	early, ok, err := f.Early.Read(sp)
+	if err != nil || !ok || len(early) == 0 {
+		return 0, err
+	}
+	sort.SliceStable(early, func(i, j int) bool { return early[i].Seq < early[j].Seq })
+	var keep []streamBatch
+	for _, b := range early {
+		if err := f.keepDesc(sp, key, st, b); err != nil {
+			return 0, err
+		}
+	}
+	for _, b := range early {
+		wait := b.Epoch != st.Epoch // kept until its epoch's turn
+		if !wait {
+			if wait, err = f.take(ctx, sp, key, st, b, emit, failed); err != nil {
+				return 0, err
+			}
+		}
+		if wait {
+			keep = append(keep, b)
+		}
+	}
+	f.m.early.Update(ctx, int64(len(keep)))
+	if len(keep) == len(early) {
+		return len(keep), nil
+	}
+	if err := f.Early.Clear(sp); err != nil {
+		return 0, err
+	}
+	for _, b := range keep {
+		if err := f.Early.Add(sp, b); err != nil {
+			return 0, err
+		}
+	}
+	return len(keep), nil
+}
+
 func (f *streamAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(string, flushOp), _ func(FailedRow)) error {
-	st, _, err := f.Shard.Read(sp)
+	st, ok, err := f.Shard.Read(sp)
 	if err != nil {
 		return fmt.Errorf("bigqueryio.Write to %s: reading shard %s's stream state: %w", shardSpec(key), key, err)
+	}
+	if !ok {
+		f.sweep(ctx, time.Now(), "")
+		return nil // cleared (the shard's epoch ended) since the timer was set
 	}
 	st.IdleAt = 0
 	if st.Stream != "" {
 		f.finalize(key, &st, emit)
 	}
+	f.sweep(ctx, time.Now(), "")
 	return f.Shard.Write(sp, st)
 }
 
@@ -590,7 +971,45 @@ func (f *streamAppendFn) finalize(key string, st *shardStream, emit func(string,
 		o.ms.Close()
 		delete(f.streams, st.Stream)
 	}
-	st.Stream, st.Next, st.Created = "", 0, 0
+	st.Stream, st.Next, st.Created, st.Bytes = "", 0, 0, 0
+}
+
+// sweep closes the streams of this instance not used for the idle time of
+// WithStreamRotation, and the least recently used past maxOpenStreams,
+// but never keep; at most once a second. A shard whose stream is closed
+// here opens it again on its next append.
+func (f *streamAppendFn) sweep(ctx context.Context, now time.Time, keep string) {
+	limit := f.maxOpen
+	if limit <= 0 {
+		limit = maxOpenStreams
+	}
+	if now.Sub(f.swept) < time.Second && len(f.streams) <= limit {
+		return
+	}
+	f.swept = now
+	shut := func(name string) {
+		f.streams[name].ms.Close()
+		delete(f.streams, name)
+		f.m.closed.Inc(ctx, 1)
+	}
+	for name, o := range f.streams {
+		if name != keep && now.Sub(o.used) > f.Cfg.Idle {
+			shut(name)
+		}
+	}
+	if len(f.streams) <= limit {
+		return
+	}
+	names := slices.Collect(maps.Keys(f.streams))
+	slices.SortFunc(names, func(a, b string) int { return f.streams[a].used.Compare(f.streams[b].used) })
+	for _, name := range names {
+		if len(f.streams) <= limit {
+			break
+		}
+		if name != keep {
+			shut(name)
+		}
+	}
 }
 
 // appendBatch appends b at st.Next, making or replacing the shard's stream
@@ -854,7 +1273,7 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 			if err != nil {
 				return "", fmt.Errorf("bigqueryio.Write to %s: opening write stream %s: %w", spec, ws.GetName(), err)
 			}
-			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key)}
+			f.streams[ws.GetName()] = &openStream{ms: ms, desc: string(key), used: time.Now()}
 			return ws.GetName(), nil
 		}
 		if settle.wait(ctx, err) {
@@ -875,6 +1294,7 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 // DoFn instance has none (the shard's state came from another worker).
 func (f *streamAppendFn) open(ctx context.Context, spec, name string, desc *descriptorpb.DescriptorProto, key []byte) (*openStream, error) {
 	if o := f.streams[name]; o != nil {
+		o.used = time.Now()
 		return o, nil
 	}
 	mw, err := f.client(ctx, spec, streamParent(name))
@@ -886,7 +1306,7 @@ func (f *streamAppendFn) open(ctx context.Context, spec, name string, desc *desc
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio.Write to %s: opening write stream %s: %w", spec, name, err)
 	}
-	o := &openStream{ms: ms, desc: string(key)}
+	o := &openStream{ms: ms, desc: string(key), used: time.Now()}
 	f.streams[name] = o
 	return o, nil
 }
@@ -922,6 +1342,10 @@ func (f *streamFlushFn) Teardown() {
 }
 
 func (f *streamFlushFn) ProcessElement(ctx context.Context, _ string, op flushOp, emit func(TableResult)) error {
+	if op.Stream == "" {
+		f.m.prime(ctx) // see primeKey
+		return nil
+	}
 	if f.c == nil {
 		c, err := newWriteClient(ctx, f.Cfg)
 		if err != nil {

@@ -249,8 +249,8 @@ func TestStreamBatchRetriedFromSameState(t *testing.T) {
 				// The same rows in other batches: the rows of batches 1 and 2
 				// swapped between them, numbered as before.
 				replay = append([]streamBatch(nil), bs[1:]...)
-				replay[0] = streamBatch{Seq: bs[1].Seq, Rows: bs[2].Rows, Desc: bs[2].Desc}
-				replay[1] = streamBatch{Seq: bs[2].Seq, Rows: bs[1].Rows, Desc: bs[1].Desc}
+				replay[0], replay[1] = bs[1], bs[2]
+				replay[0].Rows, replay[1].Rows = bs[2].Rows, bs[1].Rows
 			}
 			retry := st.appendAll(before, replay)
 			if got, _ := srv.TableRows("p.d.s"); len(got) != 0 {
@@ -281,15 +281,19 @@ func TestStreamBatchRetriedFromSameState(t *testing.T) {
 	}
 }
 
-// TestStreamBatchesOutOfOrder: batches that come out of order are
-// appended in their order.
+// TestStreamBatchesOutOfOrder: batches that come out of order after the
+// first of their epoch are appended in their order. (A state that has not
+// seen an epoch takes it up at the first batch of it that comes, and
+// appends the epoch's batches below that one as they come:
+// TestStreamEpochAppendStateReset.)
 func TestStreamBatchesOutOfOrder(t *testing.T) {
 	srv := newStreamServer(t)
 	st := newStreamSteps(t, srv)
 	const n = 1000
 	bs := st.batches(newFakeState(), 0, n)
 	rev := make([]streamBatch, len(bs))
-	for i, b := range bs {
+	rev[0] = bs[0]
+	for i, b := range bs[1:] {
 		rev[len(bs)-1-i] = b
 	}
 	sp := newFakeState()

@@ -54,6 +54,7 @@ var explanations = map[string]string{
 	"rows_flushed":                "rows made visible by FlushRows",
 	"batches_repeated":            "batches delivered again and skipped (already appended)",
 	"streams_abandoned":           "streams left at their committed offset after an append met a retried or replayed attempt's rows (ALREADY_EXISTS); the batch went to a new stream",
+	"connections_closed":          "write streams' connections closed after the idle time, or past 64 open in a worker",
 	"bytes_appended":              "bytes of rows appended",
 	"appends":                     "AppendRows requests sent",
 	"append_retries":              "appends retried after a transient error",

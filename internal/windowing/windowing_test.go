@@ -1,11 +1,15 @@
 package windowing
 
 import (
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
@@ -80,4 +84,75 @@ func TestGlobal(t *testing.T) {
 		t.Error("Global of a global-window PCollection added a step")
 	}
 	ptest.RunAndValidate(t, p)
+}
+
+// TestUnboundedForms holds Beam to the two forms of PCollection.String
+// that Unbounded reads (graph.Node.String of Beam Go v2.78): a bounded
+// PCollection is "{<id>: <type>/<coder> <windowing>}", an unbounded one
+// the same with ":unbounded" before the brace, for PCollections of
+// several kinds, windowings and coders. It fails when a Beam release
+// changes the form; Unbounded then panics naming the Beam version instead
+// of taking unbounded input for bounded.
+func TestUnboundedForms(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	now := time.Now()
+	bounded := beam.Create(s, int64(1))
+	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(now, now.Add(time.Second), time.Second)))
+	for _, c := range []struct {
+		name      string
+		col       beam.PCollection
+		unbounded bool
+	}{
+		{"Create", bounded, false},
+		{"ParDo of Create", beam.ParDo(s, half, bounded), false},
+		{"fixed windows", beam.WindowInto(s, window.NewFixedWindows(time.Second), bounded), false},
+		{"KV", beam.AddFixedKey(s, bounded), false},
+		{"periodic.Sequence", seq, true},
+		{"ParDo of it", beam.ParDo(s, half, seq), true},
+		{"sliding windows of it", beam.WindowInto(s, window.NewSlidingWindows(time.Second, 3*time.Second), seq), true},
+	} {
+		str, b := c.col.String(), body(c.col)
+		want := "}"
+		if c.unbounded {
+			want = ":unbounded}"
+		}
+		if !strings.HasPrefix(str, "{") || !strings.HasSuffix(str, ": "+b+want) {
+			t.Errorf("%s: PCollection.String() is %q, want \"{<id>: %s%s\": Beam changed the form Unbounded reads", c.name, str, b, want)
+			continue
+		}
+		got, err := parseBoundedness(str, b)
+		if err != nil || got != c.unbounded {
+			t.Errorf("%s: parseBoundedness(%q) = %v, %v; want %v", c.name, str, got, err, c.unbounded)
+		}
+		if Unbounded(c.col) != c.unbounded {
+			t.Errorf("%s: Unbounded = %v", c.name, !c.unbounded)
+		}
+	}
+
+	// Any other form is refused, and Unbounded panics naming the Beam
+	// version.
+	b := body(bounded)
+	for _, str := range []string{
+		"{3: " + b + ":bounded}",
+		"{3: " + b + " unbounded}",
+		"{3: " + b + "}:unbounded",
+		"{x: " + b + "}",
+		"{: " + b + "}",
+		"3: " + b + "}",
+		"PCollection<" + b + ">",
+		"{3: " + strings.Replace(b, "/", " ", 1) + ":unbounded}",
+		"",
+	} {
+		if got, err := parseBoundedness(str, b); err == nil {
+			t.Errorf("parseBoundedness(%q) = %v, no error", str, got)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Beam Go "+core.SdkVersion) || !strings.Contains(fmt.Sprint(r), strconv.Quote(str)) {
+					t.Errorf("unboundedOf(%q): panic %v, want one naming Beam Go %s and the string", str, r, core.SdkVersion)
+				}
+			}()
+			unboundedOf(str, b)
+		}()
+	}
 }

@@ -65,7 +65,14 @@ func WithWatch(watch func(ctx context.Context, l *Live)) Option {
 type Live struct {
 	p      *pool
 	cancel func() error // cancels the job
+	drain  func() error // asks the job service to drain the job
 }
+
+// Drain asks the job service to drain the job (the job API's Drain:
+// sources stop, the watermark advances to the end, the job ends DRAINED).
+// Prism v2.78 does not implement it: its job service answers
+// UNIMPLEMENTED (TestPrismCannotDrain).
+func (l *Live) Drain() error { return l.drain() }
 
 // Cancel cancels the job, as an operator stops a streaming job that
 // never ends by itself; Run then returns without error when the job ends

@@ -274,6 +274,11 @@ func run(p *beam.Pipeline, name string, timeout time.Duration, cfg config) (res 
 		defer ccancel()
 		_, err := client.Cancel(cctx, &jobpb.CancelJobRequest{JobId: jobID})
 		return err
+	}, drain: func() error {
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_, err := client.Drain(cctx, &jobpb.DrainJobRequest{JobId: jobID})
+		return err
 	}}
 	for _, w := range cfg.watch {
 		go w(waitCtx, live)

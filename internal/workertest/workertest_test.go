@@ -18,7 +18,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/sdfio/sdfio/internal/workertest"
 	"github.com/sdfio/sdfio/sdf"
@@ -35,6 +38,7 @@ func init() {
 	register.DoFn1x0[int64](&sleepFn{})
 	register.DoFn4x1[context.Context, *sdf.Tracker, []byte, func(int64), error](&rangeFn{})
 	register.Emitter1[int64]()
+	register.Function1x1(toInt64)
 }
 
 // genFn emits 0..N-1.
@@ -339,3 +343,34 @@ func TestSplittableDoFnInSeparateWorker(t *testing.T) {
 		t.Errorf("%d ProcessElement call for 1 initial restriction: Prism never split the running restriction", calls)
 	}
 }
+
+// TestPrismCannotDrain shows a limit of Beam's Prism runner (v2.78): its
+// job service answers the job API's Drain UNIMPLEMENTED (it implements
+// Cancel only), so a streaming job on Prism whose input never ends can be
+// cancelled, never drained. The job here is a periodic impulse that would
+// run for ten minutes: Drain is refused, Cancel ends it.
+func TestPrismCannotDrain(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	start := time.Now()
+	beam.ParDo0(s, &sleepFn{}, beam.ParDo(s, toInt64, periodic.Impulse(s, start, start.Add(10*time.Minute), 100*time.Millisecond, false)))
+	drained := make(chan error, 1)
+	res, err := workertest.Run(t, p, workertest.WithTimeout(2*time.Minute), workertest.WithWatch(func(ctx context.Context, l *workertest.Live) {
+		derr := l.Drain()
+		drained <- derr
+		if err := l.Cancel(); err != nil {
+			t.Errorf("Cancel: %v", err)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	derr := <-drained
+	if status.Code(derr) != codes.Unimplemented {
+		t.Errorf("Drain answered %v, want UNIMPLEMENTED (Prism implements it now: drain the streaming tests' jobs)", derr)
+	}
+	if !res.Cancelled {
+		t.Errorf("the job ended, not cancelled: %+v", res)
+	}
+}
+
+func toInt64(b []byte) int64 { return int64(len(b)) }
