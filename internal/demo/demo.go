@@ -45,6 +45,8 @@ var explanations = map[string]string{
 	"watch_new_files":             "files the watch found that it had not seen",
 	"watch_updated_files":         "files read again because they changed (MatchUpdatedFiles)",
 	"watch_files_waiting":         "files seen but not read yet: still being written (size or time changing)",
+	"watch_files_skipped":         "files a poll skipped: older than WithSkipOlderThan, or named in WithSkipListed's list",
+	"bad_inputs":                  "bad files or blocks put in the bad-files output (ReadWithBadFiles) instead of failing the read",
 	"watch_changed_files_ignored": "files that changed after they were read, not read again",
 	"watch_empty_files_skipped":   "empty files the watch did not emit",
 	"adaptive_throttled_msecs":    "milliseconds waited for adaptive throttling",
