@@ -220,9 +220,13 @@ func readSchemaFile(path string) (string, error) {
 
 // WithMaxAlloc bounds what one length field in a file (a block's size, a
 // string, an array) may make the reader allocate, in bytes
-// (DefaultMaxAlloc when not set; it must be positive). A file that asks
-// for more fails the read with an error naming the file and offset,
-// instead of exhausting memory.
+// (DefaultMaxAlloc when not set; it must be positive), and what one
+// record may: its estimate, made before it is decoded, of what decoding
+// it allocates (Go maps at their real cost, their growth included) and
+// of one encoding of it by its coder, which a pipeline makes of sampled
+// elements. A file that asks for more fails the read with an error
+// naming the file, the offset, the record and the field, instead of
+// exhausting memory: a read takes at most about WithMaxAlloc plus 60 MB.
 func WithMaxAlloc(bytes int64) RecordOption {
 	return positiveOption("WithMaxAlloc", "allocation limit", bytes, func(o *readOptions) *int64 { return &o.maxAlloc })
 }
@@ -530,11 +534,14 @@ func WithSyncInterval(bytes int) WriteOption {
 // WithMaxBlockSize bounds the blocks of the files (their serialized
 // records, and those compressed), by default container.DefaultMaxAlloc:
 // the largest block Read, with its default WithMaxAlloc, reads. So what
-// Write writes with its defaults, Read reads with its defaults: a record
-// that would take a block past the bound ends the block first, and a
-// record that alone serializes to more fails the write naming it and its
-// size (as a record the schema cannot hold does: see "When a write
-// fails"). Raise it together with the readers' WithMaxAlloc.
+// Write writes with its defaults, Read reads with its defaults (but for a
+// single record whose decoding Read estimates over WithMaxAlloc: a string
+// or bytes value over about half of it, which costs its size twice, read
+// and encoded): a record that would take a block past the bound ends the
+// block first, and a record that alone serializes to more fails the
+// write naming it and its size (as a record the schema cannot hold does:
+// see "When a write fails"). Raise it together with the readers'
+// WithMaxAlloc.
 func WithMaxBlockSize(bytes int64) WriteOption {
 	return fileOption(fmt.Sprintf("WithMaxBlockSize(%d)", bytes), func(o *writeOptions) { o.maxBlock = bytes })
 }
@@ -561,9 +568,11 @@ func WithTempDirectory(dir string) WriteOption {
 }
 
 // WithStaleTempAge sets how long the temporary directory of another write
-// beside this one's must have gone unmodified before this write takes it
-// for the debris of a write that is no longer running and removes it
-// (see "When a write fails"): DefaultStaleTempAge (7 days) unless given.
+// beside this one's, when it holds no lease, must have gone unmodified
+// before this write takes it for the debris of a write that is no longer
+// running and removes it (see "When a write fails"; a directory with a
+// lease goes as soon as the lease is released, or 5 minutes after it was
+// last renewed): DefaultStaleTempAge (7 days) unless given.
 // It must be positive; set it below the longest a write of yours may run
 // between two of its steps and a live write's files may be removed (it
 // then fails, naming the file).

@@ -174,6 +174,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case []byte:
 		return appendString(append(b, tagBytes), string(x)), nil
 	case []any:
+		if len(x) > bigCollection {
+			b = slices.Grow(b, encodedSize(x))
+		}
 		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
 		for _, e := range x {
 			if b, err = appendValue(b, e); err != nil {
@@ -186,6 +189,12 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case map[string]any:
 		var kb [16]string
 		keys := kb[:0]
+		if len(x) > len(kb) {
+			keys = make([]string, 0, len(x))
+		}
+		if len(x) > bigCollection {
+			b = slices.Grow(b, encodedSize(x))
+		}
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -236,6 +245,59 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("avroio: a Record cannot hold a value of type %T", v)
+}
+
+// bigCollection is the size from which the coder sizes a list or map's
+// encoding before writing it: appending grows the buffer by a quarter at
+// a time, which for a map of a million entries allocated 5 times its
+// encoding (the estimate of what a read allocates, container's budget.go,
+// counts one encoding).
+const bigCollection = 1024
+
+// encodedSize is the length of v's encoding by appendValue, or more.
+func encodedSize(v any) int {
+	const varint = binary.MaxVarintLen64
+	switch x := v.(type) {
+	case nil, bool:
+		return 1
+	case int, int32, int64, time.Duration:
+		return 1 + varint
+	case float32:
+		return 5
+	case float64:
+		return 9
+	case string:
+		return 1 + varint + len(x)
+	case []byte:
+		return 1 + varint + len(x)
+	case []any:
+		n := 1 + varint
+		for _, e := range x {
+			n += encodedSize(e)
+		}
+		return n
+	case Record:
+		return encodedSize(map[string]any(x))
+	case map[string]any:
+		n := 1 + varint
+		for k, e := range x {
+			n += varint + len(k) + encodedSize(e)
+		}
+		return n
+	case *big.Rat:
+		if x == nil {
+			return 1
+		}
+		return 1 + varint + 2 + (x.Num().BitLen()+x.Denom().BitLen())*3/10 + 2
+	case time.Time:
+		return 1 + 3*varint + 1
+	case avro.LogicalDuration:
+		return 13
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array {
+		return 1 + varint + rv.Len()
+	}
+	return 16
 }
 
 // maxDepth bounds the nesting the Record coder follows: above what any

@@ -43,8 +43,8 @@ type writeConfig struct {
 	// TempDir is the write's temporary directory, ending in "/".
 	TempDir string
 	// StaleTempAge is WithStaleTempAge: how old the newest file of
-	// another write's temporary directory must be for this write to
-	// remove it (write_temp.go).
+	// another write's temporary directory without a lease must be for
+	// this write to remove it (write_temp.go).
 	StaleTempAge time.Duration
 	// Namespace is the Beam metrics namespace (WithMetricsNamespace).
 	Namespace string
@@ -187,25 +187,37 @@ type fileResult struct {
 // step anyway (Prism), commits the others' files when the failure is the
 // filesystem's or another DoFn's of the bundle's stage.
 //
-// A job that fails in another DoFn of a writing bundle's stage (a step
-// before Write returning an error) and runs no finalize step leaves the
-// bundle's temporary files and Begin's marker: Beam Go calls no method of
-// a DoFn whose bundle failed elsewhere, and tells no other step. A later
-// non-windowed Write whose temporary directory is in the same directory
-// (the prefix's, or the same WithTempDirectory) removes them, in its
-// finalize step, by this rule: every directory named
-// .temp-sdfio-<id>/ there (or .temp-sdfio-<id>-<id>/) but its own, whose
-// newest file was modified more than WithStaleTempAge ago (7 days by
-// default, DefaultStaleTempAge), files and all; nothing else. Several jobs
-// may write in one directory (on Dataflow, say): a running write changes
-// its directory whenever one of its bundles finishes, so a week without a
-// change is a write that ended; one that did run that long between two
-// bundles finds its files gone and fails naming them, rather than writing
-// anything wrong. It counts in temp_files_removed, is logged (INFO, each
-// directory), and when it cannot run (a filesystem that cannot say when a
-// file was modified, a listing that fails) it is logged as a WARN and the
-// write goes on. Beam Java's WriteFiles leaves temporary files after a
-// failed pipeline.
+// A job that fails in another step leaves what its write made so far: a
+// failure in another DoFn of a writing bundle's stage (a step before
+// Write returning an error, fused with it) leaves the bundle's temporary
+// file, Begin's marker and the write's lease; one in a stage before the
+// writing one (a step before a Reshuffle, say), Begin's marker and the
+// lease. Beam Go calls no method of a DoFn whose bundle failed elsewhere,
+// and tells no other step. The next non-windowed Write whose temporary
+// directory is in the same directory (the prefix's, or the same
+// WithTempDirectory) removes them, in its Begin step (runner sharding)
+// and in its finalize step, as soon as no running write owns them, by
+// this rule: every directory named .temp-sdfio-<id>/ there (or
+// .temp-sdfio-<id>-<id>/) but its own, files and all, nothing else, whose
+// write is no longer running. A runner-sharded write holds a lease, a
+// file its workers renew every 30 s while they run and release when the
+// runner stops them (a LOOPBACK or in-process worker, at the end of its
+// job, failed or not): a directory whose lease is released, or was not
+// renewed for 5 minutes (its workers were killed), is removed at once.
+// A directory without a lease (a write with WithNumShards, a windowed
+// write's, one whose own bundle failure removed its lease) is removed
+// once its newest file was modified more than WithStaleTempAge ago (7
+// days by default, DefaultStaleTempAge). Several jobs may write in one
+// directory (on Dataflow, say): a running write renews its lease, or,
+// without one, changes its directory whenever one of its bundles
+// finishes; one whose directory went all the same (every worker that
+// renews its lease gone while its job runs on) finds its files gone and
+// fails naming them, rather than writing anything wrong. The removal
+// counts in temp_files_removed, is logged (INFO, each directory), and
+// when it cannot run (a filesystem that cannot say when a file was
+// modified, a listing that fails) it is logged as a WARN and the write
+// goes on. Beam Java's WriteFiles leaves temporary files after a failed
+// pipeline.
 //
 // # Windowed writes
 //

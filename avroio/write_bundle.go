@@ -60,6 +60,8 @@ func touchWriteCounters(ctx context.Context, cfg writeConfig) {
 // (in another DoFn of its stage, since this one did not see it fail).
 func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(*string) bool, _ func(fileResult)) {
 	touchWriteCounters(ctx, fn.Config)
+	// This worker renews the write's lease from now on (write_lease.go).
+	holdLease(ctx, fn.Config.TempDir)
 	fn.failed = ""
 	if len(fn.files) > 0 {
 		fn.giveUp(ctx)
@@ -156,11 +158,16 @@ func (fn *writeBundleFn) dropFiles(ctx context.Context) {
 // only ever consulted when no bundle committed a file, which on a runner
 // that does not run the finalize step after a failure means the input was
 // empty and no attempt ran at all; so removing it cannot fail a write
-// that a retried attempt completes.
+// that a retried attempt completes. It removes the lease too, so that the
+// directory goes when its files do; a write whose bundle a runner retries
+// goes on without one (a directory without a lease is only removed by
+// another write after WithStaleTempAge).
 func (fn *writeBundleFn) giveUp(ctx context.Context) {
 	fn.dropFiles(ctx)
+	dropLease(fn.Config.TempDir)
 	if rm, ok := fn.fs.(filesystem.Remover); ok {
 		rm.Remove(ctx, fn.Config.TempDir+begunMarker)
+		rm.Remove(ctx, fn.Config.TempDir+leaseFile)
 	}
 	removeLocalDir(fn.Config.TempDir)
 }
@@ -184,7 +191,10 @@ const begunMarker = "begun"
 // bundle ran to say so. A bundle attempt that fails removes it (see
 // writeBundleFn.giveUp), so that a finalize step run after the failure
 // (Prism v2.77 and v2.78 do, now and then) does not take the lost records for an
-// empty input; the finalize step removes it on success.
+// empty input; the finalize step removes it on success. Before the marker
+// it makes the write's lease, which tells other writes beside it that
+// this one is running (write_lease.go); after it, it removes what writes
+// no longer running left beside it (write_temp.go).
 type beginFn struct {
 	Config writeConfig
 }
@@ -195,22 +205,39 @@ func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func(strin
 		return err
 	}
 	defer fs.Close()
-	path := fn.Config.TempDir + begunMarker
+	dir := fn.Config.TempDir
+	path := dir + begunMarker
 	if err := makeLocalDir(path); err != nil {
-		return fmt.Errorf("avroio.Write: making the temporary directory %s: %w", fn.Config.TempDir, err)
+		return fmt.Errorf("avroio.Write: making the temporary directory %s: %w", dir, err)
+	}
+	// The lease first: a directory with Begin's marker and no lease is
+	// never taken for a running write's by the faster rule.
+	if err := writeLease(ctx, dir, "", true); err != nil {
+		fn.undo(ctx, fs)
+		return fmt.Errorf("avroio.Write: writing %s: %w", dir+leaseFile, err)
 	}
 	w, err := fs.OpenWrite(ctx, path)
 	if err != nil {
-		removeLocalDir(fn.Config.TempDir)
+		fn.undo(ctx, fs)
 		return fmt.Errorf("avroio.Write: writing %s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {
-		if rm, ok := fs.(filesystem.Remover); ok {
-			rm.Remove(ctx, path)
-		}
-		removeLocalDir(fn.Config.TempDir)
+		fn.undo(ctx, fs)
 		return fmt.Errorf("avroio.Write: writing %s: %w", path, err)
 	}
+	holdLease(ctx, dir)
+	// What writes that died left beside this one goes now, whatever
+	// becomes of this write.
+	sweepStaleTempDirs(ctx, fs, fn.Config)
 	emit(path)
 	return nil
+}
+
+// undo removes what a failed Begin made.
+func (fn *beginFn) undo(ctx context.Context, fs filesystem.Interface) {
+	if rm, ok := fs.(filesystem.Remover); ok {
+		rm.Remove(ctx, fn.Config.TempDir+begunMarker)
+		rm.Remove(ctx, fn.Config.TempDir+leaseFile)
+	}
+	removeLocalDir(fn.Config.TempDir)
 }

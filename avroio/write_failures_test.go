@@ -432,3 +432,137 @@ func TestWriteUpstreamFailureLeftNothing(t *testing.T) {
 	}
 	t.Logf("%d runs: the failed job left a temporary directory in %d, the later write removed every one", runs, leftByFailure)
 }
+
+// deadRunRuns is how many times TestWriteDeadRunRemovedAtOnce runs each
+// case: SDFIO_DEAD_RUN_RUNS, else 20 (issue 37, item 17).
+func deadRunRuns(t *testing.T) int {
+	if v := os.Getenv("SDFIO_DEAD_RUN_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SDFIO_DEAD_RUN_RUNS=%q", v)
+		}
+		return n
+	}
+	return 20
+}
+
+// leasesUnder lists the lease files of temporary directories under dir,
+// with what each holds.
+func leasesUnder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range tempLeftovers(t, dir) {
+		if filepath.Base(p) == "lease" {
+			b, err := os.ReadFile(filepath.Join(dir, p))
+			if err == nil {
+				out[p] = string(b)
+			}
+		}
+	}
+	return out
+}
+
+// TestWriteDeadRunRemovedAtOnce (issue 37, item 17): a runner-sharded
+// Write whose job fails upstream, in a DoFn fused with the write (it
+// left .temp-sdfio-<id>/ with a temporary file and Begin's marker in
+// 16-19 of 20 runs) or before a Reshuffle (Begin's marker, 20 of 20),
+// leaves a directory that the next Write to the same prefix removes at
+// once, not a week later: the failed write's lease, which its worker
+// renewed, is released when Prism stops the worker, and a released lease
+// is a write no longer running. A write that may be running beside it (a
+// directory whose lease is fresh, not released) stays, and so does one
+// without a lease that is younger than WithStaleTempAge.
+//
+// On the code before, every run that left something fails: the second
+// write removed only what was a week old. 20 runs per case
+// (SDFIO_DEAD_RUN_RUNS changes it). Under -race the workers are processes
+// of their own (workertest.RunFailing), which Prism kills at the job's
+// end, so no lease is released: the test then ages the failed run's lease
+// past its 5 minutes, as a killed worker's lease would be by then.
+func TestWriteDeadRunRemovedAtOnce(t *testing.T) {
+	runs := deadRunRuns(t)
+	for _, tc := range []struct {
+		name  string
+		input func(s beam.Scope) beam.PCollection
+	}{
+		{"fused", func(s beam.Scope) beam.PCollection {
+			return beam.ParDo(s, &failAfterFn{N: 3000}, beam.Impulse(s))
+		}},
+		{"after a Reshuffle", func(s beam.Scope) beam.PCollection {
+			return beam.Reshuffle(s, beam.ParDo(s, &failAfterFn{N: 3000}, beam.Impulse(s)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			left := 0
+			for i := 0; i < runs; i++ {
+				dir := t.TempDir()
+				prefix := filepath.Join(dir, "out/part")
+				p, s := beam.NewPipelineWithRoot()
+				avroio.Write(s, prefix, eventSchema, tc.input(s))
+				err := workertest.RunFailing(t, p)
+				if err == nil || !strings.Contains(err.Error(), errUpstream.Error()) && !strings.Contains(err.Error(), "no file was committed") {
+					t.Fatalf("run %d: pipeline error %v, want %q", i, err, errUpstream)
+				}
+				dead := tempLeftovers(t, dir)
+				if len(dead) > 0 {
+					left++
+				}
+				if workertest.RaceEnabled {
+					// Killed workers release nothing: their leases age.
+					for p := range leasesUnder(t, dir) {
+						then := time.Now().Add(-6 * time.Minute)
+						os.Chtimes(filepath.Join(dir, p), then, then)
+					}
+				} else {
+					// Prism stops the job's worker once the job failed,
+					// which may come after Run returns.
+					deadline := time.Now().Add(time.Minute)
+					for {
+						held := 0
+						for _, content := range leasesUnder(t, dir) {
+							if content != "released" {
+								held++
+							}
+						}
+						if held == 0 {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("run %d: the failed run's lease was not released a minute after the job failed: %v", i, leasesUnder(t, dir))
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+				}
+				// A write that may be running beside it: a fresh lease
+				// (and a temporary file), and one without a lease.
+				running := filepath.Join(dir, "out", ".temp-sdfio-"+strings.Repeat("cd", 16))
+				young := filepath.Join(dir, "out", ".temp-sdfio-"+strings.Repeat("ef", 16))
+				for _, f := range []string{filepath.Join(running, "lease"), filepath.Join(running, "begun"), filepath.Join(running, strings.Repeat("12", 16)), filepath.Join(young, "begun")} {
+					if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(f, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+
+				p, s = beam.NewPipelineWithRoot()
+				avroio.Write(s, prefix, eventSchema, events(s, 0, 100))
+				runWritePipeline(t, p)
+				checkEvents(t, []string{prefix + "-00000-of-00001"}, 100)
+				r, y := "/out/"+filepath.Base(running), "/out/"+filepath.Base(young)
+				want := []string{r, r + "/" + strings.Repeat("12", 16), r + "/begun", r + "/lease", y, y + "/begun"}
+				if got := tempLeftovers(t, dir); !slices.Equal(got, want) {
+					t.Errorf("run %d: the failed run left %v; after the next write, left %v, want only %v", i, dead, got, want)
+				}
+				if names := dirNames(t, filepath.Join(dir, "out")); len(names) != 3 {
+					t.Errorf("run %d: out/ holds %v, want the file and the two live directories", i, names)
+				}
+			}
+			t.Logf("%d runs: the failed job left a temporary directory in %d, the next write removed every one", runs, left)
+			if runs >= 10 && left == 0 {
+				t.Errorf("no run left anything: the case no longer shows what it tests")
+			}
+		})
+	}
+}

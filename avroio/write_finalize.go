@@ -117,8 +117,11 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 			return st, err
 		case retried:
 			// A finalize step retried after it wrote the file and
-			// removed the marker.
+			// removed the marker (and, maybe, not the lease).
 			st.files = finals
+			if err := removeLease(ctx, fs, cfg); err != nil {
+				return st, err
+			}
 			removeLocalDir(cfg.TempDir)
 			return st, nil
 		case why != "":
@@ -226,8 +229,8 @@ func refused(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st f
 
 // commitMoves renames each temporary file moves[i] to finals[i], then
 // removes what is left in the temporary directory (the files of failed
-// or retried attempts, and Begin's marker) and the directory. A rename
-// found done (a retried finalize step) is skipped.
+// or retried attempts, Begin's marker, and the lease) and the directory.
+// A rename found done (a retried finalize step) is skipped.
 func commitMoves(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st finalizeStats, moves, finals []string) (finalizeStats, error) {
 	marker := cfg.TempDir + begunMarker
 	for i, m := range moves {
@@ -246,7 +249,8 @@ func commitMoves(ctx context.Context, fs filesystem.Interface, cfg writeConfig, 
 	}
 	st.files = finals
 	// What is left are the files of failed or retried bundle attempts,
-	// and (last, see the retried case above) Begin's marker.
+	// and (last, see the retried case above) Begin's marker, then the
+	// lease.
 	left, err := tempFiles(ctx, fs, cfg)
 	if err != nil {
 		return st, err
@@ -259,8 +263,22 @@ func commitMoves(ctx context.Context, fs filesystem.Interface, cfg writeConfig, 
 			return st, err
 		}
 	}
+	if err := removeLease(ctx, fs, cfg); err != nil {
+		return st, err
+	}
 	removeLocalDir(cfg.TempDir)
 	return st, nil
+}
+
+// removeLease stops this process's renewal of the write's lease and
+// removes it: the write is over.
+func removeLease(ctx context.Context, fs filesystem.Interface, cfg writeConfig) error {
+	dropLease(cfg.TempDir)
+	lease := cfg.TempDir + leaseFile
+	if _, err := fs.Size(ctx, lease); err != nil {
+		return nil
+	}
+	return removeAll(ctx, fs, cfg, []string{lease}, nil)
 }
 
 // failWrite removes everything in the temporary directory of a write that
@@ -268,6 +286,7 @@ func commitMoves(ctx context.Context, fs filesystem.Interface, cfg writeConfig, 
 // marker), and the directory, and returns err: nothing of the write is
 // left, and no final file was made.
 func failWrite(ctx context.Context, fs filesystem.Interface, cfg writeConfig, st finalizeStats, err error) (finalizeStats, error) {
+	dropLease(cfg.TempDir)
 	left, lerr := fs.List(ctx, cfg.TempDir+"*")
 	if lerr == nil {
 		lerr = removeAll(ctx, fs, cfg, left, &st.removed)

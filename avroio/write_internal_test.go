@@ -601,3 +601,156 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 		}
 	})
 }
+
+// TestTempDirLeases (issue 37, item 17): a temporary directory that holds
+// a lease is removed by a write beside it as soon as the lease is released
+// or went leaseTTL without renewal, whatever the age of its other files;
+// one whose lease is fresh stays, even with files older than
+// WithStaleTempAge; one without a lease keeps the age rule. On the local
+// filesystem and on memfs (an object store: the lease rewritten, not
+// touched).
+func TestTempDirLeases(t *testing.T) {
+	id := func(c string) string { return strings.Repeat(c, 32) }
+	now := time.Now()
+	t.Run("local", func(t *testing.T) {
+		dir := t.TempDir() + "/"
+		cfg := writeConfig{Prefix: dir + "part", TempDir: dir + ".temp-sdfio-" + id("0") + "/", StaleTempAge: 7 * 24 * time.Hour}
+		type file struct {
+			content string
+			at      time.Time
+		}
+		old := now.Add(-8 * 24 * time.Hour)
+		files := map[string]file{
+			".temp-sdfio-" + id("a") + "/lease":      {"released", now}, // released: dead
+			".temp-sdfio-" + id("a") + "/begun":      {"", now},
+			".temp-sdfio-" + id("a") + "/" + id("1"): {"x", now},
+			".temp-sdfio-" + id("b") + "/lease":      {"", now.Add(-leaseTTL - time.Minute)}, // not renewed: dead
+			".temp-sdfio-" + id("b") + "/begun":      {"", now},
+			".temp-sdfio-" + id("c") + "/lease":      {"", now.Add(-time.Minute)}, // renewed: running
+			".temp-sdfio-" + id("c") + "/begun":      {"", old},
+			".temp-sdfio-" + id("d") + "/begun":      {"", now}, // no lease, young: running
+		}
+		for name, f := range files {
+			p := dir + name
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(f.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(p, f.at, f.at)
+		}
+		fs, err := openTempFS(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := removeStaleTempDirs(context.Background(), fs, cfg, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{dir + ".temp-sdfio-" + id("a") + "/", dir + ".temp-sdfio-" + id("b") + "/"}
+		if sw.removed != 5 || !reflect.DeepEqual(sw.dirs, want) {
+			t.Errorf("removed %d files, directories %v; want 5, %v", sw.removed, sw.dirs, want)
+		}
+		for name := range files {
+			_, err := os.Stat(dir + name)
+			gone := strings.Contains(name, id("a")) || strings.Contains(name, id("b"))
+			if gone != (err != nil) {
+				t.Errorf("%s: gone %v, want %v", name, err != nil, gone)
+			}
+		}
+		for _, d := range want {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("directory %s is still there", d)
+			}
+		}
+	})
+	t.Run("memfs", func(t *testing.T) {
+		ctx := context.Background()
+		fs, err := filesystem.New(ctx, "memfs://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := "memfs://lease-" + id("8")[:8] + "/"
+		cfg := writeConfig{Prefix: base + "part", TempDir: base + ".temp-sdfio-" + id("0") + "/", StaleTempAge: time.Hour}
+		held, released := base+".temp-sdfio-"+id("a")+"/", base+".temp-sdfio-"+id("b")+"/"
+		for _, d := range []string{held, released} {
+			if err := writeLease(ctx, d, "", true); err != nil {
+				t.Fatal(err)
+			}
+			w, _ := fs.OpenWrite(ctx, d+begunMarker)
+			w.Close()
+		}
+		// A release (and a renewal) rewrites a lease that is there, and
+		// makes none that is not.
+		if err := writeLease(ctx, released, leaseReleased, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeLease(ctx, base+".temp-sdfio-"+id("c")+"/", leaseReleased, false); err == nil {
+			t.Fatal("a release made a lease that was not there")
+		}
+		sw, err := removeStaleTempDirs(ctx, fs, cfg, time.Now())
+		if err != nil || sw.removed != 2 || len(sw.dirs) != 1 || sw.dirs[0] != released {
+			t.Fatalf("released: %+v, %v", sw, err)
+		}
+		// The held lease goes once leaseTTL passed without renewal.
+		sw, err = removeStaleTempDirs(ctx, fs, cfg, time.Now().Add(leaseTTL+time.Minute))
+		if err != nil || sw.removed != 2 || len(sw.dirs) != 1 || sw.dirs[0] != held {
+			t.Fatalf("not renewed: %+v, %v", sw, err)
+		}
+		if left, _ := fs.List(ctx, base+"*"); len(left) != 0 {
+			t.Errorf("left %v", left)
+		}
+	})
+	t.Run("renewal", func(t *testing.T) {
+		dir := t.TempDir() + "/.temp-sdfio-" + id("e") + "/"
+		os.MkdirAll(dir, 0o755)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := writeLease(ctx, dir, "", true); err != nil {
+			t.Fatal(err)
+		}
+		stale := time.Now().Add(-time.Hour)
+		os.Chtimes(dir+leaseFile, stale, stale)
+		waitFor := func(what string, ok func() bool) {
+			t.Helper()
+			for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not within 30 s", what)
+				}
+			}
+		}
+		holdLeaseEvery(ctx, dir, 10*time.Millisecond)
+		waitFor("renewed", func() bool {
+			fi, err := os.Stat(dir + leaseFile)
+			return err == nil && time.Since(fi.ModTime()) < time.Minute
+		})
+		// The worker stops: the lease is released.
+		cancel()
+		waitFor("released", func() bool {
+			b, _ := os.ReadFile(dir + leaseFile)
+			return string(b) == leaseReleased
+		})
+		// A lease that is gone is never made again, and its renewal ends.
+		os.Remove(dir + leaseFile)
+		holdLeaseEvery(context.Background(), dir, 10*time.Millisecond)
+		waitFor("renewal ended", func() bool {
+			renewalsMu.Lock()
+			defer renewalsMu.Unlock()
+			return renewals[dir] == nil
+		})
+		if _, err := os.Stat(dir + leaseFile); err == nil {
+			t.Fatal("a renewal made the lease again")
+		}
+		// dropLease stops a renewal at once.
+		writeLease(context.Background(), dir, "", true)
+		holdLeaseEvery(context.Background(), dir, time.Hour)
+		dropLease(dir)
+		renewalsMu.Lock()
+		r := renewals[dir]
+		renewalsMu.Unlock()
+		if r != nil {
+			t.Error("a renewal after dropLease")
+		}
+	})
+}

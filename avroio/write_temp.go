@@ -5,11 +5,13 @@ package avroio
 // writes no longer running left.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -108,16 +110,16 @@ func closeFS(fs filesystem.Interface) error {
 }
 
 // tempFiles lists the files in the temporary directory other than Begin's
-// marker.
+// marker and the lease.
 func tempFiles(ctx context.Context, fs filesystem.Interface, cfg writeConfig) ([]string, error) {
 	all, err := fs.List(ctx, cfg.TempDir+"*")
 	if err != nil {
 		return nil, fmt.Errorf("avroio.Write: listing the temporary directory %s: %w", cfg.TempDir, err)
 	}
-	marker := cfg.TempDir + begunMarker
+	marker, lease := cfg.TempDir+begunMarker, cfg.TempDir+leaseFile
 	left := all[:0]
 	for _, p := range all {
-		if p != marker {
+		if p != marker && p != lease {
 			left = append(left, p)
 		}
 	}
@@ -167,31 +169,43 @@ func removeLocalDir(dir string) {
 
 // Temporary directories of writes that are no longer running.
 //
-// A write whose job fails in another step of a writing bundle's stage
-// (a DoFn before Write that returns an error, say) cannot remove what the
-// failed bundle attempt wrote: Beam Go's harness drops the bundle's plan
-// without calling any method of its DoFns (harness.go, handleInstruction),
-// and the runner tells no other step. When the job goes on (a runner
-// retries the bundle), the finalize step removes the attempt's files with
-// every other leftover; when the job fails, they stay. A later write beside
-// them removes them instead, by this rule: a directory named
+// A write whose job fails in another step (a DoFn before Write that
+// returns an error, in the writing bundle's stage or in a stage of its
+// own) cannot remove what it left: Beam Go's harness drops a failed
+// bundle's plan without calling any method of its DoFns (harness.go,
+// handleInstruction), and the runner tells no other step. In the writing
+// stage that leaves the attempt's temporary file, Begin's marker and the
+// lease; in a stage before it, Begin's marker and the lease. When the job
+// goes on (a runner retries the bundle), the finalize step removes the
+// attempt's files with every other leftover; when the job fails, they
+// stay. A later write beside them removes them instead: a directory named
 // .temp-sdfio-<id>/ (or .temp-sdfio-<id>-<id>/, a windowed write's) in
-// the directory where this write makes its own, other than its own, whose
-// newest file was last modified more than StaleTempAge ago (7 days by
-// default), is a write that is no longer running, and its files and the
-// directory are removed. Removing nothing else (no final file, nothing
-// named otherwise) keeps it safe where several jobs write beside each
-// other, as on Dataflow: a running write adds or changes a file of its
-// directory as its bundles finish, and one that went StaleTempAge without
-// doing so and lost its directory fails, naming the missing file (a
-// rename of a temporary file that is gone, or Begin's marker), rather
-// than writing anything wrong. The age is that of the files themselves
-// (the filesystem's LastModified), so workers' clocks do not matter
-// beyond the time this one compares with.
+// the directory where this write makes its own, other than its own, is a
+// write that is no longer running, and its files and the directory are
+// removed, when
+//
+//   - it holds a lease (write_lease.go) that is released (its workers were
+//     stopped: the job ended) or was not renewed for leaseTTL (5 minutes:
+//     its workers were killed);
+//   - it holds no lease and its newest file was last modified more than
+//     StaleTempAge ago (7 days by default).
+//
+// Removing nothing else (no final file, nothing named otherwise) keeps it
+// safe where several jobs write beside each other, as on Dataflow: a
+// running write renews its lease (or, without one, adds or changes a file
+// of its directory as its bundles finish), and one whose directory was
+// removed all the same (every worker that renews its lease gone while
+// the job runs on, or a lease-less write that went StaleTempAge without a
+// change) fails, naming the missing file (a rename of a temporary file
+// that is gone, or Begin's marker), rather than writing anything wrong.
+// The age is that of the files themselves (the filesystem's
+// LastModified), so workers' clocks do not matter beyond the time this
+// one compares with.
 
 // DefaultStaleTempAge is how long another write's temporary directory
-// must have gone unmodified for a write to remove it (WithStaleTempAge):
-// longer than a batch write runs between two of its bundles committing.
+// without a lease must have gone unmodified for a write to remove it
+// (WithStaleTempAge): longer than a batch write runs between two of its
+// bundles committing.
 const DefaultStaleTempAge = 7 * 24 * time.Hour
 
 // tempDirPrefix starts the name of every write's temporary directory.
@@ -233,38 +247,39 @@ func removeStaleTempDirs(ctx context.Context, fs filesystem.Interface, cfg write
 	if err != nil {
 		return sw, fmt.Errorf("avroio.Write: listing the temporary directories in %s: %w", base, err)
 	}
-	dirs := map[string][]string{} // the files of stale directories so far
-	fresh := map[string]bool{}    // directories of writes that may be running
+	files := map[string][]string{} // by directory
 	for _, p := range paths {
 		rest, ok := strings.CutPrefix(p, base)
 		if !ok {
 			continue
 		}
 		name, _, _ := strings.Cut(rest, "/")
-		if !isTempDirName(name) || base+name == own || fresh[base+name] {
-			continue // a directory with a fresh file needs no more asking
-		}
-		t, err := lm.LastModified(ctx, p)
-		if err != nil {
-			if _, serr := fs.Size(ctx, p); serr != nil {
-				continue // removed since it was listed
-			}
-			return sw, fmt.Errorf("avroio.Write: when was %s modified: %w", p, err)
-		}
-		if now.Sub(t) <= age {
-			fresh[base+name] = true
-			delete(dirs, base+name)
+		if !isTempDirName(name) || base+name == own {
 			continue
 		}
-		dirs[base+name] = append(dirs[base+name], p)
+		files[base+name] = append(files[base+name], p)
 	}
-	names := make([]string, 0, len(dirs))
-	for name := range dirs {
+	names := make([]string, 0, len(files))
+	for name := range files {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if err := removeAll(ctx, fs, cfg, dirs[name], &sw.removed); err != nil {
+		dead, err := deadTempDir(ctx, fs, lm, name, files[name], now, age)
+		if err != nil {
+			return sw, err
+		}
+		if !dead {
+			continue
+		}
+		// The lease last: a removal that fails part way leaves a
+		// directory that the next write still takes for dead.
+		lease := name + "/" + leaseFile
+		paths := slices.DeleteFunc(slices.Clone(files[name]), func(p string) bool { return p == lease })
+		if len(paths) < len(files[name]) {
+			paths = append(paths, lease)
+		}
+		if err := removeAll(ctx, fs, cfg, paths, &sw.removed); err != nil {
 			return sw, err
 		}
 		removeLocalDir(name + "/")
@@ -287,17 +302,45 @@ func removeStaleTempDirs(ctx context.Context, fs filesystem.Interface, cfg write
 	return sw, nil
 }
 
-// sweepStaleTempDirs runs removeStaleTempDirs for a finalize step, which
-// counts the files removed in temp_files_removed and logs the directories.
-// Its failure does not fail the write, whose own files are committed by
-// then: it is logged, and the next write tries again.
+// deadTempDir reports whether the temporary directory dir, holding the
+// files paths, is that of a write no longer running (see above).
+func deadTempDir(ctx context.Context, fs filesystem.Interface, lm filesystem.LastModifiedGetter, dir string, paths []string, now time.Time, age time.Duration) (bool, error) {
+	lease := dir + "/" + leaseFile
+	if slices.Contains(paths, lease) {
+		alive, gone, err := leaseAlive(ctx, fs, lm, lease, now)
+		if err != nil || gone {
+			// Gone since it was listed: its write finished, or removed
+			// it; the next write looks again.
+			return false, err
+		}
+		return !alive, nil
+	}
+	for _, p := range paths {
+		t, err := lm.LastModified(ctx, p)
+		if err != nil {
+			if _, serr := fs.Size(ctx, p); serr != nil {
+				continue // removed since it was listed
+			}
+			return false, fmt.Errorf("avroio.Write: when was %s modified: %w", p, err)
+		}
+		if now.Sub(t) <= age {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// sweepStaleTempDirs runs removeStaleTempDirs for Begin and the finalize
+// step, counting the files removed in temp_files_removed and logging the
+// directories. Its failure does not fail the write: it is logged, and the
+// next write tries again.
 func sweepStaleTempDirs(ctx context.Context, fs filesystem.Interface, cfg writeConfig) {
 	sw, err := removeStaleTempDirs(ctx, fs, cfg, time.Now())
 	if sw.removed > 0 {
 		cfg.counter("temp_files_removed").Inc(ctx, int64(sw.removed))
 	}
 	if len(sw.dirs) > 0 {
-		log.Infof(ctx, "avroio.Write to %s: removed %d temporary directories of writes no longer running (nothing modified in them for %v), %d files: %s", cfg.Prefix, len(sw.dirs), cfg.StaleTempAge, sw.removed, strings.Join(sw.dirs, ", "))
+		log.Infof(ctx, "avroio.Write to %s: removed %d temporary directories of writes no longer running (a lease released or not renewed for %v, or, without one, nothing modified for %v), %d files: %s", cfg.Prefix, len(sw.dirs), leaseTTL, cmp.Or(cfg.StaleTempAge, DefaultStaleTempAge), sw.removed, strings.Join(sw.dirs, ", "))
 	}
 	if err != nil {
 		log.Warnf(ctx, "avroio.Write to %s: removing the temporary directories of writes no longer running: %v", cfg.Prefix, err)

@@ -586,9 +586,9 @@ func TestWriteLeavesNoAttemptBehind(t *testing.T) {
 		t.Errorf("bundles/ holds %v, want 1 file only", got)
 	}
 	// 4 shard files + 1 bundle file + the runner-sharded write's marker
-	// (see beginFn), each with 2 leftovers.
-	if got := writeMetric(t, res, "temp_files_removed"); got != 12 {
-		t.Errorf("temp_files_removed = %d, want 12", got)
+	// and lease (see beginFn), each with 2 leftovers.
+	if got := writeMetric(t, res, "temp_files_removed"); got != 14 {
+		t.Errorf("temp_files_removed = %d, want 14", got)
 	}
 }
 

@@ -111,7 +111,7 @@ func TestDecodeAheadBoundedByBytes(t *testing.T) {
 	path := boolArraysFile(t, blocks, perBlock, items)
 	heap, held := aheadPeak(t, path, maxAlloc, blocks*perBlock, 100)
 	budget := aheadBudget(maxAlloc)
-	perRecord := int64(items) * 16 // a []any of items
+	perRecord := int64(items) * (genericListItem + encCost) // the estimate of a []any of items
 	t.Logf("%d blocks of %d records of %d booleans, MaxAlloc %d: peak live heap %.1f MiB above the base, peak held ahead (estimated) %.1f MiB, budget %.1f MiB",
 		blocks, perBlock, items, maxAlloc, float64(heap)/(1<<20), float64(held)/(1<<20), float64(budget)/(1<<20))
 	if held < budget || held > budget+2*perRecord+4096 {

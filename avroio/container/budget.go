@@ -15,7 +15,9 @@ import (
 // takes 60 MB per value. The reader therefore estimates, before decoding a
 // block, what each of its records will allocate, and refuses a record
 // whose estimate exceeds MaxAlloc (ErrLimit) before allocating anything
-// for it.
+// for it: the walk (validate.go) adds each value's cost as it meets it
+// and fails at the value that takes the record over, naming its field; a
+// collection's entries are charged as its count is read.
 //
 // The estimate adds, for every value of the datum, what the Go value takes
 // where it is held (its slot: a struct field, a slice element, a map
@@ -83,12 +85,67 @@ func satMul(x, y int64) int64 {
 
 // Generic values: every value is an interface (16 bytes) whose numbers,
 // strings, times and lists are boxed; records and maps are Go maps.
+//
+// Go's maps (swiss tables, Go 1.24 on) cost far more than their entries:
+// a map of up to 8 entries is a 48-byte header and one group of 8 slots
+// and a control word (336 bytes for map[string]any, made for 1 entry or
+// 8); a larger one is a directory of tables of up to 1024 slots, split
+// when 7/8 full, each rounded up to whole pages. Measured on Go 1.26,
+// filling a map[string]any from a hint of 64 allocates 105-168 bytes per
+// entry (the tables it outgrew included; 52-84 live), 111 for a
+// map[string]int64: genericMapEntry and mapEntryCost bound that. A []any
+// grown by append allocates about 5.5 times its final 16 bytes per item
+// (88 per item for a million). What decoding allocates, garbage
+// included, bounds the heap it can make the process take, whatever the
+// collector does: the estimate bounds allocation, not what stays live.
+//
+// In a pipeline a record is also encoded by its PCollection's coder:
+// Beam Go samples element sizes by encoding the first elements of every
+// bundle and about one in ten after. The Record coder writes each value
+// with a tag byte, each record's field names, and sorts each map's keys
+// (a 16-byte string header per key): encCost bounds that per value.
 const (
-	ifaceSize    = 16
-	mapHeader    = 48 // a Go map's header and first table
-	mapEntry     = 48 // a map entry: key and value slots, control word, load
-	wrappedUnion = mapHeader + mapEntry
+	ifaceSize       = 16
+	mapHeader       = 48  // a Go map's header
+	smallMap        = 336 // a map[string]any of at most 8 entries: header and one group
+	genericMapEntry = 172 // an entry of a map[string]any grown from a hint of 64, growth included
+	genericListItem = 88  // an item of a []any grown by append, growth included
+	// encCost is what the Record coder writes for a value beside its
+	// content: a tag and a length or varint of up to 10 bytes.
+	encCost = 11
+	// keyEncCost is what the coder takes per map entry beside the key's
+	// bytes: the sorted key's string header and its length prefix.
+	keyEncCost = 16 + 10
+	// wrappedUnion is a branch wrapped in a one-key map, and the coder's
+	// key and tag for it.
+	wrappedUnion = smallMap + encCost + 64
 )
+
+// mapEntryCost is what an entry of a Go map whose key and value slots
+// take slot bytes together allocates, growth included: the measured
+// 168 bytes of a map[string]any (32-byte slots) scaled by the group's
+// size.
+func mapEntryCost(slot int64) int64 { return (slot + 1) * 21 / 4 }
+
+// hintedMapCost is what a Go map made for n entries (of slot bytes each)
+// and filled with them allocates: a small map up to 8, else a table of
+// a power of two of slots over n*8/7, in groups of 8 slots and a control
+// word, rounded up to the allocator's size classes (at most a quarter).
+func hintedMapCost(n int, slot int64) int64 {
+	group := 8 + 8*slot
+	if n <= 8 {
+		return mapHeader + group + group/8
+	}
+	slots := int64(8)
+	for slots*7 < int64(n)*8 {
+		slots *= 2
+	}
+	return mapHeader + 64 + (slots/8)*group*5/4
+}
+
+// keyPerByte is what a map key's byte costs: copied out of the block,
+// and again by the coder.
+const keyPerByte = 2
 
 // setCosts fills in every node's costs and the root's bounds.
 func setCosts(info *schemaInfo, all []*vnode) {
@@ -118,20 +175,28 @@ func setCosts(info *schemaInfo, all []*vnode) {
 func genericCost(n *vnode) nodeCost {
 	c := nodeCost{slot: ifaceSize}
 	switch n.typ {
+	case avro.Null, avro.Boolean:
+		c.fixed = encCost
 	case avro.Int, avro.Long, avro.Float, avro.Double:
-		c.fixed = 8 // boxed
+		c.fixed = 8 + encCost // boxed
+	case avro.Enum:
+		c.fixed = encCost + 64 // its symbol, written by the coder
 	case avro.String:
-		c.fixed, c.perByte = ifaceSize, 1
+		// The bytes copied out of the block, and again by the coder.
+		c.fixed, c.perByte = ifaceSize+encCost, 2
 	case avro.Bytes:
-		c.fixed, c.perByte = 24, 1
+		c.fixed, c.perByte = 24+encCost, 2
 	case avro.Fixed:
-		c.fixed = int64(n.size)
+		c.fixed = 2*int64(n.size) + encCost
 	case avro.Array:
-		c.fixed, c.perItem = 24, ifaceSize
+		c.fixed, c.perItem = 24+encCost, genericListItem
 	case avro.Map:
-		c.fixed, c.perItem = mapHeader, mapEntry
+		c.fixed, c.perItem = smallMap+encCost, genericMapEntry+keyEncCost
 	case avro.Record, avro.Error:
-		c.fixed = mapHeader + mapEntry*int64(len(n.subs))
+		c.fixed = hintedMapCost(len(n.subs), 2*ifaceSize) + encCost
+		for _, name := range n.names {
+			c.fixed += keyEncCost + int64(len(name))
+		}
 	case avro.Union:
 		nonNull := 0
 		for _, b := range n.subs {
@@ -166,15 +231,19 @@ func typedCost(n *vnode) nodeCost {
 	case avro.Long, avro.Double, avro.Enum:
 		c.slot = 8
 	case avro.String:
-		c.slot, c.perByte = 16, 1
+		// The bytes copied out of the block, and again by a coder in a
+		// pipeline.
+		c.slot, c.perByte = 16, 2
 	case avro.Bytes:
-		c.slot, c.perByte = 24, 1
+		c.slot, c.perByte = 24, 2
 	case avro.Fixed:
-		c.slot = int64(n.size)
+		c.slot, c.fixed = int64(n.size), int64(n.size)
 	case avro.Array:
-		c.slot, c.perItem = 24, n.sub.cost[profileTyped].slot
+		// hamba/avro grows a slice block by block, to at most twice
+		// what it needs: the items' slots up to three times over.
+		c.slot, c.perItem = 24, 3*n.sub.cost[profileTyped].slot
 	case avro.Map:
-		c.slot, c.fixed, c.perItem = 8, mapHeader, 16+8+n.sub.cost[profileTyped].slot
+		c.slot, c.fixed, c.perItem = 8, mapHeader, mapEntryCost(16+n.sub.cost[profileTyped].slot)+keyEncCost
 	case avro.Record, avro.Error:
 		for _, f := range n.subs {
 			c.slot = satAdd(c.slot, f.cost[profileTyped].slot)
@@ -227,7 +296,7 @@ func bounds(info *schemaInfo, p profile) costBound {
 			}
 			b.b = satAdd(satAdd(c.perItem, ib.a), ib.b)
 			if n.typ == avro.Map {
-				b.b = satAdd(b.b, 1) // the key's bytes
+				b.b = satAdd(b.b, keyPerByte) // the key's bytes
 			}
 			b.unbounded = ib.unbounded
 		case avro.Union:

@@ -69,9 +69,10 @@ func collection(n int) []byte {
 // only the block's bytes. A 6 KB deflate block of 7 M booleans (16 bytes
 // each in a []any) or of a 2 M-entry map of nulls (a Go map entry each)
 // took gigabytes at full scale (60 M booleans: 2.77 GB); 40 fixed of 60
-// MB took 1.3 GB. Each is refused (ErrLimit, naming the record and the
-// limit) with the heap's peak within about MaxAlloc of where it was; a
-// million booleans into a []bool, a byte each, read.
+// MB took 1.3 GB. Each is refused (ErrLimit, naming the record, the field
+// and the limit: the collections as their count is read, before any item
+// is decoded) with the heap's peak within about MaxAlloc of where it was;
+// a million booleans into a []bool, a byte each, read.
 func TestDecodedSizeBounded(t *testing.T) {
 	const limit = 8 << 20
 	opts := Options{Limits: Limits{MaxAlloc: limit}}
@@ -93,14 +94,14 @@ func TestDecodedSizeBounded(t *testing.T) {
 		read func() (int, error)
 		want string // "" for a read of the one record
 	}{
-		{"booleans as generic values", func() (int, error) { return drain[map[string]any](bools, "bools.avro", 0, opts) }, "the record at data bytes 0-7000005 decodes into about"},
-		{"booleans as []bool", func() (int, error) { return drain[boolsT](bools, "bools.avro", 0, opts) }, "exceeds the 8388608-byte limit"},
+		{"booleans as generic values", func() (int, error) { return drain[map[string]any](bools, "bools.avro", 0, opts) }, `field "b": the value at data byte 0 takes the record to about`},
+		{"booleans as []bool", func() (int, error) { return drain[boolsT](bools, "bools.avro", 0, opts) }, `field "b": the value at data byte 0 takes the record to about 21000024 bytes decoded`},
 		{"a million booleans as []bool", func() (int, error) {
 			return drain[boolsT](appendRawBlock(headerBytes(`{"type":"record","name":"B","fields":[{"name":"b","type":{"type":"array","items":"boolean"}}]}`, "deflate", nil), 1, deflated(t, collection(1_000_000))), "1m.avro", 0, opts)
 		}, ""},
-		{"a map of nulls as generic values", func() (int, error) { return drain[map[string]any](nulls, "nulls.avro", 0, opts) }, "decodes into about"},
-		{"a map of nulls into a struct", func() (int, error) { return drain[nullsT](nulls, "nulls.avro", 0, opts) }, "decodes into about"},
-		{"40 fixed of 60 MB", func() (int, error) { return drain[map[string]any](fixed, "fixed.avro", 0, Options{}) }, "decodes into at least 2400001968 bytes (its fixed values and fields), over the 67108864-byte limit"},
+		{"a map of nulls as generic values", func() (int, error) { return drain[map[string]any](nulls, "nulls.avro", 0, opts) }, `field "m": the value at data byte 0 takes the record to about`},
+		{"a map of nulls into a struct", func() (int, error) { return drain[nullsT](nulls, "nulls.avro", 0, opts) }, `field "m": the value at data byte 0 takes the record to about`},
+		{"40 fixed of 60 MB", func() (int, error) { return drain[map[string]any](fixed, "fixed.avro", 0, Options{}) }, "decodes into at least 4800004353 bytes (its fixed values and fields), over the 67108864-byte limit"},
 	} {
 		var n int
 		var err error

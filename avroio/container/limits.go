@@ -25,8 +25,11 @@ type Limits struct {
 	// MaxAlloc bounds what a length in the file may make a reader
 	// allocate: the header, one block's compressed bytes, one block's
 	// decompressed bytes, and what one record decodes into (its strings,
-	// bytes, arrays, maps and fixed values together, as estimated before
-	// the record is decoded; see budget.go). Default DefaultMaxAlloc
+	// bytes, arrays, maps and fixed values together, what Go's maps and
+	// growing slices allocate for them, and one encoding of the record by
+	// a coder, as estimated before the record is decoded; see budget.go).
+	// A record over it is refused naming the field whose value took it
+	// over, before that value is decoded. Default DefaultMaxAlloc
 	// (64 MiB); Avro writers cut blocks at 16 KiB-1 MiB, so this is far
 	// above real data.
 	MaxAlloc int64

@@ -350,13 +350,49 @@ type parsedSchema struct {
 	decodeErr  error
 }
 
+// parsing holds the parses in progress, by text (schemasMu): readers of
+// one file opened at once (the ranges of a split read, say) wait for one
+// parse rather than each making their own. A parse takes up to 150 times
+// the text's length (a union of 10,000 records, 700 KB of text, took 100
+// MB), so two at once took twice the memory of one.
+var parsing = map[string]*schemaParse{}
+
+type schemaParse struct {
+	done chan struct{}
+	p    parsedSchema
+	err  error
+}
+
 func parseWriterSchema(text string) (parsedSchema, error) {
 	schemasMu.Lock()
-	p, ok := schemas[text]
-	schemasMu.Unlock()
-	if ok {
+	if p, ok := schemas[text]; ok {
+		schemasMu.Unlock()
 		return p, nil
 	}
+	if w, ok := parsing[text]; ok {
+		schemasMu.Unlock()
+		<-w.done
+		return w.p, w.err
+	}
+	w := &schemaParse{done: make(chan struct{}), err: errors.New("parsing the schema failed")}
+	parsing[text] = w
+	schemasMu.Unlock()
+	defer func() {
+		// Even when the parse panicked: no waiter waits for ever.
+		schemasMu.Lock()
+		delete(parsing, text)
+		if _, dup := schemas[text]; w.err == nil && !dup && len(schemas) < maxCachedSchemas && schemaBytes+len(text) <= maxCachedSchemaBytes {
+			schemas[text] = w.p
+			schemaBytes += len(text)
+		}
+		schemasMu.Unlock()
+		close(w.done)
+	}()
+	w.p, w.err = parseWriterSchemaNow(text)
+	return w.p, w.err
+}
+
+func parseWriterSchemaNow(text string) (parsedSchema, error) {
 	// A fresh cache per file: named types of one file's schema must not
 	// leak into, or clash with, another's.
 	s, err := ParseSchema(text)
@@ -367,14 +403,8 @@ func parseWriterSchema(text string) (parsedSchema, error) {
 	if err != nil {
 		return parsedSchema{}, err
 	}
-	p = parsedSchema{schema: s, info: info}
+	p := parsedSchema{schema: s, info: info}
 	p.decode, p.relabelled, p.decodeErr = decodingSchema(s, text)
-	schemasMu.Lock()
-	if _, dup := schemas[text]; !dup && len(schemas) < maxCachedSchemas && schemaBytes+len(text) <= maxCachedSchemaBytes {
-		schemas[text] = p
-		schemaBytes += len(text)
-	}
-	schemasMu.Unlock()
 	return p, nil
 }
 
@@ -489,7 +519,7 @@ func (r *Reader[T]) nextBlock() error {
 	}
 	costing := !r.never && r.info.mayExceed(r.prof, r.rootSlot, size, r.lim.MaxAlloc)
 	if r.valid || r.micros || costing {
-		v := validator{b: blk.Data, zeroBudget: r.lim.MaxRecords, maxDepth: r.lim.MaxDepth, micros: r.micros, costing: costing, prof: r.prof}
+		v := validator{b: blk.Data, zeroBudget: r.lim.MaxRecords, maxDepth: r.lim.MaxDepth, micros: r.micros, costing: costing, prof: r.prof, limit: r.lim.MaxAlloc}
 		p := 0
 		for ; r.idx < n; r.idx++ {
 			v.cost = r.rootSlot

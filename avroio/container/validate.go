@@ -297,10 +297,25 @@ type validator struct {
 	zeroBudget int64
 	maxDepth   int
 	micros     bool // check that time-micros values fit a time.Duration
-	// costing adds what the datums decode into, by profile prof, to cost.
+	// costing adds what the datums decode into, by profile prof, to cost,
+	// and fails a datum as soon as cost is over limit (charge).
 	costing bool
 	prof    profile
 	cost    int64
+	limit   int64
+}
+
+// charge adds c bytes to the record's estimate and, once the estimate is
+// over the limit, fails with a FieldError (of kind ErrLimit) that the
+// records, arrays and maps around the value at data byte p name as it
+// rises: the value that took the record over the limit is named, and
+// nothing of it has been decoded.
+func (v *validator) charge(c int64, p int) error {
+	v.cost = satAdd(v.cost, c)
+	if v.cost <= v.limit {
+		return nil
+	}
+	return &FieldError{Err: LimitError("the value at data byte %d takes the record to about %d bytes decoded (estimated from its strings, bytes, arrays, maps and fixed values), over the %d-byte limit (Limits.MaxAlloc; avroio.WithMaxAlloc)", p, v.cost, v.limit)}
 }
 
 func (v *validator) long(p int) (int64, int, error) {
@@ -324,7 +339,9 @@ func errDepth(limit, p int) error {
 // around it.
 func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 	if v.costing {
-		v.cost += n.cost[v.prof].fixed
+		if err := v.charge(n.cost[v.prof].fixed, p); err != nil {
+			return p, err
+		}
 	}
 	switch n.typ {
 	case avro.Null:
@@ -363,7 +380,9 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 			return p, fmt.Errorf("%w: length %d at data byte %d, %d bytes left", errShort, l, p, len(v.b)-q)
 		}
 		if v.costing {
-			v.cost += l * n.cost[v.prof].perByte
+			if err := v.charge(satMul(l, n.cost[v.prof].perByte), p); err != nil {
+				return p, err
+			}
 		}
 		return q + int(l), nil
 	case avro.Fixed:
@@ -386,7 +405,9 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 			return p, fmt.Errorf("union index %d at data byte %d, %d branches", x, p, len(n.subs))
 		}
 		if v.costing && n.subs[x].typ != avro.Null {
-			v.cost += n.cost[v.prof].perItem
+			if err := v.charge(n.cost[v.prof].perItem, p); err != nil {
+				return p, err
+			}
 		}
 		return v.datum(n.subs[x], q, depth)
 	case avro.Record, avro.Error:
@@ -441,8 +462,12 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 			}
 			if v.costing {
 				// What the items take where they are held (a slice's
-				// elements, a map's entries), before their own values.
-				v.cost += count * n.cost[v.prof].perItem
+				// elements, a map's entries), before their own values:
+				// a block over the limit fails here, before any of its
+				// items is decoded.
+				if err := v.charge(satMul(count, n.cost[v.prof].perItem), at); err != nil {
+					return at, err
+				}
 			}
 			for i := int64(0); i < count; i++ {
 				if n.typ == avro.Map {
@@ -455,7 +480,9 @@ func (v *validator) datum(n *vnode, p, depth int) (int, error) {
 					}
 					p = q + int(l)
 					if v.costing {
-						v.cost += l
+						if err := v.charge(keyPerByte*l, p); err != nil {
+							return p, err
+						}
 					}
 				}
 				if p, err = v.datum(n.sub, p, depth); err != nil {

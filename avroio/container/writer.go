@@ -55,7 +55,9 @@ type WriterOptions struct {
 	// MaxBlockSize bounds a block the Writer makes: its serialized records,
 	// and their compressed form. 0 means DefaultMaxAlloc, the largest block
 	// a Reader with default Limits reads, so that what a Writer with
-	// default options writes, a Reader with default options reads. A record
+	// default options writes, a Reader with default options reads (but
+	// for a record whose decoding the Reader estimates over its MaxAlloc:
+	// a string or bytes value over about half of it). A record
 	// that would take the current block past it ends the block first; a
 	// record that alone serializes to more is refused (Append and
 	// AppendEncoded return an error naming it and its size, and the Writer

@@ -181,7 +181,7 @@ func (f *File) OpenAt(off int64) (io.ReadCloser, error) {
 	off = min(off, f.Size)
 	switch {
 	case f.local != nil:
-		return io.NopCloser(io.NewSectionReader(f.local, off, f.Size-off)), nil
+		return sectionReader{io.NewSectionReader(f.local, off, f.Size-off)}, nil
 	case f.rr != nil:
 		return &chunkedReader{read: func(o, n int64) (io.ReadCloser, error) { return f.rr(f.ctx, f.Path, o, n) },
 			off: off, size: f.Size, chunk: firstChunk}, nil
@@ -212,6 +212,23 @@ func (f *File) Close() error {
 		return err
 	}
 	return nil
+}
+
+// sectionReader is a range of a local file. Its Remain says how much of
+// the range is left, so that a reader sizes a buffer for a long read at
+// once rather than by doubling it (avroio/container reads a block's
+// declared bytes so).
+type sectionReader struct{ *io.SectionReader }
+
+func (sectionReader) Close() error { return nil }
+
+// Remain is the number of bytes of the range not read yet.
+func (s sectionReader) Remain() int64 {
+	pos, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return -1
+	}
+	return s.Size() - pos
 }
 
 type limitedReadCloser struct {
