@@ -13,29 +13,9 @@ cd "$(dirname "$0")/../.."
 out="${1:-${TMPDIR:-/tmp}/sdfio-flink-example}"
 flink="${SDFIO_FLINK_DIR:-$HOME/.cache/sdfio/flink-job-server-2.62.0-1.19.3}"
 mkdir -p "$out"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("localhost",0)); print(s.getsockname()[1])'; }
+# free_port, the lock of the worker pool's port, cleanup on exit (pids).
+source internal/bootpool/lib.sh
 job_port=$(free_port)
-# The boot loader's worker pool listens on port 50000, always: one at a
-# time on this machine (internal/prismexample/example.sh takes the same lock).
-exec 9>/tmp/sdfio-boot-50000.lock # not $TMPDIR: each test binary has its own
-flock 9
-# The boot loader copies each worker binary to /tmp/bin*/ and stages
-# artifacts in /tmp/staged, and leaves both: what this run adds goes at
-# the end.
-before=$(ls -d /tmp/bin* /tmp/staged 2>/dev/null || true)
-pids=()
-# Each service runs in a process group of its own (setsid), and goes with
-# everything it started: the boot loader leaves each SDK worker it starts
-# running after the job, its pool and the runner are gone (seen with Prism
-# and with Flink: workers of finished jobs, parented to init, for hours).
-cleanup() {
-	for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	for d in $(ls -d /tmp/bin* /tmp/staged 2>/dev/null || true); do
-		grep -qxF "$d" <<<"$before" || rm -rf "$d"
-	done
-}
-trap cleanup EXIT
 
 # 1. The example, and Beam Go's boot loader.
 go build -o "$out/" ./examples/blockfile
