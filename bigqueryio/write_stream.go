@@ -1107,6 +1107,11 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 			st.Stream, st.Next, st.Created = "", 0, 0
 		case err == nil:
 			f.m.rows.Inc(ctx, int64(len(rows)))
+			var n int
+			for _, r := range rows {
+				n += len(r)
+			}
+			f.m.bytes.Inc(ctx, int64(n))
 			st.Next += int64(len(rows))
 			st.Last = now.UnixNano()
 			st.Seq = b.Seq + 1

@@ -134,13 +134,14 @@ func TestWriteStreamCountersExact(t *testing.T) {
 
 // checkCounters fails unless the streaming write's counters are the
 // server's counts of a write of n rows: rows_flushed and rows_appended the
-// rows, appends the AppendRows requests, streams_created and
+// rows, bytes_appended their encoded bytes, appends the AppendRows requests, streams_created and
 // streams_finalized the streams made and finalized.
 func checkCounters(t *testing.T, got map[string]int64, ws bqtest.WriteStats, n int64) {
 	t.Helper()
 	want := map[string]int64{
 		"rows_flushed":      n,
 		"rows_appended":     ws.RowsAppended,
+		"bytes_appended":    ws.BytesAppended,
 		"appends":           int64(ws.Appends),
 		"streams_created":   int64(ws.StreamsCreated),
 		"streams_finalized": int64(ws.StreamsFinalized),

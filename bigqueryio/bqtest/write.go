@@ -207,6 +207,7 @@ type WriteStats struct {
 	AppendsWritten    int   // AppendRows requests whose rows were written
 	AppendErrors      int   // requests answered with an error in the response (injected ones excluded)
 	RowsAppended      int64 // rows written by AppendRows, to a stream or (COMMITTED, _default) a table
+	BytesAppended     int64 // the serialized rows' bytes of those AppendRows requests
 	RowErrors         int   // rows refused in row_errors
 	InjectedFailures  int   // AppendRows requests failed by WriteFaults
 	InjectedCloses    int   // AppendRows RPCs ended by WriteFaults.CloseAfterRequests

@@ -304,6 +304,9 @@ func (s *Server) append(conn *appendConn, req *storagepb.AppendRowsRequest, drop
 	}
 	s.w.stats.AppendsWritten++
 	s.w.stats.RowsAppended += int64(len(decoded))
+	for _, b := range rows.GetRows().GetSerializedRows() {
+		s.w.stats.BytesAppended += int64(len(b))
+	}
 	return resp, written, nil
 }
 
