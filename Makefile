@@ -177,9 +177,9 @@ bench:
 # linked (-s -w; stack traces still name every frame), no cgo (Go's own
 # resolver; nothing of the examples calls C), and the compiler's garbage
 # collector at GOGC=400 (for the build only: fewer collections in each
-# short-lived compile, for more memory). The examples run through internal/demo, which
-# registers the runners they use (Prism, universal, flink, Dataflow) in
-# place of beamx, which also links exec/optimized and three more runners.
+# short-lived compile, for more memory). Each example imports the runners
+# it runs on (Prism, universal, flink, Dataflow) in place of beamx, which
+# also links exec/optimized and three more runners.
 # Measured cold on the 2-core machine, one after the other (2026-12-03,
 # load 0.9-2.3 at the start of each): 239 s as it was; 197 s without DWARF
 # and cgo; 182 s with GOGC=400; 168 s without beamx. The demo's output is

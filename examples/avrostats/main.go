@@ -15,22 +15,33 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
 	"github.com/sdfio/sdfio/avroio"
-	"github.com/sdfio/sdfio/internal/demo"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // --input=gs://...
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 
 	_ "github.com/sdfio/sdfio/offsetsource/filesource/gcsrange" // gs:// read in ranges
+
+	// The runners this program runs on, registered by import: Prism (the
+	// default, in this process), the portable runner (universal, flink) and
+	// Dataflow.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 )
 
 var (
@@ -191,6 +202,8 @@ func format(field string, s Stats) string {
 }
 
 func init() {
+	register.Combiner3[[]string, string, []string](&sortFn{}) // printSorted
+	register.Function1x0(printLines)
 	register.DoFn2x0[avroio.Record, func(string, Stats)](&fieldStatsFn{})
 	register.Emitter2[string, Stats]()
 	register.Function2x1(merge)
@@ -206,8 +219,69 @@ func main() {
 	p, s := beam.NewPipelineWithRoot()
 	recs := avroio.ReadGeneric(s, *input, avroio.WithDesiredBundleSize(*bundleSize), avroio.WithMinBundleSize(*minBundle))
 	perField := beam.CombinePerKey(s, merge, beam.ParDo(s, &fieldStatsFn{}, recs))
-	demo.PrintSorted(s, beam.ParDo(s, format, perField))
-	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
-	// then the time taken and each counter of the IO with what it counts.
-	demo.Run(ctx, p, *input, avroio.Namespace)
+	printSorted(s, beam.ParDo(s, format, perField))
+	run(ctx, p, *input, avroio.Namespace)
 }
+
+// counterHelp says in a line what each counter of the IO counts.
+var counterHelp = map[string]string{
+	"records":         "records read and emitted",
+	"bytes_read":      "bytes of the files consumed by the reads",
+	"files_matched":   "files the pattern matched",
+	"ranges_read":     "ranges of files opened: initial bundles and the pieces runner splits made",
+	"splits_accepted": "runner split requests accepted while reading: work handed to another bundle (dynamic rebalancing)",
+	"splits_refused":  "runner split requests refused (the split point was already read, or too little was left)",
+}
+
+// run runs p on the runner the --runner flag names (Prism, in this
+// process, when it is empty), as beamx.RunWithMetrics does, and exits
+// naming what it read if the pipeline fails. It then prints how long the
+// run took and each counter of namespace with what it counts.
+func run(ctx context.Context, p *beam.Pipeline, what, namespace string) {
+	start := time.Now()
+	res, err := execute(ctx, p)
+	if err != nil {
+		log.Exitf(ctx, "pipeline reading %s failed: %v", what, err)
+	}
+	fmt.Printf("\nread %s in %v\n", what, time.Since(start).Round(time.Millisecond))
+	if res == nil { // a runner that reports no metrics
+		return
+	}
+	totals := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == namespace {
+			totals[c.Name()] += c.Result()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(totals)) {
+		fmt.Printf("  %-18s %8d  %s\n", name, totals[name], counterHelp[name])
+	}
+}
+
+// execute runs p on the runner of --runner, Prism by default, as
+// beamx.RunWithMetrics does; beamx also links runners and Beam's reflection
+// shims that this program does not use (every function it runs is
+// registered).
+func execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	r := *runners.Runner
+	if r == "" {
+		r = "prism"
+	}
+	return beam.Run(ctx, r, p)
+}
+
+// printSorted prints the strings of lines, sorted, one a line, once the
+// pipeline has them all (gathered into one slice: for small results).
+func printSorted(s beam.Scope, lines beam.PCollection) {
+	beam.ParDo0(s, printLines, beam.Combine(s, &sortFn{}, lines))
+}
+
+// sortFn gathers strings into one sorted slice.
+type sortFn struct{}
+
+func (sortFn) CreateAccumulator() []string              { return nil }
+func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
+func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
+func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
+
+func printLines(lines []string) { fmt.Println(strings.Join(lines, "\n")) }

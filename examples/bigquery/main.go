@@ -30,7 +30,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -38,10 +42,18 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
-	"github.com/sdfio/sdfio/internal/demo"
+
+	// The runners this program runs on, registered by import: Prism (the
+	// default, in this process), the portable runner (universal, flink) and
+	// Dataflow.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 )
 
 var (
@@ -92,6 +104,8 @@ func formatCorpus(corpus string, a Agg) string {
 }
 
 func init() {
+	register.Combiner3[[]string, string, []string](&sortFn{}) // printSorted
+	register.Function1x0(printLines)
 	register.DoFn2x0[Word, func(Word)](&slowFn{})
 	register.Emitter1[Word]()
 	register.Function1x2(toKV)
@@ -216,7 +230,7 @@ func main() {
 		words = beam.ParDo(s, &slowFn{Delay: *rowDelay}, words)
 	}
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, words))
-	demo.PrintSorted(s, beam.ParDo(s, formatCorpus, stats))
+	printSorted(s, beam.ParDo(s, formatCorpus, stats))
 	if out != "" {
 		res := bigqueryio.Write(s, out, beam.ParDo(s, toStats, stats), writeOpts...)
 		beam.ParDo0(s, printResult, res.Results)
@@ -225,9 +239,7 @@ func main() {
 	if out != "" {
 		name += " and wrote " + out
 	}
-	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
-	// then the time taken and each counter of the IO with what it counts.
-	demo.Run(ctx, p, name, bigqueryio.Namespace)
+	run(ctx, p, name, bigqueryio.Namespace)
 	if out == "" {
 		return
 	}
@@ -239,9 +251,79 @@ func main() {
 	}
 	p, s = beam.NewPipelineWithRoot()
 	back := bigqueryio.Read(s, out, reflect.TypeFor[CorpusStats](), backOpts...)
-	demo.PrintSorted(s, beam.ParDo(s, formatStats, back))
+	printSorted(s, beam.ParDo(s, formatStats, back))
 	fmt.Printf("\nreading back %s:\n", out)
-	if _, err := demo.Execute(ctx, p); err != nil {
+	if _, err := execute(ctx, p); err != nil {
 		log.Exitf(ctx, "reading back %s failed: %v", out, err)
 	}
 }
+
+// counterHelp says in a line what each counter of the IO counts.
+var counterHelp = map[string]string{
+	"rows":               "rows read and emitted",
+	"bytes":              "bytes of payload the reads received",
+	"streams":            "Storage Read API streams the read session planned, one restriction each",
+	"retries":            "requests retried after a transient error",
+	"splits_accepted":    "runner split requests accepted while reading: work handed to another bundle (dynamic rebalancing)",
+	"splits_refused":     "runner split requests refused (the split point was already read, or too little was left)",
+	"rows_appended":      "rows appended to write streams",
+	"bytes_appended":     "bytes of rows appended",
+	"appends":            "AppendRows requests sent",
+	"append_retries":     "appends retried after a transient error",
+	"rows_refused":       "rows the service refused, sent to the failed-rows output",
+	"streams_committed":  "write streams committed",
+	"connections_closed": "write streams' connections closed after the idle time, or past 64 open in a worker",
+}
+
+// run runs p on the runner the --runner flag names (Prism, in this
+// process, when it is empty), as beamx.RunWithMetrics does, and exits
+// naming what it read if the pipeline fails. It then prints how long the
+// run took and each counter of namespace with what it counts.
+func run(ctx context.Context, p *beam.Pipeline, what, namespace string) {
+	start := time.Now()
+	res, err := execute(ctx, p)
+	if err != nil {
+		log.Exitf(ctx, "pipeline reading %s failed: %v", what, err)
+	}
+	fmt.Printf("\nread %s in %v\n", what, time.Since(start).Round(time.Millisecond))
+	if res == nil { // a runner that reports no metrics
+		return
+	}
+	totals := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == namespace {
+			totals[c.Name()] += c.Result()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(totals)) {
+		fmt.Printf("  %-18s %8d  %s\n", name, totals[name], counterHelp[name])
+	}
+}
+
+// execute runs p on the runner of --runner, Prism by default, as
+// beamx.RunWithMetrics does; beamx also links runners and Beam's reflection
+// shims that this program does not use (every function it runs is
+// registered).
+func execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	r := *runners.Runner
+	if r == "" {
+		r = "prism"
+	}
+	return beam.Run(ctx, r, p)
+}
+
+// printSorted prints the strings of lines, sorted, one a line, once the
+// pipeline has them all (gathered into one slice: for small results).
+func printSorted(s beam.Scope, lines beam.PCollection) {
+	beam.ParDo0(s, printLines, beam.Combine(s, &sortFn{}, lines))
+}
+
+// sortFn gathers strings into one sorted slice.
+type sortFn struct{}
+
+func (sortFn) CreateAccumulator() []string              { return nil }
+func (sortFn) AddInput(acc []string, s string) []string { return append(acc, s) }
+func (sortFn) MergeAccumulators(a, b []string) []string { return append(a, b...) }
+func (sortFn) ExtractOutput(acc []string) []string      { sort.Strings(acc); return acc }
+
+func printLines(lines []string) { fmt.Println(strings.Join(lines, "\n")) }

@@ -19,10 +19,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -30,10 +32,18 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
-	"github.com/sdfio/sdfio/internal/demo"
+
+	// The runners this program runs on, registered by import: Prism (the
+	// default, in this process), the portable runner (universal, flink) and
+	// Dataflow.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 )
 
 var (
@@ -148,7 +158,55 @@ func main() {
 		datastoreio.WithDatabase(*database), datastoreio.WithNamespace(*namespace),
 		datastoreio.WithNumQuerySplits(*splits), datastoreio.WithKeysPerSplit(*keys))
 	beam.ParDo0(s, printLine, beam.Combine(s, &countFn{}, tasks))
-	// demo.Run is beamx.RunWithMetrics (the --runner flag, Prism by default),
-	// then the time taken and each counter of the IO with what it counts.
-	demo.Run(ctx, p, *kind, datastoreio.Namespace)
+	run(ctx, p, *kind, datastoreio.Namespace)
+}
+
+// counterHelp says in a line what each counter of the IO counts.
+var counterHelp = map[string]string{
+	"entities":        "entities read and emitted",
+	"bytes":           "bytes of payload the reads received",
+	"queries":         "queries run against the service (one per key range read)",
+	"pages":           "result pages the queries returned",
+	"retries":         "requests retried after a transient error",
+	"initial_splits":  "key ranges planned from the kind's __scatter__ keys before reading",
+	"sub_ranges":      "sub-ranges the key ranges were cut into for the runner to split at",
+	"splits_accepted": "runner split requests accepted while reading: work handed to another bundle (dynamic rebalancing)",
+	"splits_refused":  "runner split requests refused (the split point was already read, or too little was left)",
+}
+
+// run runs p on the runner the --runner flag names (Prism, in this
+// process, when it is empty), as beamx.RunWithMetrics does, and exits
+// naming what it read if the pipeline fails. It then prints how long the
+// run took and each counter of namespace with what it counts.
+func run(ctx context.Context, p *beam.Pipeline, what, namespace string) {
+	start := time.Now()
+	res, err := execute(ctx, p)
+	if err != nil {
+		log.Exitf(ctx, "pipeline reading %s failed: %v", what, err)
+	}
+	fmt.Printf("\nread %s in %v\n", what, time.Since(start).Round(time.Millisecond))
+	if res == nil { // a runner that reports no metrics
+		return
+	}
+	totals := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Namespace() == namespace {
+			totals[c.Name()] += c.Result()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(totals)) {
+		fmt.Printf("  %-18s %8d  %s\n", name, totals[name], counterHelp[name])
+	}
+}
+
+// execute runs p on the runner of --runner, Prism by default, as
+// beamx.RunWithMetrics does; beamx also links runners and Beam's reflection
+// shims that this program does not use (every function it runs is
+// registered).
+func execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	r := *runners.Runner
+	if r == "" {
+		r = "prism"
+	}
+	return beam.Run(ctx, r, p)
 }

@@ -1,16 +1,13 @@
-// Package demo prints what the example pipelines of `make demo` measured:
-// each Beam counter of an IO's metrics namespace with its value and one
-// line saying what it counts, so that a reader of the demo's output need
-// not look the names up.
+// Package demo holds what the example programs under examples/ are checked
+// against; the examples themselves import nothing of it (they are
+// programs a user can copy out of the module, so they import only public
+// packages). It has the reference line for each counter of the module's
+// IOs, which TestEveryCounterExplained keeps complete and which each
+// example's own counterHelp map must quote word for word
+// (TestExamplesExplainCountersAsTheReference), and the tests that build
+// a copy of every example outside the module and that no example imports
+// an internal package.
 package demo
-
-import (
-	"fmt"
-	"io"
-	"sort"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-)
 
 // explanations says in a line what each counter of the module's IOs counts.
 var explanations = map[string]string{
@@ -66,26 +63,3 @@ var explanations = map[string]string{
 
 // Explain returns the line that says what counter name counts, or "".
 func Explain(name string) string { return explanations[name] }
-
-// PrintMetrics writes the counters of namespace from res to w, sorted by
-// name, one a line: name, value and what it counts. A nil res (a runner
-// that reports no metrics) prints nothing.
-func PrintMetrics(w io.Writer, res beam.PipelineResult, namespace string) {
-	if res == nil {
-		return
-	}
-	totals := map[string]int64{}
-	for _, c := range res.Metrics().AllMetrics().Counters() {
-		if c.Namespace() == namespace {
-			totals[c.Name()] += c.Result()
-		}
-	}
-	names := make([]string, 0, len(totals))
-	for n := range totals {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-18s %8d  %s\n", n, totals[n], explanations[n])
-	}
-}
