@@ -11,6 +11,18 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("localhost",
 # time on this machine. Not under $TMPDIR: each test binary has its own.
 exec 9>/tmp/sdfio-boot-50000.lock
 flock 9
+# The lock's last holder may have released it with its pool still
+# shutting down (a CI run once found the port taken right after taking the
+# lock): wait up to a minute for the port, then name what holds it.
+for i in $(seq 1 120); do
+	(exec 3<>/dev/tcp/localhost/50000) 2>/dev/null || break
+	if [ "$i" = 120 ]; then
+		echo "port 50000, the boot loader's worker pool's, is still in use after a minute:" >&2
+		(ss -ltnp 2>/dev/null || true) | grep ':50000 ' >&2 || true
+		exit 1
+	fi
+	sleep 0.5
+done
 
 # The boot loader copies each worker binary to /tmp/bin*/ and stages
 # artifacts in /tmp/staged, and leaves both: what this run adds goes at
