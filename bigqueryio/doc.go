@@ -31,7 +31,8 @@
 // (WithSnapshotTime) to Read alone, a QueryOption (WithLegacySQL,
 // WithQueryParameters, ...) to Query alone, a WriteOption (WithAtLeastOnce,
 // WithCreateDisposition, ...) to Write alone; a CommonOption (WithEndpoint,
-// WithInsecure, WithRetries, WithMetricsNamespace) to all three, and
+// WithInsecure, WithClientOptions, WithQuotaProject, WithRetries,
+// WithMetricsNamespace) to all three, and
 // WithRESTEndpoint to Query and Write. One given to the wrong transform does
 // not compile. Values that cannot work are refused
 // when the pipeline is built, the error naming the transform and the option
@@ -762,8 +763,10 @@
 //
 // # IAM
 //
-// The account that runs the pipeline (Dataflow's worker service account)
-// needs roles/bigquery.readSessionUser on the billing project (to create
+// The clients use the Application Default Credentials, unless
+// WithClientOptions names client options (RegisterClientOptions) that set
+// others: a key file, impersonation. The account that runs the pipeline
+// (Dataflow's worker service account, or the one given so) needs roles/bigquery.readSessionUser on the billing project (to create
 // read sessions) and roles/bigquery.dataViewer on the table or its dataset;
 // Query needs more, see Queries.
 package bigqueryio

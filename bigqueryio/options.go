@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -48,10 +49,15 @@ type readConfig struct {
 	SnapshotMicros int64 // 0: now
 	Endpoint       string
 	Insecure       bool
-	SplitTimeout   time.Duration
-	SplitWait      time.Duration
-	MaxRetries     int
-	RetryBase      time.Duration
+	// ClientOptions names the client options registered with
+	// RegisterClientOptions (WithClientOptions); QuotaProject is
+	// WithQuotaProject's project.
+	ClientOptions string
+	QuotaProject  string
+	SplitTimeout  time.Duration
+	SplitWait     time.Duration
+	MaxRetries    int
+	RetryBase     time.Duration
 	// IgnoreUnknownFields leaves zero the struct fields that match no
 	// column (WithIgnoreUnknownFields).
 	IgnoreUnknownFields bool
@@ -185,8 +191,9 @@ func (o sessionOption) applyRead(c *readConfig)  { o(c) }
 func (o sessionOption) applyQuery(c *readConfig) { o(c) }
 
 // CommonOption configures Read, Query and Write alike: the connection to
-// the Storage APIs (WithEndpoint, WithInsecure), retries (WithRetries) and
-// the metrics namespace (WithMetricsNamespace). It is a SessionOption and
+// the Storage APIs (WithEndpoint, WithInsecure), the clients' options and
+// quota project (WithClientOptions, WithQuotaProject), retries
+// (WithRetries) and the metrics namespace (WithMetricsNamespace). It is a SessionOption and
 // a WriteOption.
 type CommonOption struct {
 	read  func(*readConfig)
@@ -277,6 +284,9 @@ func (c *readConfig) checkOptions() error {
 		return fmt.Errorf("WithQueryParameters: %w", c.paramsErr)
 	}
 	if err := checkRepeats(c.given, "WithSelectedFields", "WithQueryParameters"); err != nil {
+		return err
+	}
+	if err := checkClientOptions(c.ClientOptions, c.QuotaProject, func(n string) bool { return len(c.calls(n)) > 0 }, c.last); err != nil {
 		return err
 	}
 	ms, bs := c.calls("WithMaxStreams"), c.calls("WithDesiredBundleSize")
@@ -403,6 +413,146 @@ func WithInsecure() CommonOption {
 	}
 }
 
+// WithClientOptions makes every client of the transform use the client
+// options registered under name with RegisterClientOptions: the Storage
+// Read client (Read, Query), the Storage Write clients (Write) and the
+// BigQuery REST client (Query, Write) alike. That is how credentials (a
+// credentials file or JSON, a token source, impersonation through
+// google.golang.org/api/impersonate), a quota project, a user agent,
+// extra headers or gRPC interceptors reach the clients.
+//
+// The option takes a name, not the option.ClientOption values: the
+// transform's configuration travels to the workers as exported fields of
+// its DoFns, encoded when the pipeline is built and decoded by each worker
+// process, and an option.ClientOption is an interface whose values are of
+// unexported types of Google's API module (some hold functions, token
+// sources, connections) that no coder encodes; credentials would not
+// belong in the pipeline's description anyway. Each worker process therefore makes the
+// options itself, by the name, from what its own init functions
+// registered. The name must be registered in the process that builds the
+// pipeline (else the transform is refused when it is built), and in every
+// worker, where a name not registered fails the bundle naming it: register
+// it in an init function, which a worker, running the same binary, runs
+// too (TestClientOptionsSeparateWorker and TestClientOptionsNotOnWorker
+// show both).
+//
+// The registered options are applied after the transform's own
+// (WithEndpoint, WithInsecure, WithRESTEndpoint, WithQuotaProject), so
+// they win where both set the same thing. Every client gets them all: an
+// option of one transport (option.WithGRPCDialOption) is ignored by the
+// other's client, but option.WithGRPCConn and option.WithHTTPClient are
+// refused by the other's client (the gRPC and REST clients of Query and
+// Write fail to start): give a transform whose clients are of both
+// transports neither of these.
+func WithClientOptions(name string) CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithClientOptions", name); c.ClientOptions = name },
+		write: func(c *writeConfig) { c.note("WithClientOptions", name); c.ClientOptions = name },
+	}
+}
+
+// WithQuotaProject bills the transform's API calls' quota to project: the
+// clients send it as the x-goog-user-project header (option.WithQuotaProject)
+// on the Storage Read, Storage Write and REST calls alike. It is Beam Go's
+// bigqueryio.WithQuotaProject, here also for Write. It differs from
+// WithBillingProject, which names the project a read session or a query
+// job runs in. The project travels to the workers as text; an empty or
+// malformed project id is refused when the pipeline is built. Google's
+// gRPC clients send it with a call's credentials, so not under
+// WithInsecure, which drops them.
+func WithQuotaProject(project string) CommonOption {
+	return CommonOption{
+		read:  func(c *readConfig) { c.note("WithQuotaProject", project); c.QuotaProject = project },
+		write: func(c *writeConfig) { c.note("WithQuotaProject", project); c.QuotaProject = project },
+	}
+}
+
+// registered is the process's client options of RegisterClientOptions, by
+// name.
+var registered struct {
+	sync.Mutex
+	m map[string]func() []option.ClientOption
+}
+
+// RegisterClientOptions registers, under name, a function returning client
+// options for the transforms given WithClientOptions(name) (see there):
+// credentials, a quota project, headers, interceptors. Call it in an init
+// function, so that every worker process registers it too. f is called
+// each time one of those transforms makes a client, on the worker that
+// makes it; it may return fresh values each time. Registering a name
+// again replaces its function.
+// RegisterClientOptions panics on an empty name or a nil f.
+func RegisterClientOptions(name string, f func() []option.ClientOption) {
+	if name == "" || f == nil {
+		panic("bigqueryio.RegisterClientOptions: an empty name or a nil function")
+	}
+	registered.Lock()
+	defer registered.Unlock()
+	if registered.m == nil {
+		registered.m = map[string]func() []option.ClientOption{}
+	}
+	registered.m[name] = f
+}
+
+// registeredOptions are the options registered as name in this process
+// (none for "").
+func registeredOptions(name string) ([]option.ClientOption, error) {
+	if name == "" {
+		return nil, nil
+	}
+	registered.Lock()
+	f := registered.m[name]
+	registered.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("bigqueryio: WithClientOptions(%q): no client options are registered under that name in this process (call RegisterClientOptions in an init function, so that every worker registers them too)", name)
+	}
+	return f(), nil
+}
+
+// checkClientOptions checks WithClientOptions' name and WithQuotaProject's
+// project when the pipeline is built; last names the option's last call.
+func checkClientOptions(name, quota string, given func(string) bool, last func(string) string) error {
+	if given("WithClientOptions") {
+		if name == "" {
+			return fmt.Errorf("%s: an empty name", last("WithClientOptions"))
+		}
+		registered.Lock()
+		f := registered.m[name]
+		registered.Unlock()
+		if f == nil {
+			return fmt.Errorf("%s: no client options are registered under that name in this process: call RegisterClientOptions in an init function", last("WithClientOptions"))
+		}
+	}
+	if given("WithQuotaProject") && !validProject(quota) {
+		return fmt.Errorf("%s: not a project id", last("WithQuotaProject"))
+	}
+	return nil
+}
+
+// connOptions are the client options of a connection to endpoint (the
+// service's when ""), without TLS and credentials when insecure, with the
+// quota project and the options registered as named last.
+func connOptions(endpoint string, insecureConn, grpcConn bool, quota, named string) ([]option.ClientOption, error) {
+	var opts []option.ClientOption
+	if endpoint != "" {
+		opts = append(opts, option.WithEndpoint(endpoint))
+	}
+	if insecureConn {
+		opts = append(opts, option.WithoutAuthentication())
+		if grpcConn {
+			opts = append(opts, option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+		}
+	}
+	if quota != "" {
+		opts = append(opts, option.WithQuotaProject(quota))
+	}
+	extra, err := registeredOptions(named)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, extra...), nil
+}
+
 // WithSplitTimeout bounds a dynamic split's RPCs (default
 // sdf.DefaultSplitTimeout), which run in the background: a split they
 // have not prepared by then is dropped.
@@ -457,16 +607,9 @@ func (c readConfig) counter(name string) beam.Counter {
 	return beam.NewCounter(ns, name)
 }
 
-func (c readConfig) clientOptions() []option.ClientOption {
-	var opts []option.ClientOption
-	if c.Endpoint != "" {
-		opts = append(opts, option.WithEndpoint(c.Endpoint))
-	}
-	if c.Insecure {
-		opts = append(opts, option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
-	}
-	return opts
+// clientOptions are the options of the Storage Read client.
+func (c readConfig) clientOptions() ([]option.ClientOption, error) {
+	return connOptions(c.Endpoint, c.Insecure, true, c.QuotaProject, c.ClientOptions)
 }
 
 func (c readConfig) parent() string {
@@ -568,15 +711,19 @@ const (
 // writeConfig is the serialisable configuration of a write; it travels in
 // the DoFns to the workers.
 type writeConfig struct {
-	Table        string // projects/p/datasets/d/tables/t; "" with WithTableFunc
-	Endpoint     string
-	REST         string // the BigQuery REST API's endpoint; "": Google's
-	Insecure     bool
-	Namespace    string
-	AtLeastOnce  bool
-	FailOnErrors bool // WithFailOnRowErrors
-	Create       CreateDisposition
-	Disposition  WriteDisposition
+	Table    string // projects/p/datasets/d/tables/t; "" with WithTableFunc
+	Endpoint string
+	REST     string // the BigQuery REST API's endpoint; "": Google's
+	Insecure bool
+	// ClientOptions and QuotaProject are WithClientOptions' name and
+	// WithQuotaProject's project.
+	ClientOptions string
+	QuotaProject  string
+	Namespace     string
+	AtLeastOnce   bool
+	FailOnErrors  bool // WithFailOnRowErrors
+	Create        CreateDisposition
+	Disposition   WriteDisposition
 	// Schema is WithSchema's schema as the JSON of its fields (Beam's
 	// coder of DoFn fields takes no recursive type); "" for none.
 	Schema       string
@@ -669,13 +816,16 @@ func (c *writeConfig) checkOptions(table string) error {
 			}
 		}
 	}
+	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
+	if err := checkClientOptions(c.ClientOptions, c.QuotaProject, func(n string) bool { return len(c.calls(n)) > 0 }, last); err != nil {
+		return err
+	}
 	if err := c.checkSpecFunc(); err != nil {
 		return err
 	}
 	if err := c.checkSchemaUpdates(); err != nil {
 		return err
 	}
-	last := func(name string) string { calls := c.calls(name); return calls[len(calls)-1] }
 	if c.Create == CreateNever && (c.Spec.given() || c.specFn != nil) {
 		return fmt.Errorf("%s: the table's spec (%s) only applies to a table CreateIfNeeded creates", last("WithCreateDisposition"), c.specCalls())
 	}
@@ -792,12 +942,14 @@ func WithStreamRotationBytes(maxBytes int64) WriteOption {
 // counter is the named counter of the write's metrics namespace.
 func (c writeConfig) counter(name string) beam.Counter { return beam.NewCounter(c.Namespace, name) }
 
-func (c writeConfig) clientOptions() []option.ClientOption {
-	return readConfig{Endpoint: c.Endpoint, Insecure: c.Insecure}.clientOptions()
+// clientOptions are the options of the Storage Write clients.
+func (c writeConfig) clientOptions() ([]option.ClientOption, error) {
+	return connOptions(c.Endpoint, c.Insecure, true, c.QuotaProject, c.ClientOptions)
 }
 
-func (c writeConfig) restOptions() []option.ClientOption {
-	return readConfig{Insecure: c.Insecure, Query: queryConfig{REST: c.REST}}.restOptions()
+// restOptions are the options of the REST client.
+func (c writeConfig) restOptions() ([]option.ClientOption, error) {
+	return connOptions(c.REST, c.Insecure, false, c.QuotaProject, c.ClientOptions)
 }
 
 // WithAtLeastOnce appends to each table's _default stream instead of

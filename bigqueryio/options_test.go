@@ -196,6 +196,8 @@ func repeatCases() map[string][4]any {
 		"WithSnapshotTime":         {WithSnapshotTime(t0), WithSnapshotTime(t1), "WithSnapshotTime(2026-01-02T03:04:05Z)", "WithSnapshotTime(2026-01-02T03:04:06Z)"},
 		"WithEndpoint":             {WithEndpoint("a:1"), WithEndpoint("b:2"), `WithEndpoint("a:1")`, `WithEndpoint("b:2")`},
 		"WithInsecure":             {WithInsecure(), nil},
+		"WithClientOptions":        {WithClientOptions("a"), WithClientOptions("b"), `WithClientOptions("a")`, `WithClientOptions("b")`},
+		"WithQuotaProject":         {WithQuotaProject("q1"), WithQuotaProject("q2"), `WithQuotaProject("q1")`, `WithQuotaProject("q2")`},
 		"WithSplitTimeout":         {WithSplitTimeout(time.Second), WithSplitTimeout(time.Minute), "WithSplitTimeout(1s)", "WithSplitTimeout(1m0s)"},
 		"WithSplitWait":            {WithSplitWait(time.Second), WithSplitWait(time.Minute), "WithSplitWait(1s)", "WithSplitWait(1m0s)"},
 		"WithRetries":              {WithRetries(3, time.Second), WithRetries(3, time.Millisecond), "WithRetries(3, 1s)", "WithRetries(3, 1ms)"},

@@ -90,7 +90,11 @@ type StreamElement struct {
 }
 
 func newClient(ctx context.Context, cfg readConfig) (*bqstorage.BigQueryReadClient, error) {
-	c, err := bqstorage.NewBigQueryReadClient(ctx, cfg.clientOptions()...)
+	opts, err := cfg.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := bqstorage.NewBigQueryReadClient(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bigqueryio: creating the Storage Read client: %w", err)
 	}

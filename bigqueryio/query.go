@@ -100,15 +100,9 @@ func WithRESTEndpoint(url string) QueryWriteOption {
 	}
 }
 
-func (c readConfig) restOptions() []option.ClientOption {
-	var opts []option.ClientOption
-	if c.Query.REST != "" {
-		opts = append(opts, option.WithEndpoint(c.Query.REST))
-	}
-	if c.Insecure {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts
+// restOptions are the options of Query's REST client.
+func (c readConfig) restOptions() ([]option.ClientOption, error) {
+	return connOptions(c.Query.REST, c.Insecure, false, c.QuotaProject, c.ClientOptions)
 }
 
 func init() {
@@ -211,7 +205,11 @@ func isNotFound(err error) bool {
 }
 
 func newBQClient(ctx context.Context, cfg readConfig) (*restClient, error) {
-	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), cfg.restOptions()...)
+	opts, err := cfg.restOptions()
+	if err != nil {
+		return nil, err
+	}
+	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
 }
 
 func randomID() string {

@@ -407,7 +407,7 @@ func (f *appendFn) table(ctx context.Context, res string) (*writeTable, error) {
 		f.shared, f.mw = c, c.mw
 	}
 	if f.mw == nil {
-		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
+		mw, err := newManagedWriter(ctx, f.Cfg, p[1])
 		if err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
@@ -543,7 +543,11 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 
 // rest is a client of the BigQuery REST API for the write's table calls.
 func (cfg writeConfig) rest(ctx context.Context) (*restClient, error) {
-	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), cfg.restOptions()...)
+	opts, err := cfg.restOptions()
+	if err != nil {
+		return nil, err
+	}
+	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
 }
 
 func isHTTP(err error, code int) bool {

@@ -116,7 +116,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, res string, streams, fail
 		return nil // every row refused: no stream, no result
 	}
 	if f.mw == nil {
-		mw, err := managedwriter.NewClient(ctx, p[1], f.Cfg.clientOptions()...)
+		mw, err := newManagedWriter(ctx, f.Cfg, p[1])
 		if err != nil {
 			return fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}

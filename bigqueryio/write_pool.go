@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"google.golang.org/api/option"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -32,6 +33,9 @@ var sharedWriters = struct {
 type sharedKey struct {
 	endpoint, project string
 	insecure          bool
+	// quota and options are WithQuotaProject's and WithClientOptions':
+	// writes given other options get clients of their own.
+	quota, options string
 }
 
 // sharedClient is a multiplexing client and how many DoFn instances use
@@ -45,15 +49,14 @@ type sharedClient struct {
 // acquireShared returns the process's multiplexing client for cfg's
 // endpoint and project, made if there is none, counting one more user.
 func acquireShared(cfg writeConfig, project string) (*sharedClient, error) {
-	key := sharedKey{endpoint: cfg.Endpoint, project: project, insecure: cfg.Insecure}
+	key := sharedKey{endpoint: cfg.Endpoint, project: project, insecure: cfg.Insecure, quota: cfg.QuotaProject, options: cfg.ClientOptions}
 	sharedWriters.mu.Lock()
 	defer sharedWriters.mu.Unlock()
 	c := sharedWriters.clients[key]
 	if c == nil {
 		// The client's context outlives bundles: it carries the shared
 		// connections' background work.
-		opts := append(cfg.clientOptions(), managedwriter.WithMultiplexing(), managedwriter.WithMultiplexPoolLimit(MaxDefaultStreamConnections))
-		mw, err := managedwriter.NewClient(context.Background(), project, opts...)
+		mw, err := newManagedWriter(context.Background(), cfg, project, managedwriter.WithMultiplexing(), managedwriter.WithMultiplexPoolLimit(MaxDefaultStreamConnections))
 		if err != nil {
 			return nil, err
 		}
@@ -62,6 +65,20 @@ func acquireShared(cfg writeConfig, project string) (*sharedClient, error) {
 	}
 	c.users++
 	return c, nil
+}
+
+// newManagedWriter is a Storage Write API client of project with cfg's
+// client options and more.
+func newManagedWriter(ctx context.Context, cfg writeConfig, project string, more ...option.ClientOption) (*managedwriter.Client, error) {
+	opts, err := cfg.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	mw, err := managedwriter.NewClient(ctx, project, append(opts, more...)...)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: creating the Storage Write client of project %s: %w", project, err)
+	}
+	return mw, nil
 }
 
 // release counts one user fewer, and closes the client after the last.

@@ -1242,7 +1242,7 @@ func (f *streamAppendFn) desc(b []byte) (*descriptorpb.DescriptorProto, error) {
 // client is the Storage Write API client, made on first use.
 func (f *streamAppendFn) client(ctx context.Context, spec, res string) (*managedwriter.Client, error) {
 	if f.mw == nil {
-		mw, err := managedwriter.NewClient(ctx, strings.Split(res, "/")[1], f.Cfg.clientOptions()...)
+		mw, err := newManagedWriter(ctx, f.Cfg, strings.Split(res, "/")[1])
 		if err != nil {
 			return nil, fmt.Errorf("bigqueryio.Write to %s: %w", spec, err)
 		}
@@ -1412,7 +1412,15 @@ func (f *streamFlushFn) call(ctx context.Context, op flushOp, what string, do fu
 type writeClient = bqstorage.BigQueryWriteClient
 
 func newWriteClient(ctx context.Context, cfg writeConfig) (*writeClient, error) {
-	return bqstorage.NewBigQueryWriteClient(ctx, cfg.clientOptions()...)
+	opts, err := cfg.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := bqstorage.NewBigQueryWriteClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bigqueryio: creating the Storage Write client: %w", err)
+	}
+	return c, nil
 }
 
 func wrapInt64(v int64) *wrapperspb.Int64Value { return wrapperspb.Int64(v) }

@@ -36,6 +36,7 @@ func (s *Server) RESTClientOptions() []option.ClientOption {
 }
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
+	s.recordREST(r)
 	p := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/bigquery/v2"), "/"), "/")
 	if s.serveWriteREST(w, r, p) || s.serveQueryREST(w, r, p) {
 		return

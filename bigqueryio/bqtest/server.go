@@ -17,6 +17,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +34,11 @@ type Server struct {
 	lis  net.Listener
 	grpc *grpc.Server
 	rest *httptest.Server // RESTEndpoint, started on demand
+
+	caPEM []byte // WithTLS's certificate
+
+	callsMu sync.Mutex
+	calls   []Call // WithHeaderLog's record
 
 	mu         sync.Mutex
 	tables     map[string]*table   // by resource name projects/p/datasets/d/tables/t
@@ -219,6 +225,8 @@ type config struct {
 	seed           int64
 	cache          bool
 	dateTimeSQL    bool
+	headers        []string // WithHeaderLog's, canonical
+	tls            bool     // WithTLS
 }
 
 // Option configures a Server.
@@ -270,12 +278,23 @@ func NewServer(opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		lis:      lis,
-		grpc:     grpc.NewServer(grpc.MaxRecvMsgSize(maxGRPCMessage)),
 		tables:   map[string]*table{},
 		sessions: map[string]*session{},
 		streams:  map[string]*stream{},
 		rnd:      rand.New(rand.NewSource(cfg.seed)),
 	}
+	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage),
+		grpc.ChainUnaryInterceptor(s.unaryHeaders), grpc.ChainStreamInterceptor(s.streamHeaders)}
+	if cfg.tls {
+		cert, caPEM, err := selfSigned()
+		if err != nil {
+			lis.Close()
+			return nil, err
+		}
+		s.caPEM = caPEM
+		gopts = append(gopts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
 	storagepb.RegisterBigQueryReadServer(s.grpc, s)
 	storagepb.RegisterBigQueryWriteServer(s.grpc, &writeService{s: s})
 	go s.grpc.Serve(lis)

@@ -13,6 +13,7 @@ import (
 	beambigqueryio "github.com/apache/beam/sdks/v2/go/pkg/beam/io/bigqueryio"
 	beamdatastoreio "github.com/apache/beam/sdks/v2/go/pkg/beam/io/datastoreio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"google.golang.org/api/option"
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
@@ -132,6 +133,23 @@ func Example_bigqueryio() {
 	_ = bigqueryio.Query(s, "SELECT id, name, at FROM `my-project.events.raw` WHERE id > @min",
 		reflect.TypeFor[Event](), bigqueryio.WithBillingProject("my-project"),
 		bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "min", Value: 100}))
+
+	// Beam Go's WithQuotaProject (Read and Query) is WithQuotaProject, of
+	// Read, Query and Write. Other client options (credentials,
+	// impersonation) are registered by name in an init function, which
+	// every worker process runs too, and named by WithClientOptions.
+	_ = beambigqueryio.Query(s, "my-project", "SELECT id FROM `my-project.events.raw`",
+		reflect.TypeFor[BeamGoEvent](), beambigqueryio.UseStandardSQL(), beambigqueryio.WithQuotaProject("my-quota-project"))
+	_ = bigqueryio.Read(s, "my-project.events.raw", reflect.TypeFor[Event](),
+		bigqueryio.WithQuotaProject("my-quota-project"), bigqueryio.WithClientOptions("etl-account"))
+}
+
+// The client options of WithClientOptions("etl-account"): a service
+// account's key file, for every client of the transforms that name it.
+func init() {
+	bigqueryio.RegisterClientOptions("etl-account", func() []option.ClientOption {
+		return []option.ClientOption{option.WithAuthCredentialsFile(option.ServiceAccount, "/secrets/etl.json")}
+	})
 }
 
 // exportBeamGo is the Datastore -> Avro program as Beam Go has it.
