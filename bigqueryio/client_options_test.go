@@ -18,6 +18,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
 
@@ -69,31 +70,46 @@ func headerServer(t *testing.T, n int) (*bqtest.Server, [][]bigquery.Value) {
 // tlsCommon are the options of every transform of the tests with a
 // headerServer: its endpoints (over TLS for gRPC, not WithInsecure, which
 // drops credentials), fast retries and more.
-func tlsCommon(srv *bqtest.Server, more ...bigqueryio.CommonOption) []bigqueryio.CommonOption {
-	return append([]bigqueryio.CommonOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRetries(8, 5*time.Millisecond)}, more...)
+func tlsCommon(srv *bqtest.Server, more ...both) []both {
+	return append([]both{{bigqueryio.WithEndpoint(srv.Addr()), bqwrite.WithEndpoint(srv.Addr())},
+		{bigqueryio.WithRetries(8, 5*time.Millisecond), bqwrite.WithRetries(8, 5*time.Millisecond)}}, more...)
 }
 
-func tlsRead(srv *bqtest.Server, more ...bigqueryio.CommonOption) []bigqueryio.ReadOption {
+// both is one option as the read side (Read, Query) and Write take it.
+type both struct {
+	r bigqueryio.SessionOption
+	w bqwrite.WriteOption
+}
+
+func clientOpts(name string) both {
+	return both{bigqueryio.WithClientOptions(name), bqwrite.WithClientOptions(name)}
+}
+
+func quotaProject(p string) both {
+	return both{bigqueryio.WithQuotaProject(p), bqwrite.WithQuotaProject(p)}
+}
+
+func tlsRead(srv *bqtest.Server, more ...both) []bigqueryio.ReadOption {
 	opts := []bigqueryio.ReadOption{bigqueryio.WithSelectedFields("id", "score", "kind"), bigqueryio.WithRowRestriction(restriction)}
 	for _, o := range tlsCommon(srv, more...) {
-		opts = append(opts, o)
+		opts = append(opts, o.r)
 	}
 	return opts
 }
 
-func tlsQuery(srv *bqtest.Server, more ...bigqueryio.CommonOption) []bigqueryio.QueryOption {
+func tlsQuery(srv *bqtest.Server, more ...both) []bigqueryio.QueryOption {
 	opts := []bigqueryio.QueryOption{bigqueryio.WithSelectedFields("id", "score", "kind"), bigqueryio.WithRowRestriction(restriction),
 		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill")}
 	for _, o := range tlsCommon(srv, more...) {
-		opts = append(opts, o)
+		opts = append(opts, o.r)
 	}
 	return opts
 }
 
-func tlsWrite(srv *bqtest.Server, more ...bigqueryio.CommonOption) []bigqueryio.WriteOption {
-	opts := []bigqueryio.WriteOption{bigqueryio.WithRESTEndpoint(srv.RESTEndpoint())}
+func tlsWrite(srv *bqtest.Server, more ...both) []bqwrite.WriteOption {
+	opts := []bqwrite.WriteOption{bqwrite.WithRESTEndpoint(srv.RESTEndpoint())}
 	for _, o := range tlsCommon(srv, more...) {
-		opts = append(opts, o)
+		opts = append(opts, o.w)
 	}
 	return opts
 }
@@ -147,7 +163,7 @@ var registeredHeaders = map[string]string{"X-Goog-User-Project": "opts-quota", "
 // at-least-once and unbounded writes: every call the server receives
 // carries their headers.
 func TestClientOptionsReachClients(t *testing.T) {
-	named := bigqueryio.WithClientOptions(testClientOptions)
+	named := clientOpts(testClientOptions)
 	t.Run("Read", func(t *testing.T) {
 		srv, _ := headerServer(t, 500)
 		rows, err := srv.TableRows("p.d.events")
@@ -179,17 +195,17 @@ func TestClientOptionsReachClients(t *testing.T) {
 			case "unbounded":
 				start := time.Now()
 				col = beam.ParDo(s, seqSimple, periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(n*10*time.Millisecond), 10*time.Millisecond))))
-				opts = append(opts, bigqueryio.WithTriggeringFrequency(200*time.Millisecond))
+				opts = append(opts, bqwrite.WithTriggeringFrequency(200*time.Millisecond))
 			case "at least once":
 				col = beam.Create(s, anys(simpleRows(n))...)
-				opts = append(opts, bigqueryio.WithAtLeastOnce())
+				opts = append(opts, bqwrite.WithAtLeastOnce())
 			default:
 				col = beam.Create(s, anys(simpleRows(n))...)
 			}
-			res := bigqueryio.Write(s, "p.d.out", col, opts...)
+			res := bqwrite.Write(s, "p.d.out", col, opts...)
 			passert.Empty(s, res.FailedRows)
 			run(t, p)
-			checkOnce(t, srv, "p.d.out", n, nil)
+			checkOnce(t, srv, "p.d.out", n)
 			checkHeaders(t, srv, registeredHeaders, "write", "rest")
 		})
 	}
@@ -201,10 +217,10 @@ func TestClientOptionsReachClients(t *testing.T) {
 func TestQuotaProject(t *testing.T) {
 	srv, even := headerServer(t, 100)
 	quota := map[string]string{"X-Goog-User-Project": "my-quota", "Authorization": "Bearer test-token"}
-	opts := []bigqueryio.CommonOption{bigqueryio.WithQuotaProject("my-quota"), bigqueryio.WithClientOptions(tlsAuthOptions)}
+	opts := []both{quotaProject("my-quota"), clientOpts(tlsAuthOptions)}
 	p, s := beam.NewPipelineWithRoot()
 	col := bigqueryio.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, opts...)...)
-	res := bigqueryio.Write(s, "p.d.copy", col, tlsWrite(srv, opts...)...)
+	res := bqwrite.Write(s, "p.d.copy", col, tlsWrite(srv, opts...)...)
 	passert.Empty(s, res.FailedRows)
 	run(t, p)
 	if rows, err := srv.TableRows("p.d.copy"); err != nil || int64(len(rows)) != expected(even).N {
@@ -219,10 +235,10 @@ func TestQuotaProject(t *testing.T) {
 // the Storage Read, Storage Write and REST clients carries them.
 func TestClientOptionsSeparateWorker(t *testing.T) {
 	srv, even := headerServer(t, 200)
-	named := bigqueryio.WithClientOptions(testClientOptions)
+	named := clientOpts(testClientOptions)
 	p, s := beam.NewPipelineWithRoot()
 	col := bigqueryio.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, named)...)
-	res := bigqueryio.Write(s, "p.d.copy", col, tlsWrite(srv, named)...)
+	res := bqwrite.Write(s, "p.d.copy", col, tlsWrite(srv, named)...)
 	passert.Empty(s, res.FailedRows)
 	wr, err := workertest.Run(t, p)
 	if err != nil {
@@ -271,26 +287,26 @@ func TestClientOptionsNotOnWorker(t *testing.T) {
 // pipeline is built, by Read, Query and Write alike.
 func TestClientOptionsConstruction(t *testing.T) {
 	for _, tc := range []struct {
-		opts []bigqueryio.CommonOption
+		opts []both
 		want string
 	}{
-		{[]bigqueryio.CommonOption{bigqueryio.WithClientOptions("nobody")}, `WithClientOptions("nobody"): no client options are registered under that name in this process: call RegisterClientOptions in an init function`},
-		{[]bigqueryio.CommonOption{bigqueryio.WithClientOptions("")}, `WithClientOptions(""): an empty name`},
-		{[]bigqueryio.CommonOption{bigqueryio.WithQuotaProject("")}, `WithQuotaProject(""): not a project id`},
-		{[]bigqueryio.CommonOption{bigqueryio.WithQuotaProject("a.b")}, `WithQuotaProject("a.b"): not a project id`},
-		{[]bigqueryio.CommonOption{bigqueryio.WithClientOptions(testClientOptions), bigqueryio.WithClientOptions("other")},
+		{[]both{clientOpts("nobody")}, `WithClientOptions("nobody"): no client options are registered under that name in this process: call RegisterClientOptions in an init function`},
+		{[]both{clientOpts("")}, `WithClientOptions(""): an empty name`},
+		{[]both{quotaProject("")}, `WithQuotaProject(""): not a project id`},
+		{[]both{quotaProject("a.b")}, `WithQuotaProject("a.b"): not a project id`},
+		{[]both{clientOpts(testClientOptions), clientOpts("other")},
 			fmt.Sprintf(`WithClientOptions(%q) and WithClientOptions("other") are both given`, testClientOptions)},
 	} {
 		s := beam.NewPipeline().Root()
 		var ro []bigqueryio.ReadOption
 		var qo []bigqueryio.QueryOption = []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b")}
-		var wo []bigqueryio.WriteOption
+		var wo []bqwrite.WriteOption
 		for _, o := range tc.opts {
-			ro, qo, wo = append(ro, o), append(qo, o), append(wo, o)
+			ro, qo, wo = append(ro, o.r), append(qo, o.r), append(wo, o.w)
 		}
 		_, rerr := bigqueryio.TryRead(s, "p.d.t", reflect.TypeFor[Event](), ro...)
 		_, qerr := bigqueryio.TryQuery(s, "SELECT 1", reflect.TypeFor[Event](), qo...)
-		_, werr := bigqueryio.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), wo...)
+		_, werr := bqwrite.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), wo...)
 		for what, err := range map[string]error{"Read": rerr, "Query": qerr, "Write": werr} {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s with %d options: error %v, want %q", what, len(tc.opts), err, tc.want)

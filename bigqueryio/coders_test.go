@@ -15,7 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -31,15 +31,6 @@ var crossingTypes = []struct {
 	{reflect.TypeFor[StreamElement](), "Read and Query: sessionFn/queryFn output, Reshuffle, the stream read's SDF element"},
 	{reflect.TypeFor[StreamRestriction](), "Read and Query: the stream read's SDF restriction"},
 	{reflect.TypeFor[queryTemp](), "Query: queryFn's second output, cleanupFn's input"},
-	{reflect.TypeFor[streamDone](), "Write: appendFn's KV values, GroupByKey, the failures side input, truncateKeyFn"},
-	{reflect.TypeFor[TableResult](), "Write: Results"},
-	{reflect.TypeFor[FailedRow](), "Write: FailedRows"},
-	{reflect.TypeFor[streamChunk](), "streaming Write: streamKeyFn's KV values, the batch step's bag state"},
-	{reflect.TypeFor[streamBatch](), "streaming Write: streamBatchFn's KV values, the append step's bag state"},
-	{reflect.TypeFor[flushOp](), "streaming Write: streamAppendFn's KV values, Reshuffle"},
-	{reflect.TypeFor[batchMeta](), "streaming Write: the batch step's value state"},
-	{reflect.TypeFor[shardStream](), "streaming Write: the append step's value state"},
-	{reflect.TypeFor[streamDesc](), "streaming Write: both stateful steps' writer schema state"},
 }
 
 // nullablePath is the path to a field of t that Beam's row coder writes as a
@@ -70,22 +61,22 @@ func TestCrossingTypesCoded(t *testing.T) {
 	for _, c := range crossingTypes {
 		listed[c.t] = true
 		p := nullablePath(c.t, map[reflect.Type]bool{})
-		_, wired := wireCodecs[c.t]
+		wired := bqcore.HasWire(c.t)
 		switch {
 		case p != "" && !wired:
-			t.Errorf("%v (%s) holds %s but has no wire coder: add it to wireTypes", c.t, c.where, p)
+			t.Errorf("%v (%s) holds %s but has no wire coder: give it bqcore.RegisterWire", c.t, c.where, p)
 		case p == "" && wired:
 			t.Errorf("%v holds nothing the row coder writes as null, yet has the wire coder", c.t)
 		}
 		cc := coder.LookupCustomCoder(c.t)
-		if wired && (cc == nil || cc.Enc.Fn.Name() != reflectx.FunctionName(encodeWire) || cc.Dec.Fn.Name() != reflectx.FunctionName(decodeWire)) {
+		if wired && (cc == nil || cc.Enc.Fn.Name() != reflectx.FunctionName(bqcore.EncodeWire) || cc.Dec.Fn.Name() != reflectx.FunctionName(bqcore.DecodeWire)) {
 			t.Errorf("%v: Beam's custom coder is %v, want the wire coder", c.t, cc)
 		}
 		if !wired && cc != nil {
 			t.Errorf("%v: an unexpected custom coder %v", c.t, cc)
 		}
 	}
-	for _, wt := range wireTypes {
+	for _, wt := range bqcore.WireTypes(reflect.TypeFor[StreamElement]().PkgPath()) {
 		if !listed[wt] {
 			t.Errorf("%v has the wire coder but is not in crossingTypes", wt)
 		}
@@ -185,8 +176,8 @@ func samples(t reflect.Type) map[string]any {
 func TestWireCoderRoundTrip(t *testing.T) {
 	for _, c := range crossingTypes {
 		worker := workerCoder(t, c.t)
-		_, wired := wireCodecs[c.t]
-		if got := worker.Kind == coder.Custom && worker.Custom.Dec.Fn.Name() == reflectx.FunctionName(decodeWire); got != wired {
+		wired := bqcore.HasWire(c.t)
+		if got := worker.Kind == coder.Custom && worker.Custom.Dec.Fn.Name() == reflectx.FunctionName(bqcore.DecodeWire); got != wired {
 			t.Errorf("%v: the worker's coder %v, want the wire coder: %v", c.t, worker, wired)
 		}
 		enc, dec := beam.NewElementEncoder(c.t), exec.MakeElementDecoder(worker)
@@ -247,35 +238,28 @@ func marshal(t *testing.T, p *beam.Pipeline) *pipepb.Pipeline {
 // corrupt encoding with an error, never a panic, and a slice count beyond
 // the bytes left allocates nothing.
 func TestWireCoderBadInput(t *testing.T) {
-	for _, wt := range wireTypes {
+	for _, wt := range bqcore.WireTypes(reflect.TypeFor[StreamElement]().PkgPath()) {
 		seed := 0
 		v := reflect.New(wt).Elem()
 		fill(v, &seed, false)
-		b, err := encodeWire(wt, v.Interface())
+		b, err := bqcore.EncodeWire(wt, v.Interface())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for n := range len(b) {
-			if _, err := decodeWire(wt, b[:n]); err == nil {
+			if _, err := bqcore.DecodeWire(wt, b[:n]); err == nil {
 				t.Errorf("%v cut at %d of %d bytes: no error", wt, n, len(b))
 			}
 		}
-		if _, err := decodeWire(wt, append(b, 0)); err == nil || !strings.Contains(err.Error(), "1 bytes after") {
+		if _, err := bqcore.DecodeWire(wt, append(b, 0)); err == nil || !strings.Contains(err.Error(), "1 bytes after") {
 			t.Errorf("%v with a byte more: %v", wt, err)
 		}
 		// Every byte changed in turn: an error or a value, never a panic.
 		for i := range b {
 			c := append([]byte(nil), b...)
 			c[i] ^= 0xff
-			decodeWire(wt, c)
+			bqcore.DecodeWire(wt, c)
 		}
-	}
-	// A huge count.
-	if _, err := decodeWire(reflect.TypeFor[streamChunk](), []byte{0, 0xff, 0xff, 0xff, 0xff, 0x0f}); err == nil {
-		t.Error("a count of 2^32: no error")
-	}
-	if _, err := encodeWire(reflect.TypeFor[flushOp](), flushOp{}); err == nil {
-		t.Error("encodeWire of a type without the wire coder: no error")
 	}
 }
 
@@ -293,13 +277,10 @@ type coderRowWithSlice struct {
 
 func coderRowOf(b []byte) coderRow { return coderRow{ID: int64(len(b))} }
 
-func coderMutation(coderRow) RowMutation { return RowMutation{Type: Upsert} }
-
 func init() {
 	RegisterType(reflect.TypeFor[coderRow]())
 	beam.RegisterType(reflect.TypeFor[coderRowWithSlice]())
 	register.Function1x1(coderRowOf)
-	register.Function1x1(coderMutation)
 }
 
 // unsafeRowCoders walks every coder of p's proto (the PCollections',
@@ -361,30 +342,13 @@ func unsafeRowCoders(t *testing.T, p *beam.Pipeline) []string {
 	return bad
 }
 
-// TestPipelineCodersSafe builds Read, Query and every kind of Write
-// (exactly once, WriteTruncate, at least once bounded and unbounded, CDC,
-// the streaming write of unbounded input) and finds, in the coders of each
+// TestPipelineCodersSafe builds Read and Query (bqwrite's builds every
+// kind of Write) and finds, in the coders of each
 // pipeline's proto, no row coder with a field Beam Go may write as a null
 // its schema does not allow; a pipeline of a type holding a slice is found
 // out (the check works).
 func TestPipelineCodersSafe(t *testing.T) {
 	row := reflect.TypeFor[coderRow]()
-	rowsOf := func(s beam.Scope, unbounded bool) beam.PCollection {
-		if unbounded {
-			start := time.Unix(1700000000, 0)
-			return beam.ParDo(s, coderRowOf, periodic.Impulse(s, start, start.Add(time.Minute), time.Second, false))
-		}
-		return beam.Create(s, coderRow{ID: 1, Name: "a"})
-	}
-	write := func(unbounded bool, opts ...WriteOption) func(s beam.Scope) error {
-		return func(s beam.Scope) error {
-			res, err := TryWrite(s, "p.d.t", rowsOf(s, unbounded), opts...)
-			if err == nil {
-				beam.ParDo0(s, keepResult, res.Results)
-			}
-			return err
-		}
-	}
 	for _, c := range []struct {
 		name  string
 		build func(s beam.Scope) error
@@ -396,12 +360,6 @@ func TestPipelineCodersSafe(t *testing.T) {
 			_, err := TryQuery(s, "SELECT 1", row, WithBillingProject("p"))
 			return err
 		}},
-		{"write", write(false)},
-		{"write truncate", write(false, WithWriteDisposition(WriteTruncate))},
-		{"write at least once", write(false, WithAtLeastOnce())},
-		{"write at least once unbounded", write(true, WithAtLeastOnce())},
-		{"write cdc", write(false, WithAtLeastOnce(), WithRowMutation(coderMutation), WithUnorderedChanges(), WithPrimaryKey("id"))},
-		{"write streaming", write(true)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
@@ -432,7 +390,6 @@ func BenchmarkWireCoder(b *testing.B) {
 		StreamElement{Info: sessionInfo{Table: "projects/p/datasets/d/tables/t", Session: "projects/p/locations/us/sessions/s1", Format: 1,
 			Avro: `{"fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}],"name":"__root__","type":"record"}`},
 			Stream: "projects/p/locations/us/sessions/s1/streams/r5", EstRows: 1000},
-		streamChunk{Desc: make([]byte, 200), Rows: rows},
 	} {
 		t := reflect.TypeOf(v)
 		b.Run(t.Name(), func(b *testing.B) {

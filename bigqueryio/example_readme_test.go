@@ -17,6 +17,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
 
 type Word struct {
@@ -112,7 +113,7 @@ func Example_queryBqtest() {
 	// temporary tables left: 0
 }
 
-func printResult(r bigqueryio.TableResult) { fmt.Println(r.Table, r.Rows, "rows committed") }
+func printResult(r bqwrite.TableResult) { fmt.Println(r.Table, r.Rows, "rows committed") }
 
 func init() { register.Function1x0(printResult) }
 
@@ -123,8 +124,8 @@ func Example_write() {
 	srv.AddDataset("p", "d", "")
 	p, s := beam.NewPipelineWithRoot()
 	words := beam.Create(s, Word{"to", 3, "hamlet"}, Word{"be", 2, "hamlet"})
-	res := bigqueryio.Write(s, "p.d.counts", words, // CreateIfNeeded: the schema inferred from Word
-		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithInsecure())
+	res := bqwrite.Write(s, "p.d.counts", words, // CreateIfNeeded: the schema inferred from Word
+		bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithRESTEndpoint(srv.RESTEndpoint()), bqwrite.WithInsecure())
 	beam.ParDo0(s, printResult, res.Results) // after the commit; res.FailedRows: rows refused
 	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
 		log.Fatal(err)

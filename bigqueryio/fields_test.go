@@ -183,10 +183,10 @@ func TestFieldsOf(t *testing.T) {
 	names := func(v any) string {
 		l := fieldsOf(reflect.TypeOf(v))
 		var parts []string
-		for _, f := range l.fields {
-			parts = append(parts, f.name+"="+f.goPath)
+		for _, f := range l.Fields {
+			parts = append(parts, f.Name+"="+f.GoPath)
 		}
-		for n, ps := range l.ambiguous {
+		for n, ps := range l.Ambiguous {
 			parts = append(parts, n+"?"+strings.Join(ps, "|"))
 		}
 		return strings.Join(parts, " ")
@@ -223,8 +223,8 @@ func TestFieldsOf(t *testing.T) {
 	}{}))
 	for col, want := range map[string]string{"id": "XId", "ID": "ID", "Id": "Id", "iD": "Id", "x": ""} {
 		got := ""
-		if k := l.match(col); k >= 0 {
-			got = l.fields[k].goPath
+		if k := l.Match(col); k >= 0 {
+			got = l.Fields[k].GoPath
 		}
 		if got != want {
 			t.Errorf("column %s goes into %q, want %q", col, got, want)

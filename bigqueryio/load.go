@@ -60,29 +60,29 @@ func newLoader(t reflect.Type, schema bigquery.Schema, r fieldRules) (*loader, e
 // the outer struct and where names schema, for messages.
 func columnOps(t reflect.Type, schema bigquery.Schema, r fieldRules, prefix, where string) (fields []structField, ops []loadOp, has []bool, err error) {
 	l := fieldsOf(t)
-	if !r.ignoreUnknown {
+	if !r.IgnoreUnknown {
 		if err := ambiguousError(t, l, prefix); err != nil {
 			return nil, nil, nil, fmt.Errorf("bigqueryio: %w", err)
 		}
 	}
-	used := make([]bool, len(l.fields))
+	used := make([]bool, len(l.Fields))
 	fields, ops, has = make([]structField, len(schema)), make([]loadOp, len(schema)), make([]bool, len(schema))
 	for i, sf := range schema {
-		k := l.match(sf.Name)
+		k := l.Match(sf.Name)
 		if k < 0 {
 			continue
 		}
 		used[k] = true
-		op, err := compileOp(t, l.fields[k], sf, r, prefix)
+		op, err := compileOp(t, l.Fields[k], sf, r, prefix)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		op.value = i
-		fields[i], ops[i], has[i] = l.fields[k], op, true
+		fields[i], ops[i], has[i] = l.Fields[k], op, true
 	}
-	if !r.ignoreUnknown {
+	if !r.IgnoreUnknown {
 		var unknown []structField
-		for k, f := range l.fields {
+		for k, f := range l.Fields {
 			if !used[k] {
 				unknown = append(unknown, f)
 			}
@@ -114,9 +114,9 @@ func compileOps(t reflect.Type, schema bigquery.Schema, r fieldRules, prefix, wh
 
 // compileOp is how column sf goes into field f of struct type t.
 func compileOp(t reflect.Type, f structField, sf *bigquery.FieldSchema, r fieldRules, prefix string) (loadOp, error) {
-	name := prefix + f.goPath
-	op := loadOp{field: f.index, name: name}
-	ft := f.typ
+	name := prefix + f.GoPath
+	op := loadOp{field: f.Index, name: name}
+	ft := f.Typ
 	if sf.Repeated {
 		if ft.Kind() != reflect.Slice {
 			return op, fmt.Errorf("bigqueryio: repeated column %s needs a slice, but field %s of %s is a %s", sf.Name, name, t, ft)
@@ -131,7 +131,7 @@ func compileOp(t reflect.Type, f structField, sf *bigquery.FieldSchema, r fieldR
 			st = ft.Elem()
 		}
 		if st.Kind() != reflect.Struct {
-			return op, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s of %s is a %s", sf.Name, name, t, f.typ)
+			return op, fmt.Errorf("bigqueryio: RECORD column %s needs a struct or *struct, but field %s of %s is a %s", sf.Name, name, t, f.Typ)
 		}
 		sub, err := compileOps(st, sf.Schema, r, name+".", "RECORD column "+sf.Name)
 		if err != nil {

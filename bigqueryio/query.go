@@ -93,11 +93,8 @@ func WithQueryParameters(params ...bigquery.QueryParameter) QueryOption {
 // updates, WriteTruncate's staging table and copy job) to url instead of
 // Google's endpoint: a test server's, such as bqtest's RESTEndpoint (with
 // WithInsecure, which drops credentials there too).
-func WithRESTEndpoint(url string) QueryWriteOption {
-	return QueryWriteOption{
-		query: func(c *readConfig) { c.note("WithRESTEndpoint", url); c.Query.REST = url },
-		write: func(c *writeConfig) { c.note("WithRESTEndpoint", url); c.REST = url },
-	}
+func WithRESTEndpoint(url string) QueryOption {
+	return queryOnlyOption(func(c *readConfig) { c.note("WithRESTEndpoint", url); c.Query.REST = url })
 }
 
 // restOptions are the options of Query's REST client.
@@ -188,9 +185,9 @@ func (q queryTemp) remove(ctx context.Context, c *restClient) error {
 	what := "table " + q.String()
 	if q.OwnDataset {
 		what = "dataset " + q.Project + ":" + q.Dataset + " and its table " + q.Table
-		err = c.deleteDataset(ctx, q.Project, q.Dataset)
+		err = c.DeleteDataset(ctx, q.Project, q.Dataset)
 	} else {
-		err = c.deleteTable(ctx, q.resource())
+		err = c.DeleteTable(ctx, q.resource())
 	}
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("bigqueryio: removing the temporary %s (it expires %v after it was written): %w", what, TempExpiration, err)
@@ -271,7 +268,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 	if loc == "" {
 		dry := newQuery()
 		dry.Configuration.DryRun = true
-		job, err := c.insertJob(ctx, cfg.Billing, dry)
+		job, err := c.InsertJob(ctx, cfg.Billing, dry)
 		if err != nil {
 			return queryTemp{}, fmt.Errorf("bigqueryio: dry run of the query (to find its location) in project %s: %w", cfg.Billing, err)
 		}
@@ -280,7 +277,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 		}
 		if loc == "" && job.Statistics != nil && job.Statistics.Query != nil && len(job.Statistics.Query.ReferencedTables) > 0 {
 			ref := job.Statistics.Query.ReferencedTables[0]
-			md, err := c.getTable(ctx, ref.resource())
+			md, err := c.GetTable(ctx, ref.Resource())
 			if err != nil {
 				return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", ref, err)
 			}
@@ -292,7 +289,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 	tmp := queryTemp{Project: cfg.Billing, Dataset: qc.TempDataset, Table: "sdfio_query_" + id, Location: loc}
 	if qc.TempDataset == "" {
 		tmp.Dataset, tmp.OwnDataset = "sdfio_temp_"+id, true
-		err := c.insertDataset(ctx, &restDataset{
+		err := c.InsertDataset(ctx, &restDataset{
 			DatasetReference:         datasetRef{ProjectID: tmp.Project, DatasetID: tmp.Dataset},
 			Location:                 loc,
 			DefaultTableExpirationMs: msText(TempExpiration),
@@ -305,7 +302,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 		if err != nil {
 			return tmp, fmt.Errorf("bigqueryio: creating the temporary dataset %s:%s in location %q: %w", tmp.Project, tmp.Dataset, loc, err)
 		}
-	} else if _, err := c.getTable(ctx, tmp.resource()); err == nil {
+	} else if _, err := c.GetTable(ctx, tmp.resource()); err == nil {
 		return tmp, fmt.Errorf("bigqueryio: refusing to write the query's result on the existing table %s", tmp)
 	} else if !isNotFound(err) {
 		return tmp, fmt.Errorf("bigqueryio: checking the temporary table %s: %w", tmp, err)
@@ -327,11 +324,11 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 	jq.CreateDisposition, jq.WriteDisposition = "CREATE_IF_NEEDED", "WRITE_TRUNCATE"
 	jq.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
 	jq.Priority = qc.Priority
-	job, err := c.insertJob(ctx, cfg.Billing, q)
+	job, err := c.InsertJob(ctx, cfg.Billing, q)
 	if err != nil {
 		return fail(fmt.Errorf("bigqueryio: starting the query job into %s: %w", tmp, err))
 	}
-	if _, err := c.waitJob(ctx, job); err != nil {
+	if _, err := c.WaitJob(ctx, job); err != nil {
 		if !tmp.OwnDataset && isNotFound(err) {
 			// Nothing was written; the table is not there to remove.
 			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", job.JobReference, tmp, err)
@@ -342,7 +339,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 		// A dataset of the user's may have no default expiration: give the
 		// table one, so that it goes away if the read never removes it.
 		exp := strconv.FormatInt(time.Now().Add(TempExpiration).UnixMilli(), 10)
-		if err := c.patchTable(ctx, tmp.resource(), &restTable{ExpirationTime: exp}, ""); err != nil {
+		if err := c.PatchTable(ctx, tmp.resource(), &restTable{ExpirationTime: exp}, ""); err != nil {
 			return fail(fmt.Errorf("bigqueryio: setting the expiration of the temporary table %s: %w", tmp, err))
 		}
 	}

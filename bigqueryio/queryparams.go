@@ -163,15 +163,15 @@ func valueOfParam(v reflect.Value, depth int) (paramValue, error) {
 		return valueOfParam(v.Elem(), depth+1)
 	case reflect.Struct:
 		val := paramValue{Struct: map[string]paramValue{}}
-		for _, f := range fieldsOf(t).fields {
-			if f.viaPtr {
-				return paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.goPath)
+		for _, f := range fieldsOf(t).Fields {
+			if f.ViaPtr {
+				return paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.GoPath)
 			}
-			fv, err := valueOfParam(v.FieldByIndex(f.index), depth+1)
+			fv, err := valueOfParam(v.FieldByIndex(f.Index), depth+1)
 			if err != nil {
-				return paramValue{}, fmt.Errorf("field %s: %w", f.goPath, err)
+				return paramValue{}, fmt.Errorf("field %s: %w", f.GoPath, err)
 			}
-			val.Struct[f.name] = fv
+			val.Struct[f.Name] = fv
 		}
 		return val, nil
 	}
@@ -249,12 +249,12 @@ func typeOfParam(t reflect.Type, depth int) (paramType, error) {
 		}
 	case reflect.Struct:
 		st := paramType{Kind: "STRUCT"}
-		for _, f := range fieldsOf(t).fields {
-			ft, err := typeOfParam(f.typ, depth+1)
+		for _, f := range fieldsOf(t).Fields {
+			ft, err := typeOfParam(f.Typ, depth+1)
 			if err != nil {
-				return paramType{}, fmt.Errorf("field %s: %w", f.goPath, err)
+				return paramType{}, fmt.Errorf("field %s: %w", f.GoPath, err)
 			}
-			st.Fields = append(st.Fields, paramField{Name: f.name, Type: ft})
+			st.Fields = append(st.Fields, paramField{Name: f.Name, Type: ft})
 		}
 		return st, nil
 	}
@@ -370,4 +370,58 @@ func paramsText(ps []bigquery.QueryParameter) []any {
 		}
 	}
 	return out
+}
+
+// restParams is the parameters as the REST API takes them, and their mode
+// (NAMED, POSITIONAL, or "" for none).
+func restParams(ps []queryParam) ([]restParam, string) {
+	if len(ps) == 0 {
+		return nil, ""
+	}
+	mode := "POSITIONAL"
+	out := make([]restParam, len(ps))
+	for i, p := range ps {
+		if p.Name != "" {
+			mode = "NAMED"
+		}
+		out[i] = restParam{Name: p.Name, ParameterType: restType(p.Type), ParameterValue: restValue(p.Value)}
+	}
+	return out, mode
+}
+
+func restType(t paramType) *restParamType {
+	switch t.Kind {
+	case "ARRAY":
+		return &restParamType{Type: "ARRAY", ArrayType: restType(*t.Elem)}
+	case "STRUCT":
+		out := &restParamType{Type: "STRUCT"}
+		for _, f := range t.Fields {
+			out.StructTypes = append(out.StructTypes, restStructField{Name: f.Name, Type: restType(f.Type)})
+		}
+		return out
+	}
+	return &restParamType{Type: t.Kind}
+}
+
+func restValue(v paramValue) *restParamValue {
+	switch {
+	case v.Null:
+		return &restParamValue{Value: json.RawMessage("null")}
+	case v.Scalar != nil:
+		b, _ := json.Marshal(*v.Scalar) // a string always encodes
+		return &restParamValue{Value: b}
+	case len(v.Array) > 0:
+		out := &restParamValue{ArrayValues: make([]*restParamValue, len(v.Array))}
+		for i, it := range v.Array {
+			out.ArrayValues[i] = restValue(it)
+		}
+		return out
+	case len(v.Struct) > 0:
+		out := &restParamValue{StructValues: make(map[string]*restParamValue, len(v.Struct))}
+		for name, f := range v.Struct {
+			out.StructValues[name] = restValue(f)
+		}
+		return out
+	}
+	return &restParamValue{} // an empty array or struct
 }

@@ -115,7 +115,7 @@ func TestQueryParamsLikeClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		rps, mode := restParams(ps)
-		if _, err := rc.insertJob(ctx, "p", &restJob{Configuration: &jobConfig{DryRun: true,
+		if _, err := rc.InsertJob(ctx, "p", &restJob{Configuration: &jobConfig{DryRun: true,
 			Query: &jobQuery{Query: tc.sql, ParameterMode: mode, QueryParameters: rps}}}); err != nil {
 			t.Fatal(err)
 		}

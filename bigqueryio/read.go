@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
@@ -27,6 +28,9 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*StreamRestriction)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*StreamTracker)(nil)))
 	beam.RegisterType(reflect.TypeOf((*sessionInfo)(nil)).Elem())
+	// sessionInfo.Arrow is nil in Avro sessions: Beam's coder would not
+	// carry it.
+	bqcore.RegisterWire(reflect.TypeFor[StreamElement]())
 }
 
 // Read reads a BigQuery table through the Storage Read API into a
@@ -39,15 +43,6 @@ func init() {
 // each other or hold values that cannot work.
 func Read(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) beam.PCollection {
 	return must(TryRead(s, table, t, opts...))
-}
-
-// must is v, panicking with err if it is not nil: Read, Query and Write
-// are their Try forms panicking where those return an error.
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // TryRead is Read returning the errors of construction instead of

@@ -336,12 +336,3 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 		st.retries++
 	}
 }
-
-// retryBackoff is the package's one backoff between retries of a call
-// (reads, appends, finalize, flush, commit, stream creation, staging
-// table deletion), internal/retry's: n retries (WithRetries), from base
-// doubling, at most 10 s apart, each wait drawn at random up to its bound;
-// a base of 0 retries without waiting.
-func retryBackoff(n int, base time.Duration) retry.Backoff {
-	return retry.Backoff{Retries: n, Initial: base, Max: 10 * time.Second, Multiplier: 2}
-}

@@ -256,7 +256,7 @@ func (d *structDecoder) decodeArrow(payload []byte, n int64, b *batch) error {
 }
 
 func nullInto(f structField) error {
-	return fmt.Errorf("NULL cannot be loaded into field %s of type %s", f.goPath, f.typ)
+	return fmt.Errorf("NULL cannot be loaded into field %s of type %s", f.GoPath, f.Typ)
 }
 
 // avroColumn compiles column sf into field f (ok false: no field, the
@@ -265,9 +265,9 @@ func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool
 	if !ok {
 		return func(r *avroReader, _ unsafe.Pointer) error { readAvroField(r, sf); return nil }
 	}
-	if !sf.Repeated && !f.viaPtr {
+	if !sf.Repeated && !f.ViaPtr {
 		if read, null := fastAvro(sf, f); read != nil {
-			off := f.offset
+			off := f.Offset
 			if sf.Required {
 				return func(r *avroReader, p unsafe.Pointer) error { read(r, unsafe.Add(p, off)); return nil }
 			}
@@ -305,7 +305,7 @@ func avroColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok bool
 // type at p, and how NULL is stored (nil: it cannot be), or nil for the
 // slow path.
 func fastAvro(sf *bigquery.FieldSchema, f structField) (read func(*avroReader, unsafe.Pointer), null func(unsafe.Pointer)) {
-	ft := f.typ
+	ft := f.Typ
 	switch sf.Type {
 	case bigquery.IntegerFieldType:
 		switch {
@@ -379,7 +379,7 @@ func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok boo
 	if !ok {
 		return func(arrow.Array, int, unsafe.Pointer, uintptr, int) error { return nil }
 	}
-	if !sf.Repeated && !f.viaPtr {
+	if !sf.Repeated && !f.ViaPtr {
 		if fast := fastArrow(sf, f); fast != nil {
 			return fast
 		}
@@ -403,7 +403,7 @@ func arrowColumn(t reflect.Type, sf *bigquery.FieldSchema, f structField, ok boo
 // at p; null stores NULL (nil: NULL is an error). Fields a fresh []T holds
 // are zero, which is every Null type's NULL.
 func column[A arrow.Array](f structField, nullable bool, set func(a A, i int, p unsafe.Pointer)) arrowOp {
-	off := f.offset
+	off := f.Offset
 	return func(arr arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(A)
 		if !ok {
@@ -428,7 +428,7 @@ func column[A arrow.Array](f structField, nullable bool, set func(a A, i int, p 
 // string, and each row's value is a substring of it, with no allocation
 // per row.
 func stringColumn(f structField, nullable bool, set func(p unsafe.Pointer, v string)) arrowOp {
-	off := f.offset
+	off := f.Offset
 	return func(arr arrow.Array, first int, base unsafe.Pointer, stride uintptr, n int) error {
 		a, ok := arr.(*array.String)
 		if !ok {
@@ -465,7 +465,7 @@ func stringColumn(f structField, nullable bool, set func(p unsafe.Pointer, v str
 }
 
 func fastArrow(sf *bigquery.FieldSchema, f structField) arrowOp {
-	ft := f.typ
+	ft := f.Typ
 	switch sf.Type {
 	case bigquery.IntegerFieldType:
 		switch {

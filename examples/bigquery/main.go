@@ -1,7 +1,7 @@
 // Command bigquery reads a BigQuery table through the Storage Read API with
 // bigqueryio and prints, per corpus, the number of distinct words and their
 // total count, then the read's metrics (rows, streams, splits). It then
-// writes those statistics to a second table with bigqueryio.Write (the
+// writes those statistics to a second table with bqwrite.Write (the
 // Storage Write API, exactly once: nothing is visible before the commit)
 // and reads that table back.
 //
@@ -46,6 +46,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 
 	// The runners this program runs on, registered by import: Prism (the
 	// default, in this process), the portable runner (universal, flink) and
@@ -129,11 +130,11 @@ func formatStats(c CorpusStats) string {
 }
 
 // printResult runs once the table's rows are committed.
-func printResult(r bigqueryio.TableResult) {
+func printResult(r bqwrite.TableResult) {
 	fmt.Printf("committed %d rows to %s in %d stream(s) at %s\n", r.Rows, r.Table, len(r.Streams), r.CommitTime.Format(time.RFC3339))
 }
 
-func printFailed(f bigqueryio.FailedRow) {
+func printFailed(f bqwrite.FailedRow) {
 	fmt.Printf("refused by %s: %s: %s\n", f.Table, f.Row, f.Error)
 }
 
@@ -174,7 +175,7 @@ func main() {
 	name := *table
 	var opts []bigqueryio.SessionOption // Read's and Query's
 	var queryOpts []bigqueryio.QueryOption
-	var writeOpts []bigqueryio.WriteOption
+	var writeOpts []bqwrite.WriteOption
 	out := *writeTo
 	if name == "" {
 		srv, n, err := serveGenerated(*rows)
@@ -184,7 +185,7 @@ func main() {
 		defer srv.Close()
 		name = n
 		opts = append(opts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure())
-		writeOpts = append(writeOpts, bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()))
+		writeOpts = append(writeOpts, bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(), bqwrite.WithRESTEndpoint(srv.RESTEndpoint()))
 		if out == "" {
 			out = "demo-project.samples.corpus_stats"
 		}
@@ -232,7 +233,7 @@ func main() {
 	stats := beam.CombinePerKey(s, mergeAgg, beam.ParDo(s, toKV, words))
 	printSorted(s, beam.ParDo(s, formatCorpus, stats))
 	if out != "" {
-		res := bigqueryio.Write(s, out, beam.ParDo(s, toStats, stats), writeOpts...)
+		res := bqwrite.Write(s, out, beam.ParDo(s, toStats, stats), writeOpts...)
 		beam.ParDo0(s, printResult, res.Results)
 		beam.ParDo0(s, printFailed, res.FailedRows)
 	}

@@ -1,7 +1,7 @@
 // Command bigquerystream streams Avro files into BigQuery, exactly once: a
 // goroutine drops a file of --rows_per_file events into a new directory
 // every --every, avroio.WatchForNewFiles reads each new file once it is
-// whole, and bigqueryio.Write writes the events (an unbounded PCollection:
+// whole, and bqwrite.Write writes the events (an unbounded PCollection:
 // exactly once by default) to a table of an in-process bqtest server.
 // While the pipeline runs, the command prints what the table shows every
 // --report; at the end, the rows the table holds against those written:
@@ -39,6 +39,7 @@ import (
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // the watched directory
 
@@ -82,7 +83,7 @@ func init() {
 	register.Function1x0(printFailed)
 }
 
-func printFailed(f bigqueryio.FailedRow) {
+func printFailed(f bqwrite.FailedRow) {
 	fmt.Printf("refused by %s: %s: %s\n", f.Table, f.Row, f.Error)
 }
 
@@ -143,10 +144,10 @@ func main() {
 
 	p, s := beam.NewPipelineWithRoot()
 	events := avroio.WatchForNewFiles(s, filepath.Join(dir, "*.avro"), reflect.TypeFor[Event](), *poll, avroio.AfterNoNewFilesFor(*idle))
-	res := bigqueryio.Write(s, table, events, // unbounded: exactly once
-		bigqueryio.WithTriggeringFrequency(*frequency),
-		bigqueryio.WithNumStreams(*streams),
-		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithInsecure())
+	res := bqwrite.Write(s, table, events, // unbounded: exactly once
+		bqwrite.WithTriggeringFrequency(*frequency),
+		bqwrite.WithNumStreams(*streams),
+		bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithRESTEndpoint(srv.RESTEndpoint()), bqwrite.WithInsecure())
 	beam.ParDo0(s, printFailed, res.FailedRows)
 
 	total := *files * *perFile

@@ -20,7 +20,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
 	"github.com/sdfio/sdfio/avroio"
-	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/internal/globaltest/probe"
 	"github.com/sdfio/sdfio/internal/workertest"
@@ -55,7 +55,7 @@ func useIOs(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	orders := beam.Create(s, order{ID: 1})
 	avroio.Write(s, t.TempDir()+"/o", orderSchema, orders)
-	if _, err := bigqueryio.TryWrite(s, "p.d.t", orders); err != nil {
+	if _, err := bqwrite.TryWrite(s, "p.d.t", orders); err != nil {
 		t.Fatal(err)
 	}
 	datastoreio.Write(s, "p", orders)

@@ -27,6 +27,7 @@ import (
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/datastoreio"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
 	"github.com/sdfio/sdfio/internal/beamreg"
@@ -186,28 +187,28 @@ func bigqueryShapes(srv *bqtest.Server) []shape {
 		}
 		return beam.Create(s, rs...)
 	}
-	wopts := func(more ...bigqueryio.WriteOption) []bigqueryio.WriteOption {
-		return append([]bigqueryio.WriteOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
-			bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithRetries(8, 5*time.Millisecond)}, more...)
+	wopts := func(more ...bqwrite.WriteOption) []bqwrite.WriteOption {
+		return append([]bqwrite.WriteOption{bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(),
+			bqwrite.WithRESTEndpoint(srv.RESTEndpoint()), bqwrite.WithRetries(8, 5*time.Millisecond)}, more...)
 	}
 	return []shape{
 		{"bigqueryio.Read", func(t *testing.T, s beam.Scope) {
 			col := bigqueryio.Read(s, "p.d.src", reflect.TypeFor[row](), bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithMaxStreams(2))
 			passert.Count(s, col, "bqread", 20)
 		}},
-		{"bigqueryio.Write", func(t *testing.T, s beam.Scope) {
-			res := bigqueryio.Write(s, "p.d.dst", rows(s), wopts()...)
+		{"bqwrite.Write", func(t *testing.T, s beam.Scope) {
+			res := bqwrite.Write(s, "p.d.dst", rows(s), wopts()...)
 			passert.Empty(s, res.FailedRows)
 		}},
-		{"bigqueryio.Write/WriteTruncate", func(t *testing.T, s beam.Scope) {
-			res := bigqueryio.Write(s, "p.d.trunc", rows(s), wopts(bigqueryio.WithWriteDisposition(bigqueryio.WriteTruncate))...)
+		{"bqwrite.Write/WriteTruncate", func(t *testing.T, s beam.Scope) {
+			res := bqwrite.Write(s, "p.d.trunc", rows(s), wopts(bqwrite.WithWriteDisposition(bqwrite.WriteTruncate))...)
 			passert.Empty(s, res.FailedRows)
 		}},
 		// Unbounded input: the exactly-once streaming write's stateful steps.
-		{"bigqueryio.Write/unbounded", func(t *testing.T, s beam.Scope) {
+		{"bqwrite.Write/unbounded", func(t *testing.T, s beam.Scope) {
 			start := time.Now().Add(500 * time.Millisecond)
 			seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(10*100*time.Millisecond), 100*time.Millisecond)))
-			res := bigqueryio.Write(s, "p.d.stream", beam.ParDo(s, seqRow, seq), wopts(bigqueryio.WithTriggeringFrequency(300*time.Millisecond))...)
+			res := bqwrite.Write(s, "p.d.stream", beam.ParDo(s, seqRow, seq), wopts(bqwrite.WithTriggeringFrequency(300*time.Millisecond))...)
 			passert.Empty(s, res.FailedRows)
 		}},
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/datastoreio"
 )
 
@@ -104,11 +105,11 @@ func copyBeamGo(s beam.Scope) {
 // bqtest's endpoints (see TestMigratedBigQuery).
 type bqConn struct {
 	Read  []bigqueryio.ReadOption
-	Write []bigqueryio.WriteOption
+	Write []bqwrite.WriteOption
 }
 
 // copyEvents is the same program on sdfio.
-func copyEvents(s beam.Scope, src, dst string, conn bqConn) bigqueryio.WriteResult {
+func copyEvents(s beam.Scope, src, dst string, conn bqConn) bqwrite.WriteResult {
 	// sdfio: the table names its project; the Storage Read API, one
 	// restriction per stream, split again while read; writes exactly once
 	// through the Storage Write API. WithFailOnRowErrors fails the job on
@@ -116,8 +117,8 @@ func copyEvents(s beam.Scope, src, dst string, conn bqConn) bigqueryio.WriteResu
 	// FailedRows, and are lost if nothing reads it.
 	read := []bigqueryio.ReadOption{bigqueryio.WithSelectedFields("id", "name", "at")}
 	events := bigqueryio.Read(s, src, reflect.TypeFor[Event](), append(read, conn.Read...)...)
-	write := []bigqueryio.WriteOption{bigqueryio.WithFailOnRowErrors()}
-	return bigqueryio.Write(s, dst, events, append(write, conn.Write...)...)
+	write := []bqwrite.WriteOption{bqwrite.WithFailOnRowErrors()}
+	return bqwrite.Write(s, dst, events, append(write, conn.Write...)...)
 }
 
 func Example_bigqueryio() {

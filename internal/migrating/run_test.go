@@ -25,6 +25,7 @@ import (
 	"github.com/sdfio/sdfio/avroio/container"
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/datastoreio/dstest"
 	"github.com/sdfio/sdfio/internal/testtmp"
 )
@@ -170,8 +171,8 @@ func TestMigratedBigQuery(t *testing.T) {
 	// its REST endpoint for the table's creation.
 	conn := bqConn{
 		Read: []bigqueryio.ReadOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure()},
-		Write: []bigqueryio.WriteOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
-			bigqueryio.WithRESTEndpoint(srv.RESTEndpoint())},
+		Write: []bqwrite.WriteOption{bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(),
+			bqwrite.WithRESTEndpoint(srv.RESTEndpoint())},
 	}
 	p, s := beam.NewPipelineWithRoot()
 	copyEvents(s, "my-project.events.raw", "my-project.events.copy", conn)

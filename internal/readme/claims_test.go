@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
 
 // The streaming write's claims. Each document that speaks of writing
@@ -83,14 +84,14 @@ func joinLines(lines []string) string {
 
 // writeSteps builds Write on an unbounded input with opts and returns the
 // names of the pipeline's DoFns.
-func writeSteps(t *testing.T, opts ...bigqueryio.WriteOption) []string {
+func writeSteps(t *testing.T, opts ...bqwrite.WriteOption) []string {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	start := time.Now()
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(time.Second), 100*time.Millisecond)))
 	rows := beam.ParDo(s, streamRowOf, seq)
-	opts = append([]bigqueryio.WriteOption{bigqueryio.WithEndpoint("localhost:1"), bigqueryio.WithInsecure()}, opts...)
-	bigqueryio.Write(s, "p.d.t", rows, opts...)
+	opts = append([]bqwrite.WriteOption{bqwrite.WithEndpoint("localhost:1"), bqwrite.WithInsecure()}, opts...)
+	bqwrite.Write(s, "p.d.t", rows, opts...)
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatalf("building Write on unbounded input: %v", err)
@@ -133,7 +134,7 @@ func TestStreamingClaims(t *testing.T) {
 	if !hasStep(def, "streamAppendFn") || !hasStep(def, "streamFlushFn") {
 		t.Fatalf("Write on unbounded input with its defaults has no exactly-once streaming steps (DoFns: %v): the documents' claims below no longer hold; change them with the code", def)
 	}
-	alo := writeSteps(t, bigqueryio.WithAtLeastOnce())
+	alo := writeSteps(t, bqwrite.WithAtLeastOnce())
 	if hasStep(alo, "streamAppendFn") {
 		t.Fatalf("Write on unbounded input WithAtLeastOnce runs the exactly-once steps (DoFns: %v): the documents' claims below no longer hold", alo)
 	}

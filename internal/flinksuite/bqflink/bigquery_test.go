@@ -13,6 +13,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/flinksuite/idcheck"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
@@ -141,23 +142,23 @@ func (f *genSimpleFn) ProcessElement(_ []byte, emit func(Simple)) {
 	}
 }
 
-func resultText(r bigqueryio.TableResult) string { return fmt.Sprintf("%s %d rows", r.Table, r.Rows) }
+func resultText(r bqwrite.TableResult) string { return fmt.Sprintf("%s %d rows", r.Table, r.Rows) }
 
-func failedText(f bigqueryio.FailedRow) string { return f.Table + " " + f.Row + ": " + f.Error }
+func failedText(f bqwrite.FailedRow) string { return f.Table + " " + f.Row + ": " + f.Error }
 
-func writeOpts(srv *bqtest.Server, more ...bigqueryio.WriteOption) []bigqueryio.WriteOption {
-	return append([]bigqueryio.WriteOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
-		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithRetries(8, 5*time.Millisecond)}, more...)
+func writeOpts(srv *bqtest.Server, more ...bqwrite.WriteOption) []bqwrite.WriteOption {
+	return append([]bqwrite.WriteOption{bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(),
+		bqwrite.WithRESTEndpoint(srv.RESTEndpoint()), bqwrite.WithRetries(8, 5*time.Millisecond)}, more...)
 }
 
 // writeSimple writes simpleOf(0..n-1), reshuffled over Flink's two
 // subtasks, to table on Flink, checking in the pipeline that Results has
 // the table's one result of n rows and FailedRows nothing.
-func writeSimple(t *testing.T, srv *bqtest.Server, table string, n int, opts ...bigqueryio.WriteOption) *workertest.Result {
+func writeSimple(t *testing.T, srv *bqtest.Server, table string, n int, opts ...bqwrite.WriteOption) *workertest.Result {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	rows := beam.Reshuffle(s, beam.ParDo(s, &genSimpleFn{N: n}, beam.Impulse(s)))
-	res := bigqueryio.Write(s, table, rows, writeOpts(srv, opts...)...)
+	res := bqwrite.Write(s, table, rows, writeOpts(srv, opts...)...)
 	checkIDs(s, "results", beam.ParDo(s, resultText, res.Results), []string{fmt.Sprintf("%s %d rows", table, n)})
 	checkIDs(s, "failed", beam.ParDo(s, failedText, res.FailedRows), nil)
 	r := flinktest.MustRun(t, p, runOpts()...)
@@ -191,7 +192,7 @@ func checkTable(t *testing.T, srv *bqtest.Server, table string, n int) {
 	t.Logf("%s holds %d rows, each exactly once (0 missing, 0 duplicated, 0 unexpected)", table, d.Got)
 }
 
-// TestWriteExactlyOnce writes 3,000 rows with bigqueryio.Write's default,
+// TestWriteExactlyOnce writes 3,000 rows with bqwrite.Write's default,
 // exactly once (PENDING streams, finalized, one commit), on Flink: the
 // table holds every row once, and no stream is left uncommitted; then
 // again while a tenth of the appends' answers are lost after the server
@@ -210,7 +211,7 @@ func TestWriteExactlyOnce(t *testing.T) {
 			srv := newServer(t)
 			srv.AddDataset("p", "d", "")
 			srv.SetWriteFaults(c.faults)
-			res := writeSimple(t, srv, "p.d.once", n, bigqueryio.WithMaxAppendBytes(4000))
+			res := writeSimple(t, srv, "p.d.once", n, bqwrite.WithMaxAppendBytes(4000))
 			checkTable(t, srv, "p.d.once", n)
 			st := srv.WriteStats()
 			t.Logf("server %+v", st)
@@ -240,7 +241,7 @@ func TestWriteAtLeastOnce(t *testing.T) {
 	const n = 3000
 	srv := newServer(t)
 	srv.AddDataset("p", "d", "")
-	writeSimple(t, srv, "p.d.alo", n, bigqueryio.WithAtLeastOnce(), bigqueryio.WithMaxAppendBytes(4000))
+	writeSimple(t, srv, "p.d.alo", n, bqwrite.WithAtLeastOnce(), bqwrite.WithMaxAppendBytes(4000))
 	checkTable(t, srv, "p.d.alo", n)
 	if st := srv.WriteStats(); st.StreamsCreated != 0 || st.Commits != 0 || st.RowsAppended != n {
 		t.Errorf("server %+v: want %d rows appended to _default, no stream made, no commit", st, n)
@@ -271,12 +272,12 @@ func changeOf(i int64) Change {
 
 // changeMutation is the RowMutation of a Change, its sequence number in
 // two sections.
-func changeMutation(c Change) bigqueryio.RowMutation {
-	typ := bigqueryio.Upsert
+func changeMutation(c Change) bqwrite.RowMutation {
+	typ := bqwrite.Upsert
 	if c.Del {
-		typ = bigqueryio.Delete
+		typ = bqwrite.Delete
 	}
-	return bigqueryio.RowMutation{Type: typ, SequenceNumber: bigqueryio.SequenceNumber(uint64(c.Seq>>8), uint64(c.Seq&0xff))}
+	return bqwrite.RowMutation{Type: typ, SequenceNumber: bqwrite.SequenceNumber(uint64(c.Seq>>8), uint64(c.Seq&0xff))}
 }
 
 // genChangesFn emits changeOf(0..N-1).
@@ -328,8 +329,8 @@ func TestWriteCDC(t *testing.T) {
 	srv.SetWriteFaults(bqtest.WriteFaults{AppendUnavailableShare: 0.1, AfterWrite: true, InBand: true})
 	p, s := beam.NewPipelineWithRoot()
 	changes := beam.Reshuffle(s, beam.ParDo(s, &genChangesFn{N: n}, beam.Impulse(s)))
-	res := bigqueryio.Write(s, "p.d.cdc", changes, writeOpts(srv, bigqueryio.WithAtLeastOnce(), bigqueryio.WithRowMutation(changeMutation),
-		bigqueryio.WithPrimaryKey("id"), bigqueryio.WithMaxAppendBytes(2000))...)
+	res := bqwrite.Write(s, "p.d.cdc", changes, writeOpts(srv, bqwrite.WithAtLeastOnce(), bqwrite.WithRowMutation(changeMutation),
+		bqwrite.WithPrimaryKey("id"), bqwrite.WithMaxAppendBytes(2000))...)
 	checkIDs(s, "failed", beam.ParDo(s, failedText, res.FailedRows), nil)
 	r := flinktest.MustRun(t, p, runOpts()...)
 	t.Logf("Flink run %v, %d workers", r.Elapsed, len(r.Workers))

@@ -18,8 +18,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"google.golang.org/grpc/peer"
 
-	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -59,7 +59,7 @@ const killTable = "p.d.killed"
 type killCase struct {
 	name string
 	n    int // rows: simpleOf(0..n-1)
-	opts []bigqueryio.WriteOption
+	opts []bqwrite.WriteOption
 	// appendDelay slows each AppendRows request (OnAppend), so that the
 	// append step lasts long enough to be killed in.
 	appendDelay time.Duration
@@ -76,7 +76,7 @@ type killCase struct {
 	failover string
 }
 
-// TestWriteKilled runs bigqueryio.Write's batch exactly-once write of n
+// TestWriteKilled runs bqwrite.Write's batch exactly-once write of n
 // rows (reshuffled over Flink's two subtasks) on Flink with restarts
 // allowed, killing with SIGKILL:
 //
@@ -101,13 +101,13 @@ type killCase struct {
 // each make every row visible.
 func TestWriteKilled(t *testing.T) {
 	for _, c := range []killCase{
-		{name: "append", n: 12000, opts: []bigqueryio.WriteOption{bigqueryio.WithMaxAppendBytes(2000)},
+		{name: "append", n: 12000, opts: []bqwrite.WriteOption{bqwrite.WithMaxAppendBytes(2000)},
 			appendDelay: 40 * time.Millisecond, killAtAppends: 20},
-		{name: "commit before apply", n: 3000, opts: []bigqueryio.WriteOption{bigqueryio.WithMaxAppendBytes(4000)},
+		{name: "commit before apply", n: 3000, opts: []bqwrite.WriteOption{bqwrite.WithMaxAppendBytes(4000)},
 			killCommit: true},
-		{name: "commit after apply", n: 3000, opts: []bigqueryio.WriteOption{bigqueryio.WithMaxAppendBytes(4000)},
+		{name: "commit after apply", n: 3000, opts: []bqwrite.WriteOption{bqwrite.WithMaxAppendBytes(4000)},
 			killCommit: true, afterApply: true},
-		{name: "commit after apply, full restart", n: 3000, opts: []bigqueryio.WriteOption{bigqueryio.WithMaxAppendBytes(4000)},
+		{name: "commit after apply, full restart", n: 3000, opts: []bqwrite.WriteOption{bqwrite.WithMaxAppendBytes(4000)},
 			killCommit: true, afterApply: true, failover: "full"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,7 +167,7 @@ func runKilled(t *testing.T, c killCase) {
 
 	p, s := beam.NewPipelineWithRoot()
 	rows := beam.Reshuffle(s, beam.ParDo(s, &genSimpleFn{N: c.n}, beam.Impulse(s)))
-	res := bigqueryio.Write(s, killTable, rows, writeOpts(srv, c.opts...)...)
+	res := bqwrite.Write(s, killTable, rows, writeOpts(srv, c.opts...)...)
 	checkIDs(s, "results", beam.ParDo(s, resultText, res.Results), []string{fmt.Sprintf("%s %d rows", killTable, c.n)})
 	checkIDs(s, "failed", beam.ParDo(s, failedText, res.FailedRows), nil)
 

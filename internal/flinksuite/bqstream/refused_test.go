@@ -8,8 +8,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 
-	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -46,8 +46,8 @@ func TestStreamWriteKilledRefused(t *testing.T) {
 		}
 	}
 	table := "p.d.refused"
-	p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, bigqueryio.WithNumStreams(2),
-		bigqueryio.WithTriggeringFrequency(300*time.Millisecond))
+	p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, bqwrite.WithNumStreams(2),
+		bqwrite.WithTriggeringFrequency(300*time.Millisecond))
 	const kills = 2
 	var (
 		mu       sync.Mutex

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -45,9 +46,9 @@ func newServer(t *testing.T) *bqtest.Server {
 	return srv
 }
 
-func writeOpts(srv *bqtest.Server, more ...bigqueryio.WriteOption) []bigqueryio.WriteOption {
-	return append([]bigqueryio.WriteOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
-		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithRetries(8, 5*time.Millisecond)}, more...)
+func writeOpts(srv *bqtest.Server, more ...bqwrite.WriteOption) []bqwrite.WriteOption {
+	return append([]bqwrite.WriteOption{bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(),
+		bqwrite.WithRESTEndpoint(srv.RESTEndpoint()), bqwrite.WithRetries(8, 5*time.Millisecond)}, more...)
 }
 
 // audit compares the table with the input's ids [0, n), and counts the
@@ -99,19 +100,19 @@ func head(ids []int64) []int64 {
 }
 
 // streamPipeline is a periodic sequence of n rows, one every every, into
-// bigqueryio.Write's exactly-once streaming write.
-func streamPipeline(srv *bqtest.Server, table string, n int64, every time.Duration, opts ...bigqueryio.WriteOption) *beam.Pipeline {
+// bqwrite.Write's exactly-once streaming write.
+func streamPipeline(srv *bqtest.Server, table string, n int64, every time.Duration, opts ...bqwrite.WriteOption) *beam.Pipeline {
 	return streamPipelineAt(srv, table, n, every, 6*time.Second, opts...)
 }
 
 // streamPipelineAt is streamPipeline with the sequence's first row after
 // delay: a job starts in 3-8 s here, 10-20 under load, and rows due before
 // it runs are made at once.
-func streamPipelineAt(srv *bqtest.Server, table string, n int64, every, delay time.Duration, opts ...bigqueryio.WriteOption) *beam.Pipeline {
+func streamPipelineAt(srv *bqtest.Server, table string, n int64, every, delay time.Duration, opts ...bqwrite.WriteOption) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
 	start := time.Now().Add(delay)
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(time.Duration(n)*every), every)))
-	res := bigqueryio.Write(s, table, beam.ParDo(s, seqRow, seq), writeOpts(srv, opts...)...)
+	res := bqwrite.Write(s, table, beam.ParDo(s, seqRow, seq), writeOpts(srv, opts...)...)
 	_ = res
 	return p
 }
@@ -121,7 +122,7 @@ func streamPipelineAt(srv *bqtest.Server, table string, n int64, every, delay ti
 func TestStreamWrite(t *testing.T) {
 	srv := newServer(t)
 	const n = 200
-	p := streamPipeline(srv, "p.d.plain", n, 20*time.Millisecond, bigqueryio.WithTriggeringFrequency(300*time.Millisecond))
+	p := streamPipeline(srv, "p.d.plain", n, 20*time.Millisecond, bqwrite.WithTriggeringFrequency(300*time.Millisecond))
 	res, err := flinktest.Run(t, p, flinktest.WithCheckpointing(time.Second),
 		flinktest.WithStopWhen(func() bool { return count(srv, "p.d.plain") >= n }),
 		flinktest.WithWorkertest(workertest.WithTimeout(40*time.Second)))
@@ -158,16 +159,16 @@ var _ = context.Background
 func TestStreamWriteKilled(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []bigqueryio.WriteOption
+		opts []bqwrite.WriteOption
 	}{
 		{"auto shards", nil},
-		{"two streams", []bigqueryio.WriteOption{bigqueryio.WithNumStreams(2)}},
+		{"two streams", []bqwrite.WriteOption{bqwrite.WithNumStreams(2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t)
 			const n = 800
 			table := "p.d.killed"
-			p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, append(tc.opts, bigqueryio.WithTriggeringFrequency(300*time.Millisecond))...)
+			p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, append(tc.opts, bqwrite.WithTriggeringFrequency(300*time.Millisecond))...)
 			kills := []int{n / 8, n / 4, 3 * n / 8, n / 2} // rows visible before each kill
 			var killedAt []int
 			var lastKill time.Time

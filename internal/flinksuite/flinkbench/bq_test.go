@@ -18,6 +18,7 @@ import (
 
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/benchenv"
 	"github.com/sdfio/sdfio/internal/flinktest"
 	"github.com/sdfio/sdfio/internal/workertest"
@@ -75,20 +76,20 @@ func (f *bqGenFn) ProcessElement(seed int64, emit func(BQRow)) {
 }
 
 // bqBatchPipeline generates n rows in 8 seeds, spread over the workers by
-// a Reshuffle of the seeds, and writes them with bigqueryio.Write's
+// a Reshuffle of the seeds, and writes them with bqwrite.Write's
 // defaults for bounded input (exactly once: PENDING streams, one commit).
 func bqBatchPipeline(srv *bqtest.Server, table string, n int64) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
 	const seeds = 8
 	seed := beam.Reshuffle(s, beam.ParDo(s, &bqSeedsFn{Seeds: seeds}, beam.Impulse(s)))
 	rows := beam.ParDo(s, &bqGenFn{N: n, Seeds: seeds}, seed)
-	bigqueryio.Write(s, table, rows, bqBenchOpts(srv)...)
+	bqwrite.Write(s, table, rows, bqBenchOpts(srv)...)
 	return p
 }
 
 // bqStreamPipeline writes n rows of a periodic sequence whose elements are
 // all due when it starts (so it emits as fast as the runner takes them)
-// with bigqueryio.Write's defaults for unbounded input (exactly once:
+// with bqwrite.Write's defaults for unbounded input (exactly once:
 // BUFFERED streams, flushed), batching every 200 ms.
 func bqStreamPipeline(srv *bqtest.Server, table string, n int64) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
@@ -97,13 +98,13 @@ func bqStreamPipeline(srv *bqtest.Server, table string, n int64) *beam.Pipeline 
 	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(time.Duration(n)*10*time.Microsecond), 10*time.Microsecond)))
 	rows := beam.ParDo(s, bqRowAt, seq)
-	bigqueryio.Write(s, table, rows, bqBenchOpts(srv, bigqueryio.WithTriggeringFrequency(200*time.Millisecond))...)
+	bqwrite.Write(s, table, rows, bqBenchOpts(srv, bqwrite.WithTriggeringFrequency(200*time.Millisecond))...)
 	return p
 }
 
-func bqBenchOpts(srv *bqtest.Server, more ...bigqueryio.WriteOption) []bigqueryio.WriteOption {
-	return append([]bigqueryio.WriteOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(),
-		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint())}, more...)
+func bqBenchOpts(srv *bqtest.Server, more ...bqwrite.WriteOption) []bqwrite.WriteOption {
+	return append([]bqwrite.WriteOption{bqwrite.WithEndpoint(srv.Addr()), bqwrite.WithInsecure(),
+		bqwrite.WithRESTEndpoint(srv.RESTEndpoint())}, more...)
 }
 
 // BenchmarkFlinkBQWriteBatch writes -flinkbench.bq_rows rows (1,000,000)

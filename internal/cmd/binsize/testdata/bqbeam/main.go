@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/bigqueryio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
 
 var (
@@ -33,7 +34,7 @@ func main() {
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	events := bigqueryio.Read(s, *project, *input, reflect.TypeFor[Event]())
-	bigqueryio.Write(s, *project, *output, events)
+	bqwrite.Write(s, *project, *output, events)
 	if err := beamx.Run(context.Background(), p); err != nil {
 		log.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
 
 var (
@@ -33,7 +34,7 @@ func main() {
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	events := bigqueryio.Read(s, *input, reflect.TypeFor[Event]())
-	bigqueryio.Write(s, *output, events)
+	bqwrite.Write(s, *output, events)
 	if err := beamx.Run(context.Background(), p); err != nil {
 		log.Fatal(err)
 	}
