@@ -207,7 +207,7 @@
 //     like the source, CREATE_NEVER refuses a missing one; a destination
 //     partitioned otherwise is refused; WriteFaults.CopyJobError fails
 //     them; errors end the job DONE with an error result), datasets.get of a dataset that only holds AddTable's
-//     tables, and tabledata.insertAll (Beam Go's bqwrite.Write): rows
+//     tables, and tabledata.insertAll (Beam Go's bigqueryio.Write): rows
 //     visible at once; a row that does not fit is in insertErrors and,
 //     without skipInvalidRows, the request writes nothing (the others are
 //     "stopped"); at most 10 MB and 50,000 rows a request. Beam Go's

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/direct"
 )
 
-// beamRow is an element of Beam Go's bqwrite.Write.
+// beamRow is an element of Beam Go's bigqueryio.Write.
 type beamRow struct {
 	Name  string `bigquery:"name"`
 	Value int64  `bigquery:"value"`
@@ -20,7 +20,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*beamRow)(nil)).Elem())
 }
 
-// TestBeamGoWrite runs Beam Go's own bqwrite.Write (the legacy
+// TestBeamGoWrite runs Beam Go's own bigqueryio.Write (the legacy
 // streaming insert, tabledata.insertAll) against the server, creating the
 // table as CreateIfNeeded does, and reads the rows back.
 func TestBeamGoWrite(t *testing.T) {

@@ -23,7 +23,7 @@ const (
 
 // RESTHandler serves the REST API of RESTEndpoint (paths /bigquery/v2/…)
 // on a server of the caller's, for a client that cannot be given an
-// endpoint: Beam Go's bqwrite.Write makes its client with
+// endpoint: Beam Go's bigqueryio.Write makes its client with
 // bigquery.NewClient(ctx, project) and no options, so a test or benchmark
 // serves this handler over TLS and routes the process's connections to
 // it, as RouteGoogleAPIs does.

@@ -19,7 +19,7 @@ type inner struct {
 	Tags []int64
 }
 
-// insertRow is a struct as Beam Go's bqwrite.Write takes: its schema is
+// insertRow is a struct as Beam Go's bigqueryio.Write takes: its schema is
 // bigquery.InferSchema's.
 type insertRow struct {
 	ID    int64
@@ -36,7 +36,7 @@ type insertRow struct {
 	Strs  []string
 }
 
-// TestWriteRESTBeamWrite makes the calls Beam Go's bqwrite.Write makes
+// TestWriteRESTBeamWrite makes the calls Beam Go's bigqueryio.Write makes
 // (datasets.get, tables.get, tables.insert with the inferred schema when
 // the table is missing, then tabledata.insertAll through the Inserter) and
 // reads the rows back with the official client; then writes to the same

@@ -19,7 +19,7 @@ import (
 
 // RouteGoogleAPIs makes the REST clients of Google's Go libraries in this
 // process reach the server, for code that makes its clients without an
-// endpoint option — Beam Go's bqwrite.Write calls
+// endpoint option — Beam Go's bigqueryio.Write calls
 // bigquery.NewClient(ctx, project) — so that such code can be tested and
 // benchmarked against bqtest. It changes process-wide state until restore
 // is called: http.DefaultTransport (which Google's API and auth clients

@@ -84,7 +84,7 @@ func benchWriteRows(n int) []any {
 // BenchmarkWrite writes 100,000 rows to bqtest (in this process, sharing
 // the CPU) three ways, beside create_only (the same pipeline without a
 // write): this package's Write (exactly once, on the direct
-// runner), Beam Go's bqwrite.Write (tabledata.insertAll, reached through
+// runner), Beam Go's bigqueryio.Write (tabledata.insertAll, reached through
 // RouteGoogleAPIs), and a plain managedwriter loop appending the same
 // encoded rows to one PENDING stream on one goroutine, the anchor of the
 // writer's CPU per row. Each pipeline runs twice: its rows from

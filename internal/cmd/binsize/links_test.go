@@ -7,51 +7,66 @@ import (
 	"testing"
 )
 
-// TestBigQueryProgramLinks: the BigQuery read-and-write program
-// (testdata/bqsdfio) links none of what made it larger than Beam Go's
-// (docs/BENCHMARKS.md, issue 30): the official client's bigquery.Client and
-// the generated REST client it reaches, arrow/ipc and its codecs,
-// managedwriter/adapt with protodesc and dynamicpb. Each is reachable by
-// one call (Beam's reflection keeps every method of a reached type), so a
-// change that calls one again fails here, not only in make bench's sizes.
+// TestBigQueryProgramLinks holds the structure of issue 38: a program that
+// only reads BigQuery (testdata/bqreadsdfio) links no symbol of the write
+// package (bigqueryio/bqwrite) nor the Storage Write client
+// (managedwriter), and a program that only writes (testdata/bqwritesdfio)
+// links no symbol of the read package (bigqueryio); the read-and-write
+// program (testdata/bqsdfio) links both, which shows the check sees them.
+// Beam's reflection keeps every method of a reached type, so one
+// registration of a Write DoFn in the read package's init, or one import
+// of bigqueryio from bqwrite, fails here.
 func TestBigQueryProgramLinks(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "bqsdfio")
-	args := []string{"build", "-o", out}
+	out := t.TempDir()
+	args := []string{"build", "-o", out + string(filepath.Separator)}
 	if raceEnabled {
 		// As the test is built: make test's packages are compiled with
 		// -race, and a plain build would compile Beam again (minutes).
 		args = append(args, "-race")
 	}
-	if b, err := exec.Command("go", append(args, "./testdata/bqsdfio")...).CombinedOutput(); err != nil {
+	progs := []string{"./testdata/bqreadsdfio", "./testdata/bqwritesdfio", "./testdata/bqsdfio"}
+	if b, err := exec.Command("go", append(args, progs...)...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	nm, err := exec.Command("go", "tool", "nm", out).Output()
-	if err != nil {
-		t.Fatalf("go tool nm: %v", err)
-	}
-	forbidden := map[string]string{
-		"cloud.google.com/go/bigquery.(*Client).":                   "bigquery.Client (bigqueryio has its own REST client, rest.go)",
-		"google.golang.org/api/bigquery/v2.(*TablesService)":        "the generated REST client",
-		"github.com/apache/arrow/go/v15/arrow/ipc.":                 "arrow/ipc (bigqueryio reads Arrow IPC itself, arrow_read.go)",
-		"github.com/klauspost/compress/zstd.(*Decoder).":            "zstd, which arrow/ipc brings",
-		"cloud.google.com/go/bigquery/storage/managedwriter/adapt.": "managedwriter/adapt (write_descriptor.go)",
-		"google.golang.org/protobuf/reflect/protodesc.":             "protodesc, which adapt brings",
-		"google.golang.org/protobuf/types/dynamicpb.":               "dynamicpb",
-	}
-	found := map[string]int{}
-	for _, line := range strings.Split(string(nm), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
+	const (
+		read    = "github.com/sdfio/sdfio/bigqueryio."
+		write   = "github.com/sdfio/sdfio/bigqueryio/bqwrite."
+		writeMW = "cloud.google.com/go/bigquery/storage/managedwriter."
+	)
+	for _, c := range []struct {
+		prog            string
+		want, forbidden []string
+	}{
+		{"bqreadsdfio", []string{read}, []string{write, writeMW}},
+		{"bqwritesdfio", []string{write, writeMW}, []string{read}},
+		{"bqsdfio", []string{read, write, writeMW}, nil},
+	} {
+		nm, err := exec.Command("go", "tool", "nm", filepath.Join(out, c.prog)).Output()
+		if err != nil {
+			t.Fatalf("go tool nm %s: %v", c.prog, err)
 		}
-		name := f[len(f)-1]
-		for prefix := range forbidden {
-			if strings.HasPrefix(name, prefix) {
-				found[prefix]++
+		found := map[string]int{}
+		for _, line := range strings.Split(string(nm), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 {
+				continue
+			}
+			name := f[len(f)-1]
+			for _, prefix := range append(append([]string(nil), c.want...), c.forbidden...) {
+				if strings.HasPrefix(name, prefix) {
+					found[prefix]++
+				}
 			}
 		}
-	}
-	for prefix, n := range found {
-		t.Errorf("the program links %d symbols of %s", n, forbidden[prefix])
+		for _, p := range c.forbidden {
+			if found[p] > 0 {
+				t.Errorf("%s links %d symbols of %s", c.prog, found[p], strings.TrimSuffix(p, "."))
+			}
+		}
+		for _, p := range c.want {
+			if found[p] == 0 {
+				t.Errorf("%s links no symbol of %s: the check cannot see it", c.prog, strings.TrimSuffix(p, "."))
+			}
+		}
 	}
 }

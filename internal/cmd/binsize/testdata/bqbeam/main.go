@@ -12,7 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/bigqueryio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
-	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
 
 var (
@@ -34,7 +33,7 @@ func main() {
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	events := bigqueryio.Read(s, *project, *input, reflect.TypeFor[Event]())
-	bqwrite.Write(s, *project, *output, events)
+	bigqueryio.Write(s, *project, *output, events)
 	if err := beamx.Run(context.Background(), p); err != nil {
 		log.Fatal(err)
 	}
