@@ -321,17 +321,12 @@ func readStream(ctx context.Context, c rowsClient, cfg readConfig, info sessionI
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("bigqueryio: %s: %w", where(), ctx.Err())
-		case !retry.Transient(err, retry.Idempotent):
-			err = fmt.Errorf("bigqueryio: ReadRows of %s failed (attempt %d, not transient): %w", where(), r.Attempts(), err)
-			rt.Fail(err)
-			return err
 		}
-		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-			err = fmt.Errorf("bigqueryio: ReadRows of %s failed after %d attempts (%d retries): %w", where(), r.Attempts(), r.Retries(), err)
-			rt.Fail(err)
-			return err
-		} else if werr != nil {
-			return fmt.Errorf("bigqueryio: %s: %w", where(), werr)
+		if rerr := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent), "bigqueryio: ReadRows of "+where()); rerr != nil {
+			if rerr.(*retry.Error).Stopped == nil {
+				rt.Fail(rerr)
+			}
+			return rerr
 		}
 		st.retries++
 	}

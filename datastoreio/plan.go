@@ -160,13 +160,8 @@ func (c *conn) runRequest(ctx context.Context, req *pb.RunQueryRequest) (*pb.Run
 		if err == nil {
 			return resp, nil
 		}
-		if !retry.Transient(err, retry.Idempotent) {
-			return nil, fmt.Errorf("RunQuery (attempt %d): %w", r.Attempts(), err)
-		}
-		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-			return nil, fmt.Errorf("RunQuery (%d attempts): %w", r.Attempts(), err)
-		} else if werr != nil {
-			return nil, fmt.Errorf("RunQuery, after %d attempts: %w (last error: %v)", r.Attempts(), werr, err)
+		if err := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent), "RunQuery"); err != nil {
+			return nil, err
 		}
 		c.m.retries.Inc(ctx, 1)
 	}

@@ -251,16 +251,9 @@ func readSubRange(ctx context.Context, c *conn, r Range, order KeyOrder, i int64
 				continue
 			}
 			// RunQuery from a cursor is idempotent.
-			how := ""
-			if !retry.Transient(runErr, retry.Idempotent) {
-				how = fmt.Sprintf("failed (attempt %d)", retries.Attempts())
-			} else if werr := retries.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				how = fmt.Sprintf("failed %d times in a row", retries.Attempts())
-			} else if werr != nil {
-				return false, fmt.Errorf("datastoreio: %s: RunQuery after %d entities, %d attempts: %w (last error: %v)", r.where(i), emitted, retries.Attempts(), werr, runErr)
-			}
-			if how != "" {
-				return false, fmt.Errorf("datastoreio: %s: RunQuery %s after %d entities (%s)%s: %w", r.where(i), how, emitted, status.Code(runErr), snap.refusal(runErr, now(snap.at)), runErr)
+			if err := retries.Retry(ctx, runErr, retry.Transient(runErr, retry.Idempotent),
+				fmt.Sprintf("datastoreio: %s: RunQuery after %d entities (%s)%s", r.where(i), emitted, status.Code(runErr), snap.refusal(runErr, now(snap.at)))); err != nil {
+				return false, err
 			}
 			c.m.retries.Inc(ctx, 1)
 			continue

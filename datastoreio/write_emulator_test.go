@@ -563,7 +563,7 @@ func TestWritePermanentErrorNamesKey(t *testing.T) {
 	if err == nil {
 		t.Fatal("the pipeline succeeded")
 	}
-	for _, want := range []string{project, "namespace " + ns, "kind WRefused", fmt.Sprintf("WRefused,%d", spreadID(0)), "InvalidArgument", "after 1 attempt"} {
+	for _, want := range []string{project, "namespace " + ns, "kind WRefused", fmt.Sprintf("WRefused,%d", spreadID(0)), "InvalidArgument", "(attempt 1): "} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q: %v", want, err)
 		}

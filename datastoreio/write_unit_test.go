@@ -463,7 +463,7 @@ func TestWriterRetriesTransientErrors(t *testing.T) {
 	k := datastore.IDKey("K", 7, nil)
 	_ = w.add(context.Background(), k, &unitEnt{K: k}, "unitEnt")
 	err := w.flush(context.Background())
-	if status.Code(err) != codes.Unavailable || f.attempts != 3 || !strings.Contains(err.Error(), "after 3 attempt") {
+	if status.Code(err) != codes.Unavailable || f.attempts != 3 || !strings.Contains(err.Error(), "): 3 attempts: rpc error: code = Unavailable desc = down") {
 		t.Fatalf("got %v after %d attempts", err, f.attempts)
 	}
 }

@@ -2,7 +2,6 @@ package datastoreio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -403,7 +402,7 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 			w.tally(&throttledCommits, 1)
 			w.tally(&adaptiveThrottledMsecs, adaptiveDelay.Milliseconds())
 			if err := w.sleep(ctx, adaptiveDelay); err != nil {
-				return w.commitError(b, err, attempt)
+				return fmt.Errorf("%s: after %d attempts: %w", w.commitWhat(b), attempt, err) // held back
 			}
 			start = w.now()
 		}
@@ -433,13 +432,8 @@ func (w *writer) commit(ctx context.Context, b *batch[pending]) error {
 				return w.refusedError(b, i, committed, ierr, attempt+1)
 			}
 		}
-		if ctx.Err() != nil || !retry.Transient(err, retry.Idempotent) {
-			return w.commitError(b, err, attempt+1)
-		}
-		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-			return w.commitError(b, err, attempt+1)
-		} else if werr != nil {
-			return w.commitError(b, werr, attempt+1)
+		if err := r.Retry(ctx, err, ctx.Err() == nil && retry.Transient(err, retry.Idempotent), w.commitWhat(b)); err != nil {
+			return err
 		}
 		w.tally(&commitRetries, 1)
 	}
@@ -489,24 +483,18 @@ func (w *writer) allocate(ctx context.Context, items []pending) error {
 		if err == nil {
 			err = fmt.Errorf("the service allocated %d ids for %d keys", len(got), len(keys))
 		}
-		if ctx.Err() == nil && retry.Transient(err, retry.Idempotent) {
-			werr := r.Wait(ctx)
-			if werr == nil {
-				w.tally(&commitRetries, 1)
-				continue
-			}
-			if !errors.Is(werr, retry.ErrExhausted) {
-				err = fmt.Errorf("%w (last error: %v)", werr, err)
-			}
+		if err := r.Retry(ctx, err, ctx.Err() == nil && retry.Transient(err, retry.Idempotent),
+			fmt.Sprintf("datastoreio: AllocateIds for %d incomplete keys (first: %s) in project %q, database %q",
+				len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database)); err != nil {
+			return err
 		}
-		return fmt.Errorf("datastoreio: AllocateIds for %d incomplete keys (first: %s) in project %q, database %q, after %d attempts: %w",
-			len(keys), describeKey(keys[0]), w.cfg.project, w.cfg.database, r.Attempts(), err)
+		w.tally(&commitRetries, 1)
 	}
 }
 
-// commitError describes a failed commit of batch b: project, database,
+// commitWhat names a commit of batch b in its error: project, database,
 // and the namespaces, kinds and keys of its mutations.
-func (w *writer) commitError(b *batch[pending], err error, attempts int) error {
+func (w *writer) commitWhat(b *batch[pending]) string {
 	items := b.items
 	db := w.dbName()
 	var which string
@@ -516,8 +504,8 @@ func (w *writer) commitError(b *batch[pending], err error, attempts int) error {
 		which = fmt.Sprintf("%s, ..., %s; kinds %s",
 			describeKey(items[0].key), pathString(items[len(items)-1].key), batchKinds(items))
 	}
-	return fmt.Errorf("datastoreio: commit of %d %s mutations to project %q, database %s (%s) failed after %d attempt(s): %w",
-		len(items), w.op(), w.cfg.project, db, which, attempts, err)
+	return fmt.Sprintf("datastoreio: commit of %d %s mutations to project %q, database %s (%s)",
+		len(items), w.op(), w.cfg.project, db, which)
 }
 
 // batchKinds lists the distinct namespace/kind pairs of items.

@@ -713,10 +713,8 @@ func (f *appendFn) appendSync(ctx context.Context, d *destination, b *appendBatc
 			f.m.retries.Inc(ctx, 1)
 			continue
 		case retry.Transient(err, retry.Idempotent):
-			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, fmt.Sprintf("AppendRows of %d rows, %d attempts", len(b.rows), r.Attempts()))
-			} else if werr != nil {
-				return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, fmt.Sprintf("AppendRows of %d rows, given up after %d attempts: %v", len(b.rows), r.Attempts(), werr))
+			if rerr := r.Retry(ctx, err, true, fmt.Sprintf("AppendRows of %d rows", len(b.rows))); rerr != nil {
+				return serviceError(d.table.spec, d.ms.StreamName(), f.offsetOf(b), err, rerr.(*retry.Error).Doing())
 			}
 			f.m.retries.Inc(ctx, 1)
 		case settle.wait(ctx, err):
@@ -801,14 +799,10 @@ func finalizeStream(ctx context.Context, cfg writeConfig, spec, name string, app
 			return n, nil
 		case r.Retries() > 0 && storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
 			return appended, checkFinalized(ctx, spec, name, appended, get)
-		case retry.Transient(err, retry.Idempotent):
-			if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return 0, fmt.Errorf("bqwrite.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
-			} else if werr != nil {
-				return 0, fmt.Errorf("bqwrite.Write to %s: finalizing stream %s, after %d attempts: %w (last error: %v)", spec, name, r.Attempts(), werr, err)
-			}
-		default:
-			return 0, fmt.Errorf("bqwrite.Write to %s: finalizing stream %s (%d rows appended, %d attempts): %w", spec, name, appended, r.Attempts(), err)
+		}
+		if err := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent),
+			fmt.Sprintf("bqwrite.Write to %s: finalizing stream %s of %d appended rows", spec, name, appended)); err != nil {
+			return 0, err
 		}
 	}
 }

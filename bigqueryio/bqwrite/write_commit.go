@@ -2,7 +2,6 @@ package bqwrite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -152,16 +151,11 @@ func (f *commitFn) commit(ctx context.Context, res, spec string, names []string)
 	for {
 		resp, err := f.mw.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: res, WriteStreams: names})
 		if err != nil {
-			if retry.Transient(err, retry.Idempotent) {
-				werr := r.Wait(ctx)
-				if werr == nil {
-					continue
-				}
-				if !errors.Is(werr, retry.ErrExhausted) {
-					return time.Time{}, fmt.Errorf("bqwrite.Write to %s: BatchCommitWriteStreams of %d streams, after %d attempts: %w (last error: %v)", spec, len(names), r.Attempts(), werr, err)
-				}
+			if err := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent),
+				fmt.Sprintf("bqwrite.Write to %s: BatchCommitWriteStreams of %d streams", spec, len(names))); err != nil {
+				return time.Time{}, err
 			}
-			return time.Time{}, fmt.Errorf("bqwrite.Write to %s: BatchCommitWriteStreams of %d streams (%d attempts): %w", spec, len(names), r.Attempts(), err)
+			continue
 		}
 		if errs := resp.GetStreamErrors(); len(errs) > 0 {
 			all := true

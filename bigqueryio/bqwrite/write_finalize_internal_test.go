@@ -55,12 +55,12 @@ func TestFinalizeStream(t *testing.T) {
 		{"count differs", []finalizeAnswer{{err: status.Error(codes.Internal, "x")}, {n: 7}}, nil,
 			"bqwrite.Write to p.d.t: stream " + name + " finalized with 7 rows, 9 were appended", 2},
 		{"finalized before the first attempt", []finalizeAnswer{{err: streamFinalizedErr(name)}}, pending,
-			"bqwrite.Write to p.d.t: finalizing stream " + name + " (9 rows appended, 1 attempts): rpc error: code = InvalidArgument", 1},
+			"bqwrite.Write to p.d.t: finalizing stream " + name + " of 9 appended rows (attempt 1): rpc error: code = InvalidArgument", 1},
 		{"permanent", []finalizeAnswer{{err: status.Error(codes.PermissionDenied, "denied")}}, nil,
-			"bqwrite.Write to p.d.t: finalizing stream " + name + " (9 rows appended, 1 attempts): rpc error: code = PermissionDenied desc = denied", 1},
+			"bqwrite.Write to p.d.t: finalizing stream " + name + " of 9 appended rows (attempt 1): rpc error: code = PermissionDenied desc = denied", 1},
 		{"retries spent", []finalizeAnswer{{err: status.Error(codes.Internal, "a")}, {err: status.Error(codes.Internal, "b")},
 			{err: status.Error(codes.Internal, "c")}, {err: status.Error(codes.Internal, "d")}, {n: 9}}, nil,
-			"bqwrite.Write to p.d.t: finalizing stream " + name + " (9 rows appended, 4 attempts): rpc error: code = Internal desc = d", 4},
+			"bqwrite.Write to p.d.t: finalizing stream " + name + " of 9 appended rows: 4 attempts: rpc error: code = Internal desc = d", 4},
 	} {
 		calls := 0
 		finalize := func(ctx context.Context, opts ...gax.CallOption) (int64, error) {

@@ -1126,10 +1126,8 @@ func (f *streamAppendFn) appendBatch(ctx context.Context, key string, st *shardS
 		case code == codes.OutOfRange:
 			return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("the stream holds fewer rows than were acknowledged to shard %s", key))
 		case retry.Transient(err, retry.Idempotent) && ctx.Err() == nil:
-			if werr := rb.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-				return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("AppendRows of %d rows of shard %s, %d attempts", len(rows), key, rb.Attempts()))
-			} else if werr != nil {
-				return serviceError(spec, st.Stream, st.Next, err, fmt.Sprintf("AppendRows of %d rows of shard %s, given up after %d attempts: %v", len(rows), key, rb.Attempts(), werr))
+			if rerr := rb.Retry(ctx, err, true, fmt.Sprintf("AppendRows of %d rows of shard %s", len(rows), key)); rerr != nil {
+				return serviceError(spec, st.Stream, st.Next, err, rerr.(*retry.Error).Doing())
 			}
 			f.m.retries.Inc(ctx, 1)
 		case settle.wait(ctx, err):
@@ -1284,13 +1282,12 @@ func (f *streamAppendFn) create(ctx context.Context, spec, res string, desc *des
 		if settle.wait(ctx, err) {
 			continue
 		}
-		if !retry.Transient(err, retry.Idempotent) {
-			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), %d attempts%s", r.Attempts(), settle.note()))
-		}
-		if werr := r.Wait(ctx); errors.Is(werr, retry.ErrExhausted) {
-			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), %d attempts", r.Attempts()))
-		} else if werr != nil {
-			return "", serviceError(spec, "", -1, err, fmt.Sprintf("CreateWriteStream (BUFFERED), given up after %d attempts: %v", r.Attempts(), werr))
+		if rerr := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent), "CreateWriteStream (BUFFERED)"); rerr != nil {
+			re := rerr.(*retry.Error)
+			if re.Exhausted || re.Stopped != nil {
+				return "", serviceError(spec, "", -1, err, re.Doing())
+			}
+			return "", serviceError(spec, "", -1, err, re.Doing()+settle.note())
 		}
 	}
 }
@@ -1394,16 +1391,11 @@ func (f *streamFlushFn) call(ctx context.Context, op flushOp, what string, do fu
 		switch {
 		case err == nil, status.Code(err) == codes.AlreadyExists, storageCode(err) == storagepb.StorageError_STREAM_FINALIZED:
 			return nil
-		case retry.Transient(err, retry.Idempotent):
-			werr := r.Wait(ctx)
-			if werr == nil {
-				continue
-			}
-			if !errors.Is(werr, retry.ErrExhausted) {
-				return fmt.Errorf("bqwrite.Write to %s: %s stream %s to offset %d, after %d attempts: %w (last error: %v)", op.Table, what, op.Stream, op.End, r.Attempts(), werr, err)
-			}
 		}
-		return fmt.Errorf("bqwrite.Write to %s: %s stream %s to offset %d (%d rows of it not yet visible, %d attempts): %w", op.Table, what, op.Stream, op.End, op.Rows, r.Attempts(), err)
+		if err := r.Retry(ctx, err, retry.Transient(err, retry.Idempotent),
+			fmt.Sprintf("bqwrite.Write to %s: %s stream %s to offset %d (%d rows of it not yet visible)", op.Table, what, op.Stream, op.End, op.Rows)); err != nil {
+			return err
+		}
 	}
 }
 

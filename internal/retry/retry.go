@@ -23,11 +23,34 @@
 //	any other code       no          no              the request is wrong (INVALID_ARGUMENT, NOT_FOUND, ...) or the caller gave up (CANCELLED)
 //
 // HTTP statuses map as gRPC does: 429 is RESOURCE_EXHAUSTED, 500
-// INTERNAL, 502 and 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED. A dropped
-// connection that surfaces as io.EOF or io.ErrUnexpectedEOF (an append's
-// stream) is UNKNOWN. context.Canceled and context.DeadlineExceeded are
-// never transient: the caller's context is done, and a retry would fail
-// the same way. Any other error (a decoding error, nil) is not transient.
+// INTERNAL, 502 and 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED. A REST error's
+// reason (the first of its errors, as cloud.google.com/go/bigquery's
+// retryableError reads it), when it is one of these, decides before its
+// status, whatever the status:
+//
+//	reason                 code                why
+//	rateLimitExceeded      RESOURCE_EXHAUSTED  a short-term rate limit (BigQuery answers 403): refused before any effect; the official client retries it on every call
+//	jobRateLimitExceeded   RESOURCE_EXHAUSTED  a rate limit of the jobs updating a table: refused before any effect; the official client retries it on job calls
+//	backendError           UNAVAILABLE         the service unavailable for the moment (BigQuery answers 500, 503 or 504); the official client retries it on every call, tabledata.insertAll included
+//	internalError          INTERNAL            the official client retries it only on job calls, made idempotent by their job id: the effect is unknown
+//
+// Other reasons (accessDenied, quotaExceeded: a quota of a day, which a
+// retry does not outwait; notFound, invalid, ...) fall to the status,
+// and a 403 carries no code: it is not transient.
+//
+// A dropped connection carries UNKNOWN: io.EOF or io.ErrUnexpectedEOF (an
+// append's stream), a connection reset (syscall.ECONNRESET, or an error
+// that says "connection reset by peer"), a connection closed under the
+// call (net.ErrClosed, "use of closed network connection") and HTTP/2's
+// "http2: stream closed" and "http2: client connection lost". The request
+// may have been sent, and taken effect, before the connection went (a
+// peer resets a connection whose request it has read as readily as one
+// it has not): the effect is unknown, and only an idempotent call is
+// retried (the official client retries these on every call; a call that
+// is not idempotent here would apply twice). context.Canceled and
+// context.DeadlineExceeded are never transient: the caller's context is
+// done, and a retry would fail the same way. Any other error (a decoding
+// error, nil) is not transient.
 //
 // # The backoff
 //
@@ -36,6 +59,19 @@
 // Backoff), for at most Retries retries after the first attempt; it
 // returns at once when the context is done, and never waits after the
 // last attempt.
+//
+// # The loop
+//
+// A call's retries are one loop: Start a Retrier, make the attempt, and
+// give its error to Retrier.Retry, which waits and returns nil when the
+// call is to be made again, or returns the call's error (*Error), in one
+// of three shapes:
+//
+//	<what> (attempt <n>): <error>                          the error is not transient
+//	<what>: <n> attempts: <last error>                      every retry was spent
+//	<what>: after <n> attempts: <ctx error> (last error: <last error>)  the context was done during a wait
+//
+// Do is that loop for a call with nothing else to do between attempts.
 package retry
 
 import (
@@ -44,8 +80,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/api/googleapi"
@@ -77,6 +115,11 @@ func Code(err error) (codes.Code, bool) {
 	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
+		if len(ge.Errors) > 0 {
+			if c, ok := reasonCodes[ge.Errors[0].Reason]; ok {
+				return c, true
+			}
+		}
 		switch ge.Code {
 		case http.StatusTooManyRequests:
 			return codes.ResourceExhausted, true
@@ -89,10 +132,44 @@ func Code(err error) (codes.Code, bool) {
 		}
 		return codes.Unknown, false
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if dropped(err) {
 		return codes.Unknown, true
 	}
 	return codes.Unknown, false
+}
+
+// reasonCodes are the REST errors' reasons the rule knows, and their codes
+// (see the package doc).
+var reasonCodes = map[string]codes.Code{
+	"rateLimitExceeded":    codes.ResourceExhausted,
+	"jobRateLimitExceeded": codes.ResourceExhausted,
+	"backendError":         codes.Unavailable,
+	"internalError":        codes.Internal,
+}
+
+// droppedTexts are what a dropped connection says where it does not wrap
+// its cause (HTTP/2's errors are plain strings, and some transports flatten
+// a reset into text).
+var droppedTexts = []string{
+	"connection reset by peer",
+	"use of closed network connection",
+	"http2: stream closed",
+	"http2: client connection lost",
+}
+
+// dropped reports a connection lost under a call (see the package doc).
+func dropped(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	for _, t := range droppedTexts {
+		if strings.Contains(msg, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Transient reports whether a retry of a call, idempotent or not, may cure
@@ -216,10 +293,72 @@ func (r *Retrier) next() time.Duration {
 	return time.Duration(1 + r.rand(int64(r.cap)))
 }
 
+// Retry ends the attempt that failed with err, which transient says a
+// retry may cure (the rule's Transient, or a package's own judgement):
+// then it waits before the next attempt and returns nil, and the caller
+// makes the attempt again. Otherwise it returns the error the call fails
+// with, an *Error naming what (the call and its subject) and the attempts
+// made: err not transient; every retry spent; ctx done during the wait.
+func (r *Retrier) Retry(ctx context.Context, err error, transient bool, what string) error {
+	if !transient {
+		return &Error{What: what, Attempts: r.Attempts(), Err: err}
+	}
+	if werr := r.Wait(ctx); werr != nil {
+		e := &Error{What: what, Attempts: r.Attempts(), Err: err, Exhausted: true}
+		if !errors.Is(werr, ErrExhausted) {
+			e.Exhausted, e.Stopped = false, werr
+		}
+		return e
+	}
+	return nil
+}
+
+// Error is a call's failure, as Retrier.Retry returns it: the last
+// attempt's error Err, not transient (Exhausted false, Stopped nil), or
+// transient with every retry spent (Exhausted), or transient and cut
+// short by the context's error Stopped during the wait.
+type Error struct {
+	What      string
+	Attempts  int
+	Err       error
+	Exhausted bool
+	Stopped   error
+}
+
+// Error is "<what> (attempt <n>): <err>", "<what>: <n> attempts: <err>",
+// or "<what>: after <n> attempts: <ctx error> (last error: <err>)".
+func (e *Error) Error() string {
+	if e.Stopped != nil {
+		return e.Doing() + " (last error: " + e.Err.Error() + ")"
+	}
+	return e.Doing() + ": " + e.Err.Error()
+}
+
+// Doing is the error without the last attempt's error, for an error that
+// puts the cause first: "<what> (attempt <n>)", "<what>: <n> attempts",
+// or "<what>: after <n> attempts: <ctx error>".
+func (e *Error) Doing() string {
+	switch {
+	case e.Stopped != nil:
+		return fmt.Sprintf("%s: after %d attempts: %v", e.What, e.Attempts, e.Stopped)
+	case e.Exhausted:
+		return fmt.Sprintf("%s: %d attempts", e.What, e.Attempts)
+	}
+	return fmt.Sprintf("%s (attempt %d)", e.What, e.Attempts)
+}
+
+// Unwrap is the context's error when it stopped the retries, else the
+// last attempt's error.
+func (e *Error) Unwrap() error {
+	if e.Stopped != nil {
+		return e.Stopped
+	}
+	return e.Err
+}
+
 // Do runs call until it succeeds, fails with an error the rule does not
 // call transient for idem, or the retries are spent, waiting by b between
-// attempts. The error names what (the call and its subject) and the
-// attempts made, and wraps the call's last error.
+// attempts: Retrier.Retry's loop, its error an *Error.
 func Do(ctx context.Context, b Backoff, idem Idempotency, what string, call func(context.Context) error) error {
 	r := b.Start()
 	for {
@@ -227,14 +366,8 @@ func Do(ctx context.Context, b Backoff, idem Idempotency, what string, call func
 		if err == nil {
 			return nil
 		}
-		if !Transient(err, idem) {
-			return fmt.Errorf("%s (attempt %d): %w", what, r.Attempts(), err)
-		}
-		if werr := r.Wait(ctx); werr != nil {
-			if errors.Is(werr, ErrExhausted) {
-				return fmt.Errorf("%s: %d attempts: %w", what, r.Attempts(), err)
-			}
-			return fmt.Errorf("%s: after %d attempts: %w (last error: %v)", what, r.Attempts(), werr, err)
+		if err := r.Retry(ctx, err, Transient(err, idem), what); err != nil {
+			return err
 		}
 	}
 }

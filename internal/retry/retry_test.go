@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +78,7 @@ func TestTransientOtherErrors(t *testing.T) {
 		{fmt.Errorf("copy: %w", &googleapi.Error{Code: http.StatusGatewayTimeout}), true, false},
 		{&googleapi.Error{Code: http.StatusNotFound}, false, false},
 		{&googleapi.Error{Code: http.StatusBadRequest}, false, false},
+		{&googleapi.Error{Code: http.StatusForbidden}, false, false},
 	} {
 		if got := Transient(c.err, Idempotent); got != c.idem {
 			t.Errorf("Transient(%v, Idempotent) = %v, want %v", c.err, got, c.idem)
@@ -81,6 +86,108 @@ func TestTransientOtherErrors(t *testing.T) {
 		if got := Transient(c.err, NotIdempotent); got != c.not {
 			t.Errorf("Transient(%v, NotIdempotent) = %v, want %v", c.err, got, c.not)
 		}
+	}
+}
+
+// reasonErr is a REST error of BigQuery: status code, first reason reason.
+func reasonErr(code int, reason string) error {
+	return fmt.Errorf("GET projects/p/datasets/d/tables/t: %w", &googleapi.Error{Code: code, Message: "m",
+		Errors: []googleapi.ErrorItem{{Reason: reason, Message: "m"}}})
+}
+
+// TestReasons: the REST reasons the official BigQuery client retries
+// (cloud.google.com/go/bigquery's retryableError), each to its code, and
+// others left to the status. The rule before them judged by the status
+// alone: a 403 was never transient, a 500 backendError not for a call
+// that is not idempotent.
+func TestReasons(t *testing.T) {
+	for _, c := range []struct {
+		err       error
+		code      codes.Code
+		carries   bool
+		idem, not bool
+	}{
+		{reasonErr(http.StatusForbidden, "rateLimitExceeded"), codes.ResourceExhausted, true, true, true},
+		{reasonErr(http.StatusForbidden, "jobRateLimitExceeded"), codes.ResourceExhausted, true, true, true},
+		{reasonErr(http.StatusTooManyRequests, "rateLimitExceeded"), codes.ResourceExhausted, true, true, true},
+		{reasonErr(http.StatusInternalServerError, "backendError"), codes.Unavailable, true, true, true},
+		{reasonErr(http.StatusServiceUnavailable, "backendError"), codes.Unavailable, true, true, true},
+		{reasonErr(http.StatusInternalServerError, "internalError"), codes.Internal, true, true, false},
+		// Not the official client's reasons: the status decides.
+		{reasonErr(http.StatusForbidden, "accessDenied"), codes.Unknown, false, false, false},
+		{reasonErr(http.StatusForbidden, "quotaExceeded"), codes.Unknown, false, false, false},
+		{reasonErr(http.StatusForbidden, "billingNotEnabled"), codes.Unknown, false, false, false},
+		{reasonErr(http.StatusNotFound, "notFound"), codes.Unknown, false, false, false},
+		{reasonErr(http.StatusServiceUnavailable, "unavailable"), codes.Unavailable, true, true, true},
+		// The first reason decides, as the official client reads it.
+		{&googleapi.Error{Code: http.StatusForbidden, Errors: []googleapi.ErrorItem{{Reason: "accessDenied"}, {Reason: "rateLimitExceeded"}}}, codes.Unknown, false, false, false},
+	} {
+		code, ok := Code(c.err)
+		if code != c.code || ok != c.carries {
+			t.Errorf("Code(%v) = %v, %v; want %v, %v", c.err, code, ok, c.code, c.carries)
+		}
+		if got := Transient(c.err, Idempotent); got != c.idem {
+			t.Errorf("Transient(%v, Idempotent) = %v, want %v", c.err, got, c.idem)
+		}
+		if got := Transient(c.err, NotIdempotent); got != c.not {
+			t.Errorf("Transient(%v, NotIdempotent) = %v, want %v", c.err, got, c.not)
+		}
+	}
+}
+
+// TestDroppedConnection: a connection reset, closed or lost under a call
+// is UNKNOWN, retried only when the call is idempotent (the request may
+// have taken effect). The rule before knew only io.EOF.
+func TestDroppedConnection(t *testing.T) {
+	reset := &url.Error{Op: "Post", URL: "https://bigquery.googleapis.com/bigquery/v2/projects/p/jobs",
+		Err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+	for _, err := range []error{
+		reset,
+		fmt.Errorf("jobs.insert: %w", reset),
+		errors.New("read tcp 10.0.0.1:443: read: connection reset by peer"),
+		&net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed},
+		errors.New("http2: stream closed"),
+		fmt.Errorf("GET: %w", errors.New("http2: client connection lost")),
+	} {
+		if code, ok := Code(err); code != codes.Unknown || !ok {
+			t.Errorf("Code(%v) = %v, %v; want Unknown, true", err, code, ok)
+		}
+		if !Transient(err, Idempotent) || Transient(err, NotIdempotent) {
+			t.Errorf("Transient(%v) = %v idempotent, %v not; want true, false", err, Transient(err, Idempotent), Transient(err, NotIdempotent))
+		}
+	}
+	// A gRPC status decides before the text it carries.
+	if err := status.Error(codes.InvalidArgument, "connection reset by peer"); Transient(err, Idempotent) {
+		t.Errorf("Transient(%v) = true", err)
+	}
+}
+
+// TestRetry: Retrier.Retry's three ends and their shapes.
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	down := status.Error(codes.Unavailable, "down")
+	r := Backoff{Retries: 2}.Start()
+	for i := 0; i < 2; i++ {
+		if err := r.Retry(ctx, down, true, "x"); err != nil {
+			t.Fatalf("retry %d: %v", i, err)
+		}
+	}
+	err := r.Retry(ctx, down, true, "Commit of k")
+	var e *Error
+	if !errors.As(err, &e) || !e.Exhausted || e.Attempts != 3 || status.Code(err) != codes.Unavailable ||
+		err.Error() != "Commit of k: 3 attempts: rpc error: code = Unavailable desc = down" || e.Doing() != "Commit of k: 3 attempts" {
+		t.Errorf("retries spent: %#v, %v", e, err)
+	}
+	err = Backoff{Retries: 2}.Start().Retry(ctx, down, false, "Commit of k")
+	if err.Error() != "Commit of k (attempt 1): rpc error: code = Unavailable desc = down" || status.Code(err) != codes.Unavailable || err.(*Error).Exhausted {
+		t.Errorf("not transient: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err = Backoff{Retries: 2}.Start().Retry(cctx, down, true, "Commit of k")
+	if !errors.Is(err, context.Canceled) || err.(*Error).Stopped == nil ||
+		err.Error() != "Commit of k: after 1 attempts: context canceled (last error: rpc error: code = Unavailable desc = down)" {
+		t.Errorf("cancelled: %v", err)
 	}
 }
 
