@@ -2,42 +2,63 @@ package bqwrite
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
-// The writer schema of a table is built here from its bigquery.Schema
-// directly, as the self-contained proto2 descriptor that the Storage Write
-// API's adapt package would make and normalize (StorageSchemaToProto2Descriptor
-// with scope "root", then NormalizeDescriptor), with NUMERIC, BIGNUMERIC,
-// DATETIME and TIME made strings; building it by hand keeps protodesc and
-// dynamicpb out of programs that write to BigQuery.
+// The writer schema of a table is made by managedwriter/adapt, as the
+// Storage Write API's examples make it: BQSchemaToStorageTableSchema,
+// StorageSchemaToProto2Descriptor with scope "root", NormalizeDescriptor.
+// It is message "root" with field i+1 for column i (write_encode.go relies
+// on it, and writerDescriptor checks it); each RECORD's message
+// (root__a__b for column b of RECORD a, shared by RECORDs whose
+// sub-schemas are equal) and each RANGE's (rangemessage_range_<element
+// type>) are nested types of root. REPEATED columns of packable types have
+// the packed option. A column whose name is not a proto identifier is
+// field col_<its name in base64>, which names the column by the
+// column_name option.
 //
-// The descriptor is message "root" with field i+1 for column i. A RECORD
-// column's message is named after its path from the root ("root__a__b" for
-// column b of RECORD a); RECORDs whose sub-schemas are equal (names,
-// descriptions, types, modes, range element types and sub-schemas) share
-// the message of the first of them in depth-first order. A RANGE column's
-// message is rangemessage_range_<element type>, with fields start and end.
-// All these messages are nested types of root, sorted by name. A column
-// whose name is not a proto identifier is field col_<its name in base64,
-// trimmed of +, / and =>, which names the column by the column_name option.
-// REPEATED columns of packable types (INT64, FLOAT, BOOLEAN, DATE,
-// TIMESTAMP) have the packed option, as adapt gives them. DATETIME and
-// TIME do not: adapt makes them INT64 fields, packed, and this package
-// sends them as strings, which protobuf refuses to pack ("[packed = true]
-// can only be specified for repeated primitive fields", as the service's
-// C++ descriptor builder says); adapt plus the string fields gave them
-// both.
+// Two things are done to adapt's descriptor:
+//
+//   - NUMERIC, BIGNUMERIC, DATETIME and TIME columns are made strings
+//     (adapt makes the first two BYTES and the others INT64, packed when
+//     REPEATED): write_encode.go sends their text, which the service takes
+//     as it takes their literals in SQL, so that no value goes through a
+//     lossy packing. A string is not packable: the packed option adapt gives
+//     REPEATED DATETIME and TIME is dropped, as protobuf's C++ descriptor
+//     builder (the service's) refuses it ("[packed = true] can only be
+//     specified for repeated primitive fields"). A RANGE's bounds are left
+//     as adapt makes them (write_encode.go encodes no RANGE value). adapt's
+//     WithProtoMapping could override the types, but an override by type
+//     reaches the RANGE messages' bounds too, and one by path is matched
+//     against names joined with "." (and split at "__"), which two columns
+//     can share.
+//   - adapt's defect with flexible column names is worked around;
+//     TestAdaptBase64NameDefect shows it. adapt names the field of a column
+//     whose name is not a proto identifier col_ + strings.Trim(its name in
+//     base64, "+/="), which takes away only the leading and trailing +, /
+//     and =: a name whose base64 has a + or a / inside ("kurz_über",
+//     a3Vyel/DvGJlcg==; "Größe > 10", R3LDtsOfZSA+IDEw) makes a field name
+//     that is no proto identifier, and adapt refuses the whole schema
+//     (protodesc: invalid name), so such a column could not be written.
+//     renameForAdapt gives adapt such a column under its field name
+//     (columnFieldName: adapt's, with each + inside written _P and each /
+//     _S; base64 has no _, so no two such names meet), and finishFields
+//     sets its column_name option. A column named as another's field name
+//     is refused: beside it by adapt (two fields of one name), in twin
+//     RECORDs (which adapt gives one message) by finishFields. A RECORD
+//     whose name is not a proto identifier is refused, as adapt refuses it
+//     (its message's name is made of the column's name).
+//     TestWriterDescriptorInnerBase64Names and TestWriteInnerBase64Names
+//     write such columns.
 
 // storageType is the Storage Write API type of each column type it takes.
 var storageType = map[bigquery.FieldType]storagepb.TableFieldSchema_Type{
@@ -67,56 +88,126 @@ var columnType = func() map[storagepb.TableFieldSchema_Type]bigquery.FieldType {
 	return m
 }()
 
-// protoType is the proto type of a scalar column's field; packable tells
-// the types adapt gives a REPEATED column the packed option.
-func protoType(t bigquery.FieldType) (typ descriptorpb.FieldDescriptorProto_Type, packable bool) {
-	switch t {
-	case bigquery.StringFieldType, bigquery.GeographyFieldType, bigquery.JSONFieldType,
-		bigquery.NumericFieldType, bigquery.BigNumericFieldType: // BYTES in adapt, made strings
-		return descriptorpb.FieldDescriptorProto_TYPE_STRING, false
-	case bigquery.DateTimeFieldType, bigquery.TimeFieldType: // INT64 in adapt, made strings: not packable
-		return descriptorpb.FieldDescriptorProto_TYPE_STRING, false
-	case bigquery.BytesFieldType:
-		return descriptorpb.FieldDescriptorProto_TYPE_BYTES, false
-	case bigquery.IntegerFieldType, bigquery.TimestampFieldType:
-		return descriptorpb.FieldDescriptorProto_TYPE_INT64, true
-	case bigquery.DateFieldType:
-		return descriptorpb.FieldDescriptorProto_TYPE_INT32, true
-	case bigquery.FloatFieldType:
-		return descriptorpb.FieldDescriptorProto_TYPE_DOUBLE, true
-	case bigquery.BooleanFieldType:
-		return descriptorpb.FieldDescriptorProto_TYPE_BOOL, true
-	}
-	return descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, false // RECORD, RANGE
-}
-
-// rangeMessage is the name of the message of a RANGE of element type t.
-func rangeMessage(t bigquery.FieldType) string {
-	return "rangemessage_range_" + strings.ToLower(storageType[t].String())
-}
-
 // writerDescriptor is the normalized writer schema of a table schema.
 func writerDescriptor(schema bigquery.Schema) (*descriptorpb.DescriptorProto, error) {
-	if schema == nil {
-		return nil, errors.New("schema: no columns") // as adapt refuses it
-	}
 	if err := checkWriterSchema(schema, ""); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	b := &descBuilder{
-		root:     &descriptorpb.DescriptorProto{Name: proto.String("root")},
-		records:  map[string]string{},
-		messages: map[string]bool{"root": true},
-	}
-	fields, err := b.fields(schema, "root", "")
+	ts, err := adapt.BQSchemaToStorageTableSchema(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	b.root.Field = fields
-	sort.SliceStable(b.root.NestedType, func(i, j int) bool {
-		return b.root.NestedType[i].GetName() < b.root.NestedType[j].GetName()
-	})
-	return b.root, nil
+	renameForAdapt(ts.GetFields())
+	d, err := adapt.StorageSchemaToProto2Descriptor(ts, "root")
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	md, ok := d.(protoreflect.MessageDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("schema: adapt made a %T, not a message", d)
+	}
+	dp, err := adapt.NormalizeDescriptor(md)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	nested := make(map[string]*descriptorpb.DescriptorProto, len(dp.GetNestedType()))
+	for _, n := range dp.GetNestedType() {
+		nested[n.GetName()] = n
+	}
+	if err := finishFields(dp, schema, "", nested, map[*descriptorpb.FieldDescriptorProto]string{}); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return dp, nil
+}
+
+// columnFieldName is the proto field name of a column named name: its
+// name if a proto identifier, else col_<its name in base64, trimmed of
+// leading and trailing +, / and => as adapt names it, with each + left
+// written _P and each / _S (which adapt leaves, making no identifier).
+func columnFieldName(name string) string {
+	if protoreflect.Name(name).IsValid() {
+		return name
+	}
+	return strings.NewReplacer("+", "_P", "/", "_S").Replace(adaptFieldName(name))
+}
+
+// adaptFieldName is the field name adapt gives a column named name that
+// is not a proto identifier.
+func adaptFieldName(name string) string {
+	return "col_" + strings.Trim(base64.StdEncoding.EncodeToString([]byte(name)), "+/=")
+}
+
+// renameForAdapt renames the columns, not RECORDs, that adapt would give
+// a field name that is no proto identifier to their field names
+// (columnFieldName), which adapt takes as they are.
+func renameForAdapt(fields []*storagepb.TableFieldSchema) {
+	for _, f := range fields {
+		if f.GetType() == storagepb.TableFieldSchema_STRUCT {
+			renameForAdapt(f.GetFields())
+			continue
+		}
+		if name := f.GetName(); !protoreflect.Name(name).IsValid() && !protoreflect.Name(adaptFieldName(name)).IsValid() {
+			f.Name = columnFieldName(name)
+		}
+	}
+}
+
+// finishFields checks that the fields of m, the message adapt made for
+// the columns schema of the RECORD at path prefix ("" for the table), are
+// numbered i+1 for column i, makes NUMERIC, BIGNUMERIC, DATETIME and TIME
+// columns strings, and gives the columns renameForAdapt renamed their
+// column_name option. seen is the column each field done is of: a message
+// adapt shares between equal sub-schemas is done again, and must be of
+// columns of the same names.
+func finishFields(m *descriptorpb.DescriptorProto, schema bigquery.Schema, prefix string, nested map[string]*descriptorpb.DescriptorProto, seen map[*descriptorpb.FieldDescriptorProto]string) error {
+	if len(m.GetField()) != len(schema) {
+		return fmt.Errorf("adapt made %d fields of message %s for %d columns", len(m.GetField()), m.GetName(), len(schema))
+	}
+	for i, col := range schema {
+		path := prefix + col.Name
+		f := m.GetField()[i]
+		if f.GetNumber() != int32(i+1) {
+			return fmt.Errorf("column %s: adapt numbered its field %d, not %d", strconv.Quote(path), f.GetNumber(), i+1)
+		}
+		if col.Type == bigquery.RecordFieldType {
+			name := f.GetTypeName()
+			if k := strings.LastIndexByte(name, '.'); k >= 0 {
+				name = name[k+1:]
+			}
+			sub, ok := nested[name]
+			if !ok {
+				return fmt.Errorf("RECORD %s: no message %s", strconv.Quote(path), f.GetTypeName())
+			}
+			if err := finishFields(sub, col.Schema, path+".", nested, seen); err != nil {
+				return err
+			}
+			continue
+		}
+		if prev, ok := seen[f]; ok {
+			if prev != col.Name {
+				return fmt.Errorf("column %s: its field %s is that of a column %s too", strconv.Quote(path), f.GetName(), strconv.Quote(prev))
+			}
+			continue
+		}
+		seen[f] = col.Name
+		switch col.Type {
+		case bigquery.NumericFieldType, bigquery.BigNumericFieldType, bigquery.DateTimeFieldType, bigquery.TimeFieldType:
+			f.Type = descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()
+			if f.Options != nil {
+				f.Options.Packed = nil
+			}
+		}
+		if f.GetName() != col.Name && !proto.HasExtension(f.GetOptions(), storagepb.E_ColumnName) {
+			if f.Options == nil {
+				f.Options = &descriptorpb.FieldOptions{}
+			}
+			proto.SetExtension(f.Options, storagepb.E_ColumnName, col.Name)
+		}
+		if f.Options != nil && proto.Size(f.Options) == 0 {
+			f.Options = nil
+		}
+	}
+	return nil
 }
 
 // checkWriterSchema refuses a schema with a column type, or a range
@@ -151,142 +242,6 @@ func checkWriterSchema(schema bigquery.Schema, prefix string) error {
 		}
 	}
 	return nil
-}
-
-// descBuilder builds a writer schema.
-type descBuilder struct {
-	root *descriptorpb.DescriptorProto
-	// records is the message of each RECORD sub-schema built, by its key.
-	records map[string]string
-	// messages are the names of the messages made.
-	messages map[string]bool
-}
-
-// fields are the fields of the message scope for the columns schema, of
-// the RECORD at path prefix ("" for the table).
-func (b *descBuilder) fields(schema bigquery.Schema, scope, prefix string) ([]*descriptorpb.FieldDescriptorProto, error) {
-	out := make([]*descriptorpb.FieldDescriptorProto, 0, len(schema))
-	names := make(map[string]bool, len(schema))
-	for i, f := range schema {
-		path := prefix + f.Name
-		fd := &descriptorpb.FieldDescriptorProto{
-			Name:   proto.String(f.Name),
-			Number: proto.Int32(int32(i + 1)),
-			Label:  descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
-		}
-		switch {
-		case f.Repeated:
-			fd.Label = descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
-		case f.Required:
-			fd.Label = descriptorpb.FieldDescriptorProto_LABEL_REQUIRED.Enum()
-		}
-		typ, packable := protoType(f.Type)
-		fd.Type = typ.Enum()
-		switch f.Type {
-		case bigquery.RecordFieldType:
-			name, err := b.record(f.Schema, scope+"__"+f.Name, path+".")
-			if err != nil {
-				return nil, fmt.Errorf("RECORD %s: %w", path, err)
-			}
-			fd.TypeName = proto.String(name)
-		case bigquery.RangeFieldType:
-			fd.TypeName = proto.String(b.rangeType(f.RangeElementType.Type))
-		default:
-			if packable && f.Repeated {
-				fd.Options = &descriptorpb.FieldOptions{Packed: proto.Bool(true)}
-			}
-		}
-		if !protoreflect.Name(f.Name).IsValid() {
-			name := "col_" + strings.Trim(base64.StdEncoding.EncodeToString([]byte(f.Name)), "+/=")
-			if !protoreflect.Name(name).IsValid() {
-				return nil, fmt.Errorf("column %s: its field name %s (from its name in base64) is not a proto identifier", strconv.Quote(path), name)
-			}
-			fd.Name = proto.String(name)
-			if fd.Options == nil {
-				fd.Options = &descriptorpb.FieldOptions{}
-			}
-			proto.SetExtension(fd.Options, storagepb.E_ColumnName, f.Name)
-		}
-		if names[fd.GetName()] {
-			return nil, fmt.Errorf("column %s: a second field named %s", strconv.Quote(path), fd.GetName())
-		}
-		names[fd.GetName()] = true
-		out = append(out, fd)
-	}
-	return out, nil
-}
-
-// record is the name of the message of a RECORD with the columns schema:
-// that of an equal sub-schema built before, or a new one named scope.
-func (b *descBuilder) record(schema bigquery.Schema, scope, prefix string) (string, error) {
-	var key strings.Builder
-	recordKey(&key, schema)
-	if name, ok := b.records[key.String()]; ok {
-		return name, nil
-	}
-	if !protoreflect.Name(scope).IsValid() {
-		return "", fmt.Errorf("its message name %s is not a proto identifier", strconv.Quote(scope))
-	}
-	fields, err := b.fields(schema, scope, prefix)
-	if err != nil {
-		return "", err
-	}
-	if b.messages[scope] {
-		return "", fmt.Errorf("a second message named %s", scope)
-	}
-	b.messages[scope] = true
-	b.root.NestedType = append(b.root.NestedType, &descriptorpb.DescriptorProto{Name: proto.String(scope), Field: fields})
-	b.records[key.String()] = scope
-	return scope, nil
-}
-
-// rangeType is the name of the message of a RANGE of element type t,
-// made on first use.
-func (b *descBuilder) rangeType(t bigquery.FieldType) string {
-	name := rangeMessage(t)
-	if b.messages[name] {
-		return name
-	}
-	b.messages[name] = true
-	typ, _ := protoType(t)
-	if t == bigquery.DateTimeFieldType {
-		typ = descriptorpb.FieldDescriptorProto_TYPE_INT64 // not made a string
-	}
-	field := func(name string, n int32) *descriptorpb.FieldDescriptorProto {
-		return &descriptorpb.FieldDescriptorProto{
-			Name:   proto.String(name),
-			Number: proto.Int32(n),
-			Label:  descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
-			Type:   typ.Enum(),
-		}
-	}
-	b.root.NestedType = append(b.root.NestedType, &descriptorpb.DescriptorProto{
-		Name:  proto.String(name),
-		Field: []*descriptorpb.FieldDescriptorProto{field("start", 1), field("end", 2)},
-	})
-	return name
-}
-
-// recordKey writes to w what of a sub-schema makes its message: each
-// column's name, description, type, mode, range element type and
-// sub-schema (whatever its type), as adapt compares them.
-func recordKey(w *strings.Builder, schema bigquery.Schema) {
-	for _, f := range schema {
-		mode := "N"
-		switch {
-		case f.Repeated:
-			mode = "R"
-		case f.Required:
-			mode = "Q"
-		}
-		fmt.Fprintf(w, "%q %q %s %s", f.Name, f.Description, f.Type, mode)
-		if f.RangeElementType != nil {
-			fmt.Fprintf(w, " <%s>", f.RangeElementType.Type)
-		}
-		w.WriteString("(")
-		recordKey(w, f.Schema)
-		w.WriteString(");")
-	}
 }
 
 // tableSchema is the bigquery.Schema of a Storage Write API table schema:
