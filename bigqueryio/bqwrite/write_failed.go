@@ -1,7 +1,6 @@
 package bqwrite
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -13,7 +12,6 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // FailedRows have one shape in every mode (see FailedRow): the element as
@@ -104,12 +102,7 @@ func namedAfterField(msg, name string) bool {
 // protoFieldName is the proto field name column col is sent as
 // (writerDescriptor): its name, or col_<its name in base64> for a name
 // that is no proto identifier.
-func protoFieldName(col string) string {
-	if protoreflect.Name(col).IsValid() {
-		return col
-	}
-	return "col_" + strings.Trim(base64.StdEncoding.EncodeToString([]byte(col)), "+/=")
-}
+func protoFieldName(col string) string { return columnFieldName(col) }
 
 // nameByte reports the bytes of a column path.
 func nameByte(c byte) bool {
