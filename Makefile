@@ -142,7 +142,7 @@ bench:
 	@mkdir -p docs
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) test -run='^$$' -bench='$(AVROIO_BENCH)' -benchmem -count=$(BENCH_COUNT) -cpu 1 -timeout 30m ./avroio | tee -a /tmp/sdfio-bench.txt
-	set -o pipefail; $(GO) test -run='^$$' -bench='$(BQWRITE_BENCH)' -benchtime 2x -benchmem -count=$(BENCH_COUNT) -timeout 30m ./bigqueryio | tee -a /tmp/sdfio-bench.txt
+	set -o pipefail; $(GO) test -run='^$$' -bench='$(BQWRITE_BENCH)' -benchtime 2x -benchmem -count=$(BENCH_COUNT) -timeout 30m ./bigqueryio/bqwrite | tee -a /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio rows/s >= 5x BenchmarkWrite/beamgo # issue 27: Write against Beam Go, whole pipeline from beam.Create' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen rows/s >= 5x BenchmarkWrite/beamgo_gen # issue 27: Write against Beam Go, whole pipeline from a generator' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen cpu-ns/row <= 1.2x BenchmarkWrite/managedwriter # issue 27: CPU per row against a plain managedwriter loop, generator source' >> /tmp/sdfio-bench.txt
