@@ -9,16 +9,36 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 )
 
-// Arrow IPC data is read here, not by github.com/apache/arrow/go/v15's ipc
-// package: that reader trusts the lengths in its input (a negative
-// metadata length panics in make, a metadata or body length of gigabytes
-// is allocated before the read of it fails, flatbuffers are read without
-// bounds checks), and a program that links it links its compression codecs
-// too (zstd, lz4: 1.3 MB of a read-and-write program). The messages are
-// read with the bounds-checked flatbuffer reader below, the framing of
-// every payload is checked first, and the batches become arrays of the
-// Arrow v15 module that cloud.google.com/go/bigquery links anyway (its
-// arrow and array packages), over buffers copied into a reused arena.
+// The Arrow IPC data of the Storage Read API (the session's schema
+// message, then the record batch messages of each response) is read by
+// github.com/apache/arrow/go/v15's ipc package (arrow_read.go), the reader
+// cloud.google.com/go/bigquery uses, so that every Arrow type it knows is
+// read, whatever types the service sends later. Kept here, in front of and
+// behind it, is what that reader lacks, each shown by a test:
+//
+//   - checkArrowFraming: ipc trusts the lengths of its input: a negative
+//     metadata length panics in make, a metadata or body length of
+//     gigabytes is allocated before the read of it fails
+//     (TestArrowHostileFraming), and so, by its source, are a buffer's
+//     length and a compressed buffer's uncompressed size. Every message's
+//     lengths and buffers are checked against the bytes there are first,
+//     with the small bounds-checked flatbuffer reader below (ipc reads
+//     flatbuffers without checks), and compressed batches, which this
+//     package does not ask for, are refused.
+//   - checkArrowSchemaShape: ipc follows every reference of a schema's
+//     flatbuffer, so one field table referred to from many places is
+//     expanded exponentially (TestArrowSchemaRefused, "shared fields").
+//   - validateArrowArray: ipc makes arrays of whatever lengths the batch
+//     says, over buffers that may be shorter, and Arrow's arrays index
+//     their buffers without checks (TestArrowHostileFraming damages every
+//     byte of a payload and wants errors, not panics).
+//   - batchArena: ipc copies the message body, then every buffer out of it,
+//     into memory from its allocator; the arena reuses that memory from
+//     one response to the next (BenchmarkDecode/arrow).
+//
+// A panic inside ipc becomes an error (see arrowBatches), which the read
+// loop wraps with the table, session, stream and offset
+// (TestArrowPanicNamesStream).
 
 // checkArrowFraming walks the encapsulated IPC messages of b (an optional
 // 0xFFFFFFFF continuation marker, an int32 metadata length, the metadata
@@ -26,39 +46,49 @@ import (
 // on a length that is negative or runs past the end of b. It stops at an
 // end-of-stream marker (arrowBatches then refuses bytes after it).
 func checkArrowFraming(b []byte) error {
-	off := 0
-	for off < len(b) {
-		at := off
-		if len(b)-off < 4 {
-			return fmt.Errorf("Arrow IPC message at byte %d: %d bytes, too short for its length", at, len(b)-off)
+	for off := 0; off < len(b); {
+		next, eos, err := arrowFrame(b, off)
+		if err != nil || eos {
+			return err
 		}
-		n := binary.LittleEndian.Uint32(b[off:])
-		off += 4
-		if n == 0xFFFFFFFF {
-			if len(b)-off < 4 {
-				return fmt.Errorf("Arrow IPC message at byte %d: truncated after its continuation marker", at)
-			}
-			n = binary.LittleEndian.Uint32(b[off:])
-			off += 4
-		}
-		if n == 0 {
-			return nil // end of stream
-		}
-		meta := int64(int32(n))
-		if meta < 8 || meta > int64(len(b)-off) {
-			return fmt.Errorf("Arrow IPC message at byte %d: metadata of %d bytes, with %d bytes left", at, meta, len(b)-off)
-		}
-		body, err := messageBodyLength(b[off : off+int(meta)])
-		if err != nil {
-			return fmt.Errorf("Arrow IPC message at byte %d: %w", at, err)
-		}
-		off += int(meta)
-		if body < 0 || body > int64(len(b)-off) {
-			return fmt.Errorf("Arrow IPC message at byte %d: a body of %d bytes, with %d bytes left", at, body, len(b)-off)
-		}
-		off += int(body)
+		off = next
 	}
 	return nil
+}
+
+// arrowFrame checks the framing of the message at b[off:] and returns the
+// offset after it, or eos true at an end-of-stream marker (with the
+// offset after the marker).
+func arrowFrame(b []byte, off int) (next int, eos bool, err error) {
+	at := off
+	if len(b)-off < 4 {
+		return 0, false, fmt.Errorf("Arrow IPC message at byte %d: %d bytes, too short for its length", at, len(b)-off)
+	}
+	n := binary.LittleEndian.Uint32(b[off:])
+	off += 4
+	if n == 0xFFFFFFFF {
+		if len(b)-off < 4 {
+			return 0, false, fmt.Errorf("Arrow IPC message at byte %d: truncated after its continuation marker", at)
+		}
+		n = binary.LittleEndian.Uint32(b[off:])
+		off += 4
+	}
+	if n == 0 {
+		return off, true, nil
+	}
+	meta := int64(int32(n))
+	if meta < 8 || meta > int64(len(b)-off) {
+		return 0, false, fmt.Errorf("Arrow IPC message at byte %d: metadata of %d bytes, with %d bytes left", at, meta, len(b)-off)
+	}
+	body, err := messageBodyLength(b[off : off+int(meta)])
+	if err != nil {
+		return 0, false, fmt.Errorf("Arrow IPC message at byte %d: %w", at, err)
+	}
+	off += int(meta)
+	if body < 0 || body > int64(len(b)-off) {
+		return 0, false, fmt.Errorf("Arrow IPC message at byte %d: a body of %d bytes, with %d bytes left", at, body, len(b)-off)
+	}
+	return off + int(body), false, nil
 }
 
 // fbTable is a table of a flatbuffer, every read of it checked against
@@ -122,41 +152,6 @@ func (t fbTable) long(i int) (int64, error) {
 	return int64(binary.LittleEndian.Uint64(t.b[p:])), nil
 }
 
-// int32Field is field i of t as an int (def when absent).
-func (t fbTable) int32Field(i int, def int32) (int32, error) {
-	p, ok, err := t.field(i, 4)
-	if !ok || err != nil {
-		return def, err
-	}
-	return int32(binary.LittleEndian.Uint32(t.b[p:])), nil
-}
-
-// int16Field is field i of t as a short (def when absent).
-func (t fbTable) int16Field(i int, def int16) (int16, error) {
-	p, ok, err := t.field(i, 2)
-	if !ok || err != nil {
-		return def, err
-	}
-	return int16(binary.LittleEndian.Uint16(t.b[p:])), nil
-}
-
-// str is the string field i of t points to ("" when absent).
-func (t fbTable) str(i int) (string, error) {
-	p, ok, err := t.field(i, 4)
-	if !ok || err != nil {
-		return "", err
-	}
-	v := p + int64(binary.LittleEndian.Uint32(t.b[p:]))
-	if v+4 > int64(len(t.b)) {
-		return "", errFlatbuffer
-	}
-	n := int64(binary.LittleEndian.Uint32(t.b[v:]))
-	if n > int64(len(t.b))-v-4 {
-		return "", errFlatbuffer
-	}
-	return string(t.b[v+4 : v+4+n]), nil
-}
-
 // byteField is field i of t as a ubyte (0 when absent).
 func (t fbTable) byteField(i int) (byte, error) {
 	p, ok, err := t.field(i, 1)
@@ -196,9 +191,74 @@ func (t fbTable) structs(i int, elem int64) (int64, int64, error) {
 
 // Arrow's MessageHeader union: the types of a Message's header.
 const (
+	headerSchema          = 1
 	headerDictionaryBatch = 2
 	headerRecordBatch     = 3
 )
+
+// maxArrowDepth bounds the nesting of a schema's fields (BigQuery allows
+// 15 levels of RECORD, each a struct and maybe a list): a deeper one is
+// refused rather than recursed into. maxArrowFields bounds the fields of
+// a schema, nested ones counted (a table has at most 10,000 columns, its
+// nested fields counted): a flatbuffer may point to one table from many
+// places, and ipc, which follows every reference, would expand such a
+// schema exponentially with its depth.
+const (
+	maxArrowDepth  = 64
+	maxArrowFields = 1 << 15
+)
+
+// checkArrowSchemaShape checks the schema message whose metadata
+// flatbuffer is m: a Schema header, of at most maxArrowFields fields
+// nested at most maxArrowDepth deep, before ipc expands it.
+func checkArrowSchemaShape(m []byte) error {
+	msg, err := fbRoot(m)
+	if err != nil {
+		return err
+	}
+	kind, err := msg.byteField(1)
+	if err != nil {
+		return err
+	}
+	if kind != headerSchema {
+		return fmt.Errorf("the IPC stream does not begin with a schema message (header type %d)", kind)
+	}
+	s, ok, err := msg.table(2)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("an Arrow IPC schema message without its schema")
+	}
+	budget := maxArrowFields
+	return checkArrowFields(s, 1, 0, &budget)
+}
+
+// checkArrowFields checks the vector of Field tables that field i of t
+// points to, at depth depth; budget is how many more fields the schema
+// may have.
+func checkArrowFields(t fbTable, i, depth int, budget *int) error {
+	start, n, err := t.structs(i, 4)
+	if err != nil {
+		return err
+	}
+	if n > 0 && depth > maxArrowDepth {
+		return fmt.Errorf("Arrow fields nested over %d levels", maxArrowDepth)
+	}
+	for k := range n {
+		if *budget--; *budget < 0 {
+			return fmt.Errorf("an Arrow schema of over %d fields, nested ones counted", maxArrowFields)
+		}
+		f, err := t.indirect(start + 4*k)
+		if err != nil {
+			return err
+		}
+		if err := checkArrowFields(f, 5, depth+1, budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // messageBodyLength is the bodyLength of the Arrow Message flatbuffer m,
 // once the buffers its record batch (or dictionary batch) declares are
@@ -254,13 +314,16 @@ func messageBodyLength(m []byte) (int64, error) {
 }
 
 // validateArrowArray checks that the buffers of a (a column of a record
-// batch, as Arrow's reader loaded it) hold its values: Arrow's arrays
-// index their buffers without checks, so a batch whose buffers are shorter
-// than its lengths say would panic in the decoders. Only the types the
-// Storage Read API sends are checked; others fail in the decoders.
+// batch, as ipc loaded it) hold its values: ipc makes arrays of the
+// lengths the batch says, and Arrow's arrays index their buffers without
+// checks, so a batch whose buffers are shorter than its lengths say would
+// panic in the decoders. Checked are the validity bitmap of every array,
+// the values of every fixed-width type, the offsets of strings, binaries
+// and lists and the children of lists and structs: all the decoders read.
+// The other types' values are not read (arrowValue fails on them).
 func validateArrowArray(a arrow.ArrayData) error {
 	n, off := int64(a.Len()), int64(a.Offset())
-	if n < 0 || off < 0 {
+	if n < 0 || off < 0 || n > 1<<48 || off > 1<<48 {
 		return fmt.Errorf("an Arrow %s array of length %d at offset %d", a.DataType(), n, off)
 	}
 	end := n + off
@@ -277,27 +340,20 @@ func validateArrowArray(a arrow.ArrayData) error {
 	if len(bufs) > 0 && bufs[0] != nil && size(0) < (end+7)/8 {
 		return short("validity bitmap", size(0), (end+7)/8)
 	}
-	width := int64(0)
-	switch a.DataType().ID() {
-	case arrow.INT64, arrow.FLOAT64, arrow.TIMESTAMP, arrow.TIME64:
-		width = 8
-	case arrow.DATE32:
-		width = 4
-	case arrow.DECIMAL128:
-		width = 16
-	case arrow.DECIMAL256:
-		width = 32
-	case arrow.BOOL:
-		if size(1) < (end+7)/8 {
-			return short("values", size(1), (end+7)/8)
+	switch t := a.DataType().(type) {
+	case arrow.FixedWidthDataType:
+		if len(bufs) > 1 {
+			if need := (end*int64(t.BitWidth()) + 7) / 8; size(1) < need {
+				return short("values", size(1), need)
+			}
 		}
-	case arrow.STRING, arrow.BINARY, arrow.LIST:
+	case *arrow.StringType, *arrow.BinaryType, *arrow.ListType:
 		if size(1) < 4*(end+1) {
 			return short("offsets", size(1), 4*(end+1))
 		}
 		offs := arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
 		limit := size(2)
-		if a.DataType().ID() == arrow.LIST {
+		if _, ok := t.(*arrow.ListType); ok {
 			if len(a.Children()) != 1 {
 				return fmt.Errorf("an Arrow list array with %d children", len(a.Children()))
 			}
@@ -312,7 +368,7 @@ func validateArrowArray(a arrow.ArrayData) error {
 				return fmt.Errorf("an Arrow %s array's offsets [%d, %d) at value %d, beyond its %d values", a.DataType(), offs[i], offs[i+1], i-off, limit)
 			}
 		}
-	case arrow.STRUCT:
+	case *arrow.StructType:
 		for _, c := range a.Children() {
 			if int64(c.Len()) < end {
 				return fmt.Errorf("an Arrow struct array of %d values has a field of %d", end, c.Len())
@@ -322,29 +378,27 @@ func validateArrowArray(a arrow.ArrayData) error {
 			}
 		}
 	}
-	if width > 0 && size(1) < width*end {
-		return short("values", size(1), width*end)
-	}
 	return nil
 }
 
 // arrowScratch is what a decoder reuses from one response to the next:
-// the session's schema (parsed from its IPC schema message once), and the
-// memory the batches' buffers are copied into.
+// the session's schema message, checked once, and the memory ipc copies
+// the batches into.
 type arrowScratch struct {
-	header []byte        // the schema message schema was parsed from
-	schema *arrow.Schema // nil until the first decode
+	header []byte // the session's schema message as sent
+	schema []byte // its one schema message, framing checked, no end-of-stream marker
 	mem    batchArena
 }
 
-// batchArena is the memory of one decoder's IPC reads: the buffers of a
-// record batch are copied out of the response (whose bytes are not
-// aligned for Arrow's typed views of them, which -race's checkptr
-// refuses) into blocks that the next response reuses. Nothing of a response's Arrow
-// memory outlives its decode: values are copied out of it (strings, bytes,
-// numbers) and its records released before decode returns, and the
-// arena is reset only when the next decode starts. A decoder is used by
-// one goroutine at a time. It keeps the blocks of its largest response.
+// batchArena is the memory.Allocator of one decoder's IPC reads: ipc
+// copies a response's message bodies, then every buffer of their record
+// batches, into memory it allocates, aligned for Arrow's typed views
+// (which -race's checkptr checks), from blocks that the next response
+// reuses. Nothing of a response's Arrow memory outlives its decode: values
+// are copied out of it (strings, bytes, numbers) and its records released
+// before decode returns, and the arena is reset only when the next decode
+// starts. A decoder is used by one goroutine at a time. It keeps the
+// blocks of its largest response.
 type batchArena struct {
 	blocks [][]byte
 	cur    int // the block being carved

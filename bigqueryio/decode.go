@@ -250,14 +250,26 @@ func arrowValue(a arrow.Array, i int, f *bigquery.FieldSchema, item bool) (bigqu
 	case *array.Binary:
 		return append([]byte{}, x.Value(i)...), nil
 	case *array.Decimal128:
+		if f.Type != bigquery.NumericFieldType {
+			break // a precision or scale BigQuery does not have
+		}
 		return ratOf(x.Value(i).BigInt(), int(x.DataType().(*arrow.Decimal128Type).Scale)), nil
 	case *array.Decimal256:
+		if f.Type != bigquery.BigNumericFieldType {
+			break
+		}
 		return ratOf(x.Value(i).BigInt(), int(x.DataType().(*arrow.Decimal256Type).Scale)), nil
 	case *array.Date32:
 		return dateOf(int64(x.Value(i))), nil
 	case *array.Time64:
+		if f.Type != bigquery.TimeFieldType {
+			break // another unit: a column of an unknown type
+		}
 		return timeOf(int64(x.Value(i))), nil
 	case *array.Timestamp:
+		if f.Type != bigquery.TimestampFieldType && f.Type != bigquery.DateTimeFieldType {
+			break // another unit
+		}
 		t := time.UnixMicro(int64(x.Value(i))).UTC()
 		if f.Type == bigquery.DateTimeFieldType {
 			return civil.DateTimeOf(t), nil
@@ -274,5 +286,5 @@ func arrowValue(a arrow.Array, i int, f *bigquery.FieldSchema, item bool) (bigqu
 		}
 		return vals, nil
 	}
-	return nil, fmt.Errorf("unexpected Arrow array %s", a.DataType())
+	return nil, fmt.Errorf("a value of Arrow type %s (column type %s), which this package does not convert", a.DataType(), f.Type)
 }

@@ -238,25 +238,28 @@
 // sqlType annotations) and the rows with internal/wire's reader, so that a
 // BigQuery program does not link hamba/avro, json-iterator, reflect2 and
 // mapstructure (about 2 MB; docs/BENCHMARKS.md). Arrow record batches are
-// read by this package too: the IPC messages (the session's schema
-// message, parsed once per decoder, and each response's record batches)
-// with a flatbuffer reader that checks every read against the message's
-// bounds, into arrays of github.com/apache/arrow/go/v15's arrow and array
-// packages, which cloud.google.com/go/bigquery links anyway, so that a
-// program pays for one Arrow library (arrow-go/v18 cost a BigQuery program
-// about 4 MB) and not for v15's IPC reader and its zstd and lz4 codecs
-// (0.9 MB; docs/BENCHMARKS.md). Every payload is checked before an array
-// is made of it: the messages' metadata and body lengths and every record
-// batch's buffers must lie within the payload; compressed batches (not
-// asked for), dictionaries and types the Storage Read API does not send
-// are refused, as are schemas nested over 64 levels or of over 32,768
-// fields (a flatbuffer can name one table from many places); and each
-// column's buffers must hold the values its length says, offsets in order
-// (Arrow's arrays index their buffers without checks). A payload that
-// fails fails the read with an error naming the column or the byte, never
-// a panic, and costs no more memory than its own size (FuzzArrowDecode).
-// When the BigQuery client moves to a
-// newer Arrow line, this package follows it. Rows are decoded straight
+// read by github.com/apache/arrow/go/v15's ipc package, the Arrow line
+// cloud.google.com/go/bigquery links, as that client reads them: per
+// response, one reader over the session's schema message and the
+// response's record batches, its memory from an arena the decoder reuses
+// (a program pays for one Arrow library, and for v15's zstd and lz4
+// codecs, about 0.95 MB; docs/BENCHMARKS.md). v15's reader trusts its
+// input, so every payload is checked before it: the messages' metadata and
+// body lengths and every record batch's buffers must lie within the
+// payload, compressed batches (not asked for) are refused, as are schemas
+// nested over 64 levels or of over 32,768 fields (a flatbuffer can name
+// one table from many places); and after it each column's buffers must
+// hold the values its length says, offsets in order (Arrow's arrays index
+// their buffers without checks). A payload that fails fails the read with
+// an error naming the stream, the offset and what is wrong, never a panic
+// (a panic of the reader becomes that error), and costs no more memory
+// than its own size (FuzzArrowDecode). A column of an Arrow type this
+// package does not convert (one the service may send later) does not fail
+// the read: its type in the session's schema is the Arrow type's name, its
+// NULLs are NULL, a value of it fails naming the column and the type (as
+// the official client's conversion does), and a struct field for it is
+// refused when the read's plan is made. When the BigQuery client moves to
+// a newer Arrow line, this package follows it. Rows are decoded straight
 // into the fields: each column is compiled, once per session and
 // type, to an operation that writes its field (an Arrow column is written
 // for a whole batch at once), and the rows of a response fill new chunks

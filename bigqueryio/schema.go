@@ -1,9 +1,6 @@
 package bigqueryio
 
 import (
-	"fmt"
-	"strings"
-
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/arrow/go/v15/arrow"
 )
@@ -34,7 +31,6 @@ var arrowTypes = map[arrow.Type]bigquery.FieldType{
 	arrow.BOOL:    bigquery.BooleanFieldType,
 	arrow.BINARY:  bigquery.BytesFieldType,
 	arrow.DATE32:  bigquery.DateFieldType,
-	arrow.TIME64:  bigquery.TimeFieldType,
 }
 
 // plainArrowType is the BigQuery type of t if arrowTypes has it.
@@ -77,13 +73,30 @@ func arrowField(f arrow.Field, path []string) (*bigquery.FieldSchema, error) {
 			fs.Type = st
 		}
 	case *arrow.Decimal128Type:
+		if tt.Precision <= 0 || tt.Precision > 38 || tt.Scale < 0 || tt.Scale > tt.Precision {
+			fs.Type = unknownArrowType(t)
+			break
+		}
 		fs.Type, fs.Precision, fs.Scale = bigquery.NumericFieldType, int64(tt.Precision), int64(tt.Scale)
 	case *arrow.Decimal256Type:
+		if tt.Precision <= 0 || tt.Precision > 76 || tt.Scale < 0 || tt.Scale > tt.Precision {
+			fs.Type = unknownArrowType(t)
+			break
+		}
 		fs.Type, fs.Precision, fs.Scale = bigquery.BigNumericFieldType, int64(tt.Precision), int64(tt.Scale)
 	case *arrow.TimestampType:
-		fs.Type = bigquery.TimestampFieldType
-		if tt.TimeZone == "" {
+		switch {
+		case tt.Unit != arrow.Microsecond:
+			fs.Type = unknownArrowType(t)
+		case tt.TimeZone == "":
 			fs.Type = bigquery.DateTimeFieldType
+		default:
+			fs.Type = bigquery.TimestampFieldType
+		}
+	case *arrow.Time64Type:
+		fs.Type = bigquery.TimeFieldType
+		if tt.Unit != arrow.Microsecond {
+			fs.Type = unknownArrowType(t)
 		}
 	case *arrow.StructType:
 		sub, err := arrowFields(tt.Fields(), path)
@@ -92,7 +105,19 @@ func arrowField(f arrow.Field, path []string) (*bigquery.FieldSchema, error) {
 		}
 		fs.Type, fs.Schema = bigquery.RecordFieldType, sub
 	default:
-		return nil, fmt.Errorf("column %s: Arrow type %s is not one the Storage Read API sends", strings.Join(path, "."), t)
+		fs.Type = unknownArrowType(t)
 	}
 	return fs, nil
+}
+
+// unknownArrowType is the type of a column of an Arrow type the Storage
+// Read API did not send when this was written (one of another integer or
+// time unit, say): the Arrow type's name, which no BigQuery type has, so
+// that a session with such a column is read, its NULLs are NULL, and only
+// a value of it fails, naming the column and the type (arrowValue), as in
+// the official client (its convertArrowValue); a struct field for such a
+// column fails when the read's plan is made (setterFor knows no such
+// type).
+func unknownArrowType(t arrow.DataType) bigquery.FieldType {
+	return bigquery.FieldType(t.String())
 }
