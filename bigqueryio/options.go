@@ -232,8 +232,8 @@ func anys(s []string) []any {
 // WithIgnoreUnknownFields leaves zero, with no error, the fields of the
 // struct type that match no column of the read session (a column the
 // table does not have, or one WithSelectedFields did not select), and the
-// fields that cancel each other by the embedding rules (see the package
-// doc). Without it such a field fails the read: when the pipeline is built
+// fields that cancel each other by the embedding rules (see
+// docs/BIGQUERY.md, "Output"). Without it such a field fails the read: when the pipeline is built
 // if WithSelectedFields shows the column cannot be there, else when the
 // read session is created.
 func WithIgnoreUnknownFields() SessionOption {
@@ -283,9 +283,8 @@ func WithSnapshotTime(t time.Time) ReadOption {
 	return readOnlyOption(func(c *readConfig) { c.note("WithSnapshotTime", t); c.SnapshotMicros = t.UnixMicro() })
 }
 
-// WithEndpoint sends the Storage Read API calls (of Read and Query) or the
-// Storage Write API calls (of Write) to host:port instead of Google's
-// endpoint: a regional or private endpoint, or a test server such as
+// WithEndpoint sends the Storage Read API calls of Read and Query to
+// host:port instead of Google's endpoint: a regional or private endpoint, or a test server such as
 // bqtest's (with WithInsecure).
 func WithEndpoint(hostport string) SessionOption {
 	return sessionOption(func(c *readConfig) { c.note("WithEndpoint", hostport); c.Endpoint = hostport })
@@ -299,8 +298,8 @@ func WithInsecure() SessionOption {
 
 // WithClientOptions makes every client of the transform use the client
 // options registered under name with RegisterClientOptions: the Storage
-// Read client (Read, Query), the Storage Write clients (Write) and the
-// BigQuery REST client (Query, Write) alike. That is how credentials (a
+// Read client (Read, Query) and the BigQuery REST client (Query) alike,
+// as bqwrite.WithClientOptions does for Write's clients. That is how credentials (a
 // credentials file or JSON, a token source, impersonation through
 // google.golang.org/api/impersonate), a quota project, a user agent,
 // extra headers or gRPC interceptors reach the clients.
@@ -325,17 +324,18 @@ func WithInsecure() SessionOption {
 // they win where both set the same thing. Every client gets them all: an
 // option of one transport (option.WithGRPCDialOption) is ignored by the
 // other's client, but option.WithGRPCConn and option.WithHTTPClient are
-// refused by the other's client (the gRPC and REST clients of Query and
-// Write fail to start): give a transform whose clients are of both
-// transports neither of these.
+// refused by the other's client (the gRPC and REST clients of Query, or
+// of bqwrite's Write, fail to start): give a transform whose clients are
+// of both transports neither of these.
 func WithClientOptions(name string) SessionOption {
 	return sessionOption(func(c *readConfig) { c.note("WithClientOptions", name); c.ClientOptions = name })
 }
 
 // WithQuotaProject bills the transform's API calls' quota to project: the
 // clients send it as the x-goog-user-project header (option.WithQuotaProject)
-// on the Storage Read, Storage Write and REST calls alike. It is Beam Go's
-// bigqueryio.WithQuotaProject, here also for Write. It differs from
+// on the Storage Read and REST calls alike. It is Beam Go's
+// bigqueryio.WithQuotaProject (bqwrite.WithQuotaProject for Write). It
+// differs from
 // WithBillingProject, which names the project a read session or a query
 // job runs in. The project travels to the workers as text; an empty or
 // malformed project id is refused when the pipeline is built. Google's
@@ -359,7 +359,8 @@ const DefaultSplitWait = 10 * time.Millisecond
 // WithSplitWait is how long a runner's split request waits for the split's
 // RPCs (SplitReadStream, and a read of the primary) before it is refused
 // and the split prepared in the background for the runner's next request
-// (default DefaultSplitWait; 0 never waits; see the package doc). Beam Go
+// (default DefaultSplitWait; 0 never waits; see docs/BIGQUERY.md,
+// "Dynamic splits"). Beam Go
 // answers splits on the worker's control loop, so every bundle of the
 // worker may wait this long; a wait at least the split timeout makes every
 // split wait for its RPCs, as splits did before.
@@ -367,12 +368,13 @@ func WithSplitWait(d time.Duration) SessionOption {
 	return sessionOption(func(c *readConfig) { c.note("WithSplitWait", d); c.SplitWait = d })
 }
 
-// WithRetries sets how many times in a row a ReadRows (of Read and Query)
-// or an append, a finalize or a commit (of Write) failing with a transient
-// error is retried (default 10), backing off from base (default 100 ms;
-// 0 retries at once for a write) doubling up to 10 s, each wait drawn at
-// random up to its bound (internal/retry's backoff; the package doc's
-// Retries lists the calls and the codes).
+// WithRetries sets how many times in a row a ReadRows (of Read and Query),
+// or a REST call of Query, failing with a transient error is retried
+// (default 10), backing off from base (default 100 ms; for a ReadRows,
+// 0 is the default too) doubling up to 10 s, each wait drawn at random
+// up to its bound (internal/retry's backoff; docs/BIGQUERY.md, "Retries",
+// lists the calls and the codes).
+// bqwrite.WithRetries is Write's.
 func WithRetries(n int, base time.Duration) SessionOption {
 	return sessionOption(func(c *readConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base })
 }

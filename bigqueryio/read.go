@@ -35,7 +35,8 @@ func init() {
 
 // Read reads a BigQuery table through the Storage Read API into a
 // PCollection of t: a struct type filled as the official client's
-// RowIterator fills structs, or bigqueryio.Row (see the package doc).
+// RowIterator fills structs, or bigqueryio.Row (see docs/BIGQUERY.md,
+// "Output").
 // table is project.dataset.table or project:dataset.table. Read panics,
 // when the pipeline is built, where TryRead returns an error: a bad table
 // name, a type it cannot fill, one not registered with Beam

@@ -47,7 +47,8 @@ const (
 	WriteEmpty
 	// WriteTruncate replaces the table's rows with the write's, at once:
 	// the rows are committed to a staging table, which a copy job in
-	// WRITE_TRUNCATE then puts in the table's place (see the package doc).
+	// WRITE_TRUNCATE then puts in the table's place (see docs/BIGQUERY.md,
+	// "Replacing a table").
 	WriteTruncate
 )
 
@@ -217,7 +218,7 @@ func (c *writeConfig) checkStreaming(last func(string) string) error {
 }
 
 // WithExactlyOnceStreaming says what Write does with unbounded input
-// anyway: it writes it exactly once (see the package doc, "Streaming"):
+// anyway: it writes it exactly once (see docs/BIGQUERY.md, "Streaming"):
 // rows keyed by table and shard, batched, each batch appended at its
 // shard's next offset of a BUFFERED stream by a stateful step, and made
 // visible by FlushRows after a shuffle. It is refused with WithAtLeastOnce;
@@ -252,8 +253,8 @@ func WithTriggeringFrequency(d time.Duration) WriteOption {
 // WithStreamRotation finalizes a shard's write stream, in the exactly-once
 // write of unbounded input, before an append would take it past maxRows
 // rows (default DefaultStreamMaxRows), and once no row was appended to it
-// for idle (default DefaultStreamIdle, measured in event time: see the
-// package doc); the shard's next rows go to a new stream. A shard that
+// for idle (default DefaultStreamIdle, measured in event time: see
+// docs/BIGQUERY.md, "Streaming"); the shard's next rows go to a new stream. A shard that
 // gets no rows for idle also has the state of both stateful steps cleared
 // (its next rows start afresh), and a worker closes the connection of a
 // stream it has not appended to for idle (in processing time). It does
@@ -296,14 +297,15 @@ func (c writeConfig) restOptions() ([]option.ClientOption, error) {
 // WithAtLeastOnce appends to each table's _default stream instead of
 // PENDING streams committed at the end: rows are visible as they are
 // appended, nothing is committed, and a retried append or bundle may write
-// rows twice (Beam Java's STORAGE_API_AT_LEAST_ONCE).
+// rows twice (Beam Java's STORAGE_API_AT_LEAST_ONCE). How many, and the
+// connections it shares: docs/BIGQUERY.md, "At least once".
 func WithAtLeastOnce() WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithAtLeastOnce"); c.AtLeastOnce = true })
 }
 
 // WithFailOnRowErrors fails the write when the service refuses a row (a
 // REQUIRED column missing, a value out of range) instead of sending it to
-// WriteResult.FailedRows.
+// WriteResult.FailedRows (docs/BIGQUERY.md, "Errors").
 func WithFailOnRowErrors() WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithFailOnRowErrors"); c.FailOnErrors = true })
 }
@@ -315,7 +317,8 @@ func WithCreateDisposition(d CreateDisposition) WriteOption {
 }
 
 // WithWriteDisposition says what to do with a table that has rows:
-// WriteAppend (the default), WriteEmpty or WriteTruncate.
+// WriteAppend (the default), WriteEmpty or WriteTruncate (how it stages
+// and copies the rows: docs/BIGQUERY.md, "Replacing a table").
 func WithWriteDisposition(d WriteDisposition) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithWriteDisposition", int(d)); c.Disposition = d })
 }
@@ -350,8 +353,6 @@ func WithSchema(schema bigquery.Schema) WriteOption {
 func WithTableFunc(fn any) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableFunc", rawArg(funcName(fn))); c.tableFn = fn })
 }
-
-// funcName is the name of function fn, or its type when it has none.
 
 // WithMaxAppendBytes caps the encoded rows of one append request (default
 // and at most 9 MB, under the service's 10 MB limit of a request). Without
@@ -394,7 +395,7 @@ func WithInsecure() WriteOption {
 // RegisterClientOptions: credentials, a quota project, a user agent, extra
 // headers or gRPC interceptors. The name, not the values, travels to the
 // workers, each of which makes the options itself from what its own init
-// functions registered (see bqwrite.WithClientOptions for why, and for
+// functions registered (see bigqueryio.WithClientOptions for why, and for
 // option.WithGRPCConn and option.WithHTTPClient, which one of the two
 // transports refuses).
 func WithClientOptions(name string) WriteOption {
@@ -413,7 +414,8 @@ func WithQuotaProject(project string) WriteOption {
 // WithRetries sets how many times in a row an append, a finalize or a
 // commit failing with a transient error is retried (default 10), backing
 // off from base (default 100 ms; 0 retries at once) doubling up to 10 s,
-// each wait drawn at random up to its bound (internal/retry's backoff).
+// each wait drawn at random up to its bound (internal/retry's backoff;
+// docs/BIGQUERY.md, "Retries", lists the calls and the codes).
 func WithRetries(n int, base time.Duration) WriteOption {
 	return writeOnlyOption(func(c *writeConfig) { c.note("WithRetries", n, base); c.MaxRetries, c.RetryBase = n, base })
 }

@@ -55,7 +55,7 @@ type TableResult struct {
 // mode (bounded input, WithAtLeastOnce, unbounded input exactly once):
 // only rows refused (the service's row_errors, a value the table's schema
 // does not take, a route or change that cannot be sent) are FailedRows;
-// a write whose appends fail otherwise fails (see the package doc,
+// a write whose appends fail otherwise fails (see docs/BIGQUERY.md,
 // "Errors").
 type FailedRow struct {
 	Table string // project.dataset.table, or what WithTableFunc returned
@@ -150,9 +150,11 @@ func init() {
 // is never called).
 func fixedTable(beam.X) string { return "" }
 
-// Write writes a PCollection of structs (the types Read fills, see the
-// package doc) or of bqwrite.Row to the BigQuery table through the
-// Storage Write API, exactly once (see the package doc), and returns the
+// Write writes a PCollection of structs (the types bigqueryio.Read fills,
+// see docs/BIGQUERY.md, "Output" and "Encoding and values") or of
+// bqwrite.Row to the BigQuery table through the Storage Write API,
+// exactly once (see the package doc, and docs/BIGQUERY.md, "Exactly once,
+// in batch" and "Streaming"), and returns the
 // per-table results and the rows that were refused. table is
 // project.dataset.table or project:dataset.table, or "" with
 // WithTableFunc. Write panics, when the pipeline is built, where TryWrite

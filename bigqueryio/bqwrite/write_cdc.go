@@ -60,7 +60,7 @@ type RowMutation struct {
 	// write is given WithUnorderedChanges: the changes of a key are then
 	// applied in the order they arrive, which a retried append or appends
 	// multiplexed on one connection can upset, applying an older upsert
-	// after a newer one (see the package doc).
+	// after a newer one (see docs/BIGQUERY.md, "Change data capture").
 	SequenceNumber string
 }
 
@@ -91,44 +91,6 @@ const (
 	changeTypeField     protowire.Number = 20001
 	changeSequenceField protowire.Number = 20002
 )
-
-// WithRowMutation writes each element as a change (UPSERT or DELETE) to
-// the row of the table with the same primary key, as fn says: fn is a
-// func(T) bqwrite.RowMutation of the element type T, a top-level
-// function registered with Beam (register.Function1x1). The changes go
-// through the table's _default stream, so WithAtLeastOnce must be given
-// (the service takes CDC rows nowhere else); a table CreateIfNeeded makes
-// needs WithPrimaryKey. As Beam Java's withRowMutationInformationFn. A
-// change fn gives a type or sequence number the service does not take is
-// refused (FailedRows, or WithFailOnRowErrors fails the write).
-func WithRowMutation(fn any) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithRowMutation", rawArg(funcName(fn))); c.mutationFn = fn })
-}
-
-// WithUnorderedChanges lets a WithRowMutation write send changes without
-// a sequence number (RowMutation.SequenceNumber ""), which it refuses
-// otherwise: the service then applies the changes of a key in the order
-// they arrive, and a retried append (WithAtLeastOnce appends again after
-// a transient failure) or appends multiplexed on one connection can bring
-// an older upsert after a newer one, which then wins. Give it only when
-// the changes of a key cannot come close together, or when their order
-// does not matter.
-func WithUnorderedChanges() WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithUnorderedChanges"); c.Unordered = true })
-}
-
-// WithPrimaryKey creates the table (CreateIfNeeded) with a primary key of
-// columns, in this order: 1 to 16 top-level columns of the schema, neither
-// REPEATED nor RECORD. BigQuery does not enforce a primary key (NOT
-// ENFORCED): it is what CDC changes (WithRowMutation) are applied by. As
-// Beam Java, the table is made without max_staleness: set it on the table
-// to trade freshness for the cost of applying changes at query time.
-func WithPrimaryKey(columns ...string) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithPrimaryKey", stringArgs(columns)...)
-		c.Spec.PrimaryKey = append(make([]string, 0, len(columns)), columns...)
-	})
-}
 
 // checkCDC checks WithRowMutation against the other options, the element
 // type t and the schema rows are written with (nil for Rows that take the

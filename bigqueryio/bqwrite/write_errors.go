@@ -37,7 +37,7 @@ import (
 
 // DefaultTableSettle is how long after a table is made the write takes
 // the Storage Write API's NOT_FOUND and PERMISSION_DENIED answers about it
-// for transient (see the package doc, "Errors").
+// for transient (see docs/BIGQUERY.md, "Errors").
 const DefaultTableSettle = 2 * time.Minute
 
 // writeError is an error that ends a write: its text puts the cause

@@ -15,15 +15,6 @@ import (
 // WithSchemaUpdateOptions, and following a schema that grows while the
 // write runs.
 
-// WithIgnoreUnknownValues writes the rows of bqwrite.Row whose keys the
-// table lacks without those keys (Java's ignoreUnknownValues), instead of
-// sending them to FailedRows (the default), at every level of RECORDs.
-// It applies to Row input alone: a struct's fields are checked against
-// the schema when the pipeline is built.
-func WithIgnoreUnknownValues() WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithIgnoreUnknownValues"); c.IgnoreUnknown = true })
-}
-
 // ignoreUnknownKeys makes p and its RECORDs drop unknown keys.
 func (p *recordPlan) ignoreUnknownKeys() {
 	p.ignoreUnknown = true
@@ -32,47 +23,6 @@ func (p *recordPlan) ignoreUnknownKeys() {
 			p.cols[i].sub.ignoreUnknownKeys()
 		}
 	}
-}
-
-// SchemaUpdateOption lets Write change the schema of a table that exists,
-// before it appends rows that need the change (Java's
-// withSchemaUpdateOptions).
-type SchemaUpdateOption string
-
-const (
-	// AllowFieldAddition adds the columns of the write's schema (WithSchema,
-	// or inferred from the struct type) that the table lacks, at its end,
-	// NULLABLE (the service adds no REQUIRED column to a table that has
-	// rows) or REPEATED, RECORD columns with their fields.
-	AllowFieldAddition SchemaUpdateOption = "ALLOW_FIELD_ADDITION"
-	// AllowFieldRelaxation makes the table's REQUIRED columns that are
-	// NULLABLE in the write's schema NULLABLE.
-	AllowFieldRelaxation SchemaUpdateOption = "ALLOW_FIELD_RELAXATION"
-)
-
-// WithSchemaUpdateOptions lets Write patch the schema of a table that
-// exists (tables.patch) when it first meets it, so that the write's rows
-// fit: AllowFieldAddition, AllowFieldRelaxation. Rows of bqwrite.Row
-// need WithSchema for it.
-func WithSchemaUpdateOptions(opts ...SchemaUpdateOption) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		args := make([]any, len(opts))
-		for i, o := range opts {
-			args[i] = string(o)
-		}
-		c.note("WithSchemaUpdateOptions", args...)
-		c.AllowAddition, c.AllowRelaxation, c.badUpdate = false, false, ""
-		for _, o := range opts {
-			switch o {
-			case AllowFieldAddition:
-				c.AllowAddition = true
-			case AllowFieldRelaxation:
-				c.AllowRelaxation = true
-			default:
-				c.badUpdate = string(o)
-			}
-		}
-	})
 }
 
 // checkSchemaUpdates checks WithSchemaUpdateOptions' options.

@@ -35,8 +35,8 @@ import (
 	"github.com/sdfio/sdfio/internal/retry"
 )
 
-// The defaults of the exactly-once write of unbounded input (see the
-// package doc, "Streaming").
+// The defaults of the exactly-once write of unbounded input (see
+// docs/BIGQUERY.md, "Streaming").
 const (
 	// AutoStreamBytesPerSecond is the rate of encoded rows a shard takes
 	// when WithNumStreams is not given: each worker process keys a table's
@@ -629,7 +629,7 @@ func (f *streamBatchFn) OnTimer(ctx context.Context, sp state.Provider, tp timer
 
 // streamAppendFn appends each batch of a shard to the shard's BUFFERED
 // write stream at the offset its state holds, in the order of the
-// batches, and outputs a flushOp for each: see the package doc
+// batches, and outputs a flushOp for each: see docs/BIGQUERY.md
 // ("Streaming") for why a retried bundle writes nothing twice.
 //
 // Batches are in order within the batching state's epoch. A batch of
@@ -764,7 +764,7 @@ func (f *streamAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 	}
 	if !b.End {
 		// The idle timer is set WithStreamRotation's idle time after the
-		// latest batch (in event time: see the package doc); moved, never
+		// latest batch (in event time: see docs/BIGQUERY.md, "Streaming"); moved, never
 		// back, by each batch, it fires once no batch came for that long,
 		// and for every shard when the input ends.
 		if at := ts.ToTime().Add(f.Cfg.Idle); at.UnixMilli() > st.IdleAt {

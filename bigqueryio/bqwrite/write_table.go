@@ -85,35 +85,6 @@ var specOption = map[string]string{
 	"PrimaryKey": "WithPrimaryKey",
 }
 
-// WithTimePartitioning creates the table (CreateIfNeeded) partitioned by
-// time: by Column's value, or by the time rows are written.
-func WithTimePartitioning(p TimePartitioning) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithTimePartitioning", p)
-		c.Spec.TimePartitioning = &p
-	})
-}
-
-// WithRangePartitioning creates the table (CreateIfNeeded) partitioned by
-// ranges of an INTEGER column.
-func WithRangePartitioning(p RangePartitioning) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithRangePartitioning", p)
-		c.Spec.RangePartitioning = &p
-	})
-}
-
-// WithClustering creates the table (CreateIfNeeded) clustered by columns,
-// in this order: one to four top-level, non-repeated columns of type
-// STRING, INTEGER, NUMERIC, BIGNUMERIC, BOOLEAN, DATE, DATETIME,
-// TIMESTAMP or GEOGRAPHY.
-func WithClustering(columns ...string) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithClustering", stringArgs(columns)...)
-		c.Spec.Clustering = append([]string(nil), columns...)
-	})
-}
-
 // stringArgs is ss as arguments of note.
 func stringArgs(ss []string) []any {
 	args := make([]any, len(ss))
@@ -121,43 +92,6 @@ func stringArgs(ss []string) []any {
 		args[i] = s
 	}
 	return args
-}
-
-// WithTableDescription creates the table (CreateIfNeeded) with a
-// description.
-func WithTableDescription(text string) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableDescription", text); c.Spec.Description = text })
-}
-
-// WithTableLabels creates the table (CreateIfNeeded) with labels: keys of
-// 1 to 63 lowercase letters, digits, '_' and '-' starting with a letter,
-// values of at most 63 of them, at most 64 labels.
-func WithTableLabels(labels map[string]string) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) {
-		c.note("WithTableLabels", fmt.Sprint(labels))
-		c.Spec.Labels = make(map[string]string, len(labels))
-		for k, v := range labels {
-			c.Spec.Labels[k] = v
-		}
-	})
-}
-
-// WithKMSKey creates the table (CreateIfNeeded) encrypted with a Cloud KMS
-// key, projects/p/locations/l/keyRings/r/cryptoKeys/k (Java's
-// withKmsKey).
-func WithKMSKey(key string) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithKMSKey", key); c.Spec.KMSKey = key })
-}
-
-// WithTableSpecFunc gives each table of a WithTableFunc write its own spec
-// when CreateIfNeeded creates it: fn is a func(table string) TableSpec of
-// the table spec (project.dataset.table, without a partition decorator), a
-// top-level function registered with Beam (register.Function1x1). It
-// cannot be given with the options that set a spec for every table
-// (WithTimePartitioning, WithClustering, ...). A spec that does not fit the
-// schema fails the write, naming the table, when the table is created.
-func WithTableSpecFunc(fn any) WriteOption {
-	return writeOnlyOption(func(c *writeConfig) { c.note("WithTableSpecFunc", rawArg(funcName(fn))); c.specFn = fn })
 }
 
 var (

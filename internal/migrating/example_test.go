@@ -136,7 +136,8 @@ func Example_bigqueryio() {
 		bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "min", Value: 100}))
 
 	// Beam Go's WithQuotaProject (Read and Query) is WithQuotaProject, of
-	// Read, Query and Write. Other client options (credentials,
+	// Read and Query here and of Write in bqwrite (bqwrite.WithQuotaProject).
+	// Other client options (credentials,
 	// impersonation) are registered by name in an init function, which
 	// every worker process runs too, and named by WithClientOptions.
 	_ = beambigqueryio.Query(s, "my-project", "SELECT id FROM `my-project.events.raw`",

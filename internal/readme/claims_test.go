@@ -1,6 +1,8 @@
 package readme
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,8 +26,10 @@ import (
 // WithAtLeastOnce, while the code wrote it exactly once). The code's side
 // of each claim is checked here by building the pipeline; the documents'
 // side by the phrases below, over README.md, docs/MIGRATING.md,
-// docs/DESIGN.md and bigqueryio's doc comments (CHANGELOG.md is history:
-// it may say what an older version did).
+// docs/DESIGN.md, docs/BIGQUERY.md and the doc comments of bigqueryio and
+// bigqueryio/bqwrite, where Write is (CHANGELOG.md is history: it may say
+// what an older version did). bqwrite's package doc, what a user of Write
+// reads first, must state the claims itself.
 
 // StreamRow is the row type of the claims' pipelines.
 type StreamRow struct {
@@ -40,19 +44,30 @@ func init() {
 }
 
 // claimDocs are the documents the claims are checked in, each as one text
-// with its lines joined by spaces (Go files: their comments only).
+// with its lines joined by spaces (Go files: their comments only; a
+// package doc: the comment before its package clause).
 func claimDocs(t *testing.T) map[string]string {
 	t.Helper()
 	root := "../.."
 	docs := map[string]string{}
-	for _, name := range []string{"README.md", "docs/MIGRATING.md", "docs/DESIGN.md"} {
+	for _, name := range []string{"README.md", "docs/MIGRATING.md", "docs/DESIGN.md", "docs/BIGQUERY.md"} {
 		b, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		docs[name] = joinLines(strings.Split(string(b), "\n"))
 	}
-	files, err := filepath.Glob(filepath.Join(root, "bigqueryio", "*.go"))
+	for _, pkg := range []string{"bigqueryio", "bigqueryio/bqwrite"} {
+		docs[pkg+" (doc comments)"] = joinLines(goComments(t, filepath.Join(root, pkg)))
+		docs[pkg+" (package doc)"] = joinLines(packageDoc(t, filepath.Join(root, pkg)))
+	}
+	return docs
+}
+
+// goComments are the comment lines of the Go files of dir (not its tests).
+func goComments(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +86,35 @@ func claimDocs(t *testing.T) map[string]string {
 			}
 		}
 	}
-	docs["bigqueryio (doc comments)"] = joinLines(comments)
-	return docs
+	return comments
+}
+
+// packageDoc is the package doc of the package in dir, in lines: the doc
+// comments of its package clauses (go/doc's), not of its tests.
+func packageDoc(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if af.Doc != nil {
+			lines = append(lines, strings.Split(af.Doc.Text(), "\n")...)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("%s has no package doc", dir)
+	}
+	return lines
 }
 
 func joinLines(lines []string) string {
@@ -155,12 +197,17 @@ func TestStreamingClaims(t *testing.T) {
 		regexp.MustCompile(`(?i)unbounded[^.]{0,120}exactly once`),
 		regexp.MustCompile("(?i)WithAtLeastOnce[^.]{0,120}_default"),
 	}
-	for _, name := range []string{"README.md", "docs/MIGRATING.md", "bigqueryio (doc comments)"} {
+	for _, name := range []string{"README.md", "docs/MIGRATING.md", "docs/BIGQUERY.md", "bigqueryio/bqwrite (package doc)"} {
 		for _, re := range affirm {
 			if !re.MatchString(docs[name]) {
 				t.Errorf("%s does not say what Write does with unbounded input (no match of %s)", name, re)
 			}
 		}
+	}
+	// bigqueryio's package doc, where Write was documented, sends a
+	// writer to Write's package.
+	if !strings.Contains(docs["bigqueryio (package doc)"], "bigqueryio/bqwrite") {
+		t.Errorf("bigqueryio's package doc does not name bigqueryio/bqwrite, where Write is")
 	}
 }
 
