@@ -18,31 +18,18 @@ import (
 type Row = bqcore.Row
 
 type (
-	givenOption     = bqcore.Given
-	rawArg          = bqcore.RawArg
-	restClient      = bqcore.RESTClient
-	restTable       = bqcore.RESTTable
-	restJob         = bqcore.RESTJob
-	restDataset     = bqcore.RESTDataset
-	datasetRef      = bqcore.DatasetRef
-	jobRef          = bqcore.JobRef
-	jobQuery        = bqcore.JobQuery
-	jobConfig       = bqcore.JobConfig
-	jobError        = bqcore.JobError
-	restParam       = bqcore.RESTParam
-	restParamType   = bqcore.RESTParamType
-	restParamValue  = bqcore.RESTParamValue
-	restStructField = bqcore.RESTStructField
-	tableRef        = bqcore.TableRef
-	structField     = bqcore.StructField
-	fieldRules      = bqcore.FieldRules
+	givenOption = bqcore.Given
+	rawArg      = bqcore.RawArg
+	restClient  = bqcore.Client
+	tableRef    = bqcore.TableRef
+	structField = bqcore.StructField
+	fieldRules  = bqcore.FieldRules
 )
 
 var (
-	newREST            = bqcore.NewREST
-	tableRefOf         = bqcore.TableRefOf
-	msText             = bqcore.MsText
+	newBQ              = bqcore.NewClient
 	isHTTP             = bqcore.IsHTTP
+	isNotFound         = bqcore.IsNotFound
 	fieldsOf           = bqcore.FieldsOf
 	fieldAlloc         = bqcore.FieldAlloc
 	unknownFieldsError = bqcore.UnknownFieldsError

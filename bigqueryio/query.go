@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/api/option"
 
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 	"github.com/sdfio/sdfio/internal/beamreg"
 )
 
@@ -125,9 +125,9 @@ func (q queryTemp) remove(ctx context.Context, c *restClient) error {
 	what := "table " + q.String()
 	if q.OwnDataset {
 		what = "dataset " + q.Project + ":" + q.Dataset + " and its table " + q.Table
-		err = c.DeleteDataset(ctx, q.Project, q.Dataset)
+		err = c.DatasetInProject(q.Project, q.Dataset).DeleteWithContents(ctx)
 	} else {
-		err = c.DeleteTable(ctx, q.resource())
+		err = c.Table(q.resource()).Delete(ctx)
 	}
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("bigqueryio: removing the temporary %s (it expires %v after it was written): %w", what, TempExpiration, err)
@@ -135,18 +135,14 @@ func (q queryTemp) remove(ctx context.Context, c *restClient) error {
 	return nil
 }
 
-// isNotFound reports a 404 answer, or a job that failed notFound.
-func isNotFound(err error) bool {
-	var je *jobError
-	return isHTTP(err, http.StatusNotFound) || errors.As(err, &je) && je.Reason == "notFound"
-}
-
+// newBQClient is the official client of the query's REST calls, billing
+// cfg.Billing (see bqcore.Client for which calls it retries).
 func newBQClient(ctx context.Context, cfg readConfig) (*restClient, error) {
 	opts, err := cfg.restOptions()
 	if err != nil {
 		return nil, err
 	}
-	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
+	return newBQ(ctx, cfg.Billing, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
 }
 
 func randomID() string {
@@ -194,34 +190,36 @@ func (fn *queryFn) ProcessElement(ctx context.Context, _ []byte, emit func(Strea
 // runQuery created is removed and the error carries the service's message.
 func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, error) {
 	qc := cfg.Query
-	params, err := decodeParams(cfg.QueryParams)
+	qps, err := decodeParams(cfg.QueryParams)
 	if err != nil {
 		return queryTemp{}, err
 	}
-	rps, mode := restParams(params)
-	newQuery := func() *restJob {
-		return &restJob{Configuration: &jobConfig{Query: &jobQuery{
-			Query: qc.SQL, UseLegacySQL: qc.LegacySQL, ParameterMode: mode, QueryParameters: rps,
-		}}}
+	params := clientParams(qps)
+	newQuery := func() *bigquery.Query {
+		q := c.Query(qc.SQL)
+		q.UseLegacySQL, q.Parameters = qc.LegacySQL, params
+		q.ProjectID = cfg.Billing
+		return q
 	}
 	loc := qc.Location
 	if loc == "" {
 		dry := newQuery()
-		dry.Configuration.DryRun = true
-		job, err := c.InsertJob(ctx, cfg.Billing, dry)
+		dry.DryRun = true
+		job, err := dry.Run(ctx)
 		if err != nil {
 			return queryTemp{}, fmt.Errorf("bigqueryio: dry run of the query (to find its location) in project %s: %w", cfg.Billing, err)
 		}
-		if job.JobReference != nil {
-			loc = job.JobReference.Location
-		}
-		if loc == "" && job.Statistics != nil && job.Statistics.Query != nil && len(job.Statistics.Query.ReferencedTables) > 0 {
-			ref := job.Statistics.Query.ReferencedTables[0]
-			md, err := c.GetTable(ctx, ref.Resource())
-			if err != nil {
-				return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", ref, err)
+		loc = job.Location()
+		if st := job.LastStatus(); loc == "" && st != nil && st.Statistics != nil {
+			if qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics); ok && len(qs.ReferencedTables) > 0 {
+				t := qs.ReferencedTables[0]
+				ref := tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID}
+				md, err := c.Table(ref.Resource()).Metadata(ctx)
+				if err != nil {
+					return queryTemp{}, fmt.Errorf("bigqueryio: the location of the query's table %s: %w", ref, err)
+				}
+				loc = md.Location
 			}
-			loc = md.Location
 		}
 	}
 
@@ -229,12 +227,11 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 	tmp := queryTemp{Project: cfg.Billing, Dataset: qc.TempDataset, Table: "sdfio_query_" + id, Location: loc}
 	if qc.TempDataset == "" {
 		tmp.Dataset, tmp.OwnDataset = "sdfio_temp_"+id, true
-		err := c.InsertDataset(ctx, &restDataset{
-			DatasetReference:         datasetRef{ProjectID: tmp.Project, DatasetID: tmp.Dataset},
-			Location:                 loc,
-			DefaultTableExpirationMs: msText(TempExpiration),
-			Description:              "Temporary table of a bigqueryio.Query (sdfio); removed when the read ends, or expiring.",
-			Labels:                   map[string]string{"sdfio": "query-temp"},
+		err := c.CreateDataset(ctx, tmp.Project, tmp.Dataset, &bigquery.DatasetMetadata{
+			Location:               loc,
+			DefaultTableExpiration: TempExpiration,
+			Description:            "Temporary table of a bigqueryio.Query (sdfio); removed when the read ends, or expiring.",
+			Labels:                 map[string]string{"sdfio": "query-temp"},
 		})
 		if isHTTP(err, http.StatusConflict) {
 			err = nil // a retry's: the name is random, the dataset the first attempt's
@@ -242,7 +239,7 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 		if err != nil {
 			return tmp, fmt.Errorf("bigqueryio: creating the temporary dataset %s:%s in location %q: %w", tmp.Project, tmp.Dataset, loc, err)
 		}
-	} else if _, err := c.GetTable(ctx, tmp.resource()); err == nil {
+	} else if _, err := c.Table(tmp.resource()).Metadata(ctx); err == nil {
 		return tmp, fmt.Errorf("bigqueryio: refusing to write the query's result on the existing table %s", tmp)
 	} else if !isNotFound(err) {
 		return tmp, fmt.Errorf("bigqueryio: checking the temporary table %s: %w", tmp, err)
@@ -257,29 +254,33 @@ func runQuery(ctx context.Context, c *restClient, cfg readConfig) (queryTemp, er
 	q := newQuery()
 	// The job's id is the table's name: easy to find; an insert retried
 	// with it is idempotent.
-	q.JobReference = &jobRef{ProjectID: cfg.Billing, JobID: "sdfio_query_" + id, Location: loc}
-	q.Configuration.Labels = map[string]string{"sdfio": "query"}
-	jq := q.Configuration.Query
-	jq.DestinationTable = &tableRef{ProjectID: tmp.Project, DatasetID: tmp.Dataset, TableID: tmp.Table}
-	jq.CreateDisposition, jq.WriteDisposition = "CREATE_IF_NEEDED", "WRITE_TRUNCATE"
-	jq.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
-	jq.Priority = qc.Priority
-	job, err := c.InsertJob(ctx, cfg.Billing, q)
-	if err != nil {
-		return fail(fmt.Errorf("bigqueryio: starting the query job into %s: %w", tmp, err))
+	q.JobID, q.Location = "sdfio_query_"+id, loc
+	q.Labels = map[string]string{"sdfio": "query"}
+	q.Dst = c.DatasetInProject(tmp.Project, tmp.Dataset).Table(tmp.Table)
+	q.CreateDisposition, q.WriteDisposition = bigquery.CreateIfNeeded, bigquery.WriteTruncate
+	q.AllowLargeResults = qc.LegacySQL // legacy SQL writes a large result to a table only so
+	q.Priority = bigquery.QueryPriority(qc.Priority)
+	job, err := q.Run(ctx)
+	if isHTTP(err, http.StatusConflict) {
+		// The client retried the insert after a lost answer: the job is
+		// the first attempt's.
+		job, err = c.JobFromProject(ctx, cfg.Billing, q.JobID, loc)
 	}
-	if _, err := c.WaitJob(ctx, job); err != nil {
+	if err != nil {
+		return fail(fmt.Errorf("bigqueryio: starting the query job %s into %s: %w", q.JobID, tmp, err))
+	}
+	if _, err := bqcore.WaitJob(ctx, job); err != nil {
 		if !tmp.OwnDataset && isNotFound(err) {
 			// Nothing was written; the table is not there to remove.
-			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", job.JobReference, tmp, err)
+			return tmp, fmt.Errorf("bigqueryio: query job %s into %s: %w", bqcore.JobName(job), tmp, err)
 		}
-		return fail(fmt.Errorf("bigqueryio: query job %s into %s: %w", job.JobReference, tmp, err))
+		return fail(fmt.Errorf("bigqueryio: query job %s into %s: %w", bqcore.JobName(job), tmp, err))
 	}
 	if !tmp.OwnDataset {
 		// A dataset of the user's may have no default expiration: give the
 		// table one, so that it goes away if the read never removes it.
-		exp := strconv.FormatInt(time.Now().Add(TempExpiration).UnixMilli(), 10)
-		if err := c.PatchTable(ctx, tmp.resource(), &restTable{ExpirationTime: exp}, ""); err != nil {
+		exp := time.Now().Add(TempExpiration)
+		if _, err := c.Table(tmp.resource()).Update(ctx, bigquery.TableMetadataToUpdate{ExpirationTime: exp}, ""); err != nil {
 			return fail(fmt.Errorf("bigqueryio: setting the expiration of the temporary table %s: %w", tmp, err))
 		}
 	}

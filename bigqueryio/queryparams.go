@@ -19,7 +19,7 @@ import (
 // WithQueryParameters turns each value, when the pipeline is built, into
 // its explicit BigQuery type and the text of its value, as the official
 // client would send them (bigquery.QueryParameter documents the mapping),
-// and the query job sends them so (restParams). A value the client could not send fails when
+// and the query job sends them so (clientParams). A value the client could not send fails when
 // the pipeline is built, naming the parameter.
 
 // queryParam is a query parameter as it travels in the DoFns.
@@ -346,7 +346,7 @@ func encodeParams(ps []bigquery.QueryParameter) (string, error) {
 	return string(b), err
 }
 
-// decodeParams is the parameters of encodeParams, nil for none (restParams
+// decodeParams is the parameters of encodeParams, nil for none (clientParams
 // turns them into the query job's).
 func decodeParams(s string) ([]queryParam, error) {
 	if s == "" {
@@ -372,56 +372,64 @@ func paramsText(ps []bigquery.QueryParameter) []any {
 	return out
 }
 
-// restParams is the parameters as the REST API takes them, and their mode
-// (NAMED, POSITIONAL, or "" for none).
-func restParams(ps []queryParam) ([]restParam, string) {
+// clientParams is the parameters as the official client sends them:
+// each value a *bigquery.QueryParameterValue of its explicit type, every
+// scalar as its text (the client sends a text as it is), NULL a
+// bigquery.NullString that is not valid (the client sends "value": null
+// for it). The client sends no parameter mode: the service takes the
+// parameters' names (all or none) for it.
+func clientParams(ps []queryParam) []bigquery.QueryParameter {
 	if len(ps) == 0 {
-		return nil, ""
+		return nil
 	}
-	mode := "POSITIONAL"
-	out := make([]restParam, len(ps))
+	out := make([]bigquery.QueryParameter, len(ps))
 	for i, p := range ps {
-		if p.Name != "" {
-			mode = "NAMED"
-		}
-		out[i] = restParam{Name: p.Name, ParameterType: restType(p.Type), ParameterValue: restValue(p.Value)}
+		v := clientValue(p.Type, p.Value)
+		out[i] = bigquery.QueryParameter{Name: p.Name, Value: &v}
 	}
-	return out, mode
+	return out
 }
 
-func restType(t paramType) *restParamType {
+func clientType(t paramType) *bigquery.StandardSQLDataType {
 	switch t.Kind {
 	case "ARRAY":
-		return &restParamType{Type: "ARRAY", ArrayType: restType(*t.Elem)}
+		return &bigquery.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: clientType(*t.Elem)}
 	case "STRUCT":
-		out := &restParamType{Type: "STRUCT"}
+		st := &bigquery.StandardSQLStructType{}
 		for _, f := range t.Fields {
-			out.StructTypes = append(out.StructTypes, restStructField{Name: f.Name, Type: restType(f.Type)})
+			st.Fields = append(st.Fields, &bigquery.StandardSQLField{Name: f.Name, Type: clientType(f.Type)})
 		}
-		return out
+		return &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: st}
 	}
-	return &restParamType{Type: t.Kind}
+	return &bigquery.StandardSQLDataType{TypeKind: t.Kind}
 }
 
-func restValue(v paramValue) *restParamValue {
+// clientValue is the value v of type t; the type is read from the
+// top-level value only, the nested ones carry it for clarity.
+func clientValue(t paramType, v paramValue) bigquery.QueryParameterValue {
+	out := bigquery.QueryParameterValue{Type: *clientType(t)}
 	switch {
 	case v.Null:
-		return &restParamValue{Value: json.RawMessage("null")}
+		out.Value = bigquery.NullString{}
 	case v.Scalar != nil:
-		b, _ := json.Marshal(*v.Scalar) // a string always encodes
-		return &restParamValue{Value: b}
+		// A NullString that is valid sends its text even when empty.
+		out.Value = bigquery.NullString{StringVal: *v.Scalar, Valid: true}
 	case len(v.Array) > 0:
-		out := &restParamValue{ArrayValues: make([]*restParamValue, len(v.Array))}
+		out.ArrayValue = make([]bigquery.QueryParameterValue, len(v.Array))
 		for i, it := range v.Array {
-			out.ArrayValues[i] = restValue(it)
+			out.ArrayValue[i] = clientValue(*t.Elem, it)
 		}
-		return out
 	case len(v.Struct) > 0:
-		out := &restParamValue{StructValues: make(map[string]*restParamValue, len(v.Struct))}
-		for name, f := range v.Struct {
-			out.StructValues[name] = restValue(f)
+		out.StructValue = make(map[string]bigquery.QueryParameterValue, len(v.Struct))
+		for _, f := range t.Fields {
+			if fv, ok := v.Struct[f.Name]; ok {
+				out.StructValue[f.Name] = clientValue(f.Type, fv)
+			}
 		}
-		return out
+	case t.Kind == "ARRAY":
+		out.Value = []string{} // an empty array: the client sends no values
+	default:
+		out.Value = struct{}{} // an empty struct
 	}
-	return &restParamValue{} // an empty array or struct
+	return out
 }

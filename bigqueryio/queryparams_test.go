@@ -109,16 +109,18 @@ func TestQueryParamsLikeClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Sent as the query job sends them, through the IO's own REST client.
-		rc, err := newREST(ctx, retryBackoff(0, 0), srv.RESTClientOptions()...)
+		// Sent as the query job sends them, through the official client
+		// made as the query's is.
+		rc, err := newBQClient(ctx, readConfig{Billing: "p", Insecure: true, Query: queryConfig{REST: srv.RESTEndpoint()}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rps, mode := restParams(ps)
-		if _, err := rc.InsertJob(ctx, "p", &restJob{Configuration: &jobConfig{DryRun: true,
-			Query: &jobQuery{Query: tc.sql, ParameterMode: mode, QueryParameters: rps}}}); err != nil {
+		q := rc.Query(tc.sql)
+		q.Parameters, q.DryRun = clientParams(ps), true
+		if _, err := q.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
+		rc.Close()
 		jobs := srv.Jobs()
 		got := jobs[len(jobs)-1]
 		if want.ParameterMode != tc.mode || got.ParameterMode != tc.mode || len(got.Parameters) != len(tc.params) || len(want.Parameters) != len(tc.params) {

@@ -13,13 +13,18 @@ import (
 // destination table, as the service does it — at once and atomically (a
 // read session made before keeps reading the destination as it was), by
 // the dispositions (WRITE_EMPTY, the default, refuses a destination with
-// rows; WRITE_TRUNCATE replaces its rows and schema and keeps its
-// metadata; WRITE_APPEND appends, the schemas being equal;
+// rows; WRITE_TRUNCATE replaces its rows, schema and constraints (its
+// primary key: the source's, or none) and keeps its other metadata;
+// WRITE_APPEND appends, the schemas being equal;
 // CREATE_IF_NEEDED, the default, makes a missing destination with the
 // source's schema, partitioning and clustering; CREATE_NEVER refuses it).
 // A destination partitioned otherwise than the source is refused, as the
-// service refuses it. Errors end the job DONE with an error result, the
-// destination as it was; WriteFaults.CopyJobError fails every copy job.
+// service refuses it. The job runs in its destination dataset's location,
+// or in the location the request names (a destination dataset elsewhere
+// is then not found); jobs.get finds a job outside the US and EU only
+// with its location (see lookupJob). Errors end the job DONE with an
+// error result, the destination as it was; WriteFaults.CopyJobError
+// fails every copy job.
 func (s *Server) insertCopyJob(w http.ResponseWriter, proj string, in *bq.Job) {
 	c := in.Configuration.Copy
 	ref := in.JobReference
@@ -36,11 +41,24 @@ func (s *Server) insertCopyJob(w http.ResponseWriter, proj string, in *bq.Job) {
 		restErrorReason(w, http.StatusConflict, "duplicate", "Already Exists: Job "+proj+":"+ref.JobId)
 		return
 	}
-	j := &job{QueryJob: QueryJob{Project: proj, JobID: ref.JobId, Location: locationOr(ref.Location), RequestLocation: ref.Location}, copy: true}
+	// The job runs where its destination's dataset is, unless the request
+	// names a location: then there, and a dataset elsewhere is not found.
+	j := &job{QueryJob: QueryJob{Project: proj, JobID: ref.JobId, Location: ref.Location, RequestLocation: ref.Location}, copy: true}
+	var dsLoc string
 	if d := c.DestinationTable; d != nil {
 		j.Destination = fmt.Sprintf("projects/%s/datasets/%s/tables/%s", d.ProjectId, d.DatasetId, d.TableId)
+		dsLoc, _ = s.datasetLocationLocked(d.ProjectId, d.DatasetId)
 	}
-	j.Err, j.rows = s.copyLocked(c)
+	switch {
+	case j.Location == "":
+		j.Location = locationOr(dsLoc)
+	case dsLoc != "" && !strings.EqualFold(dsLoc, j.Location):
+		d := c.DestinationTable
+		j.Err = fmt.Sprintf("Not found: Dataset %s:%s was not found in location %s", d.ProjectId, d.DatasetId, j.Location)
+	}
+	if j.Err == "" {
+		j.Err, j.rows = s.copyLocked(c)
+	}
 	if s.q.jobs == nil {
 		s.q.jobs = map[string]*job{}
 	}
@@ -86,7 +104,7 @@ func (s *Server) copyLocked(c *bq.JobConfigurationTableCopy) (string, int) {
 			return "Not found: Table " + dname, 0
 		}
 		spec := Table{Schema: src.Schema, Location: src.Location, TimePartitioning: src.TimePartitioning,
-			RangePartitioning: src.RangePartitioning, Clustering: src.Clustering}
+			RangePartitioning: src.RangePartitioning, Clustering: src.Clustering, PrimaryKey: src.PrimaryKey}
 		if k := c.DestinationEncryptionConfiguration; k != nil {
 			spec.KMSKey = k.KmsKeyName
 		}
@@ -118,6 +136,12 @@ func (s *Server) copyLocked(c *bq.JobConfigurationTableCopy) (string, int) {
 	}
 	nt := &table{name: dres, Table: dst.Table, rowBytes: src.rowBytes, expires: dst.expires, origin: dst.lineage()}
 	nt.Schema = src.Schema
+	if c.WriteDisposition == "WRITE_TRUNCATE" {
+		// The source's constraints replace the destination's, as its
+		// schema does: a source without a primary key leaves the
+		// destination without one.
+		nt.PrimaryKey = src.PrimaryKey
+	}
 	nt.Rows = append([][]bigquery.Value(nil), rows...)
 	nt.parts = append([]string(nil), parts...)
 	s.tables[dres] = nt

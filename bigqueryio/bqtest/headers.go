@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Call struct {
 	// ("/google.cloud.bigquery.storage.v1.BigQueryRead/CreateReadSession"),
 	// or a REST request's method and path ("POST /bigquery/v2/projects/p/jobs").
 	Method string
+	// Query is a REST request's query parameters ("location", "fields",
+	// "prettyPrint"...); nil for a gRPC call.
+	Query url.Values
 	// Header holds the request's values of the headers WithHeaderLog names,
 	// by their canonical name (http.CanonicalHeaderKey); a header the
 	// request did not carry is absent.
@@ -61,9 +65,9 @@ func (s *Server) Calls() []Call {
 	return append([]Call(nil), s.calls...)
 }
 
-// record records a call of api and method with the headers get returns, if
-// WithHeaderLog was given.
-func (s *Server) record(api, method string, get func(string) []string) {
+// record records a call of api and method (and query q, REST's) with the
+// headers get returns, if WithHeaderLog was given.
+func (s *Server) record(api, method string, q url.Values, get func(string) []string) {
 	if len(s.cfg.headers) == 0 {
 		return
 	}
@@ -74,13 +78,13 @@ func (s *Server) record(api, method string, get func(string) []string) {
 		}
 	}
 	s.callsMu.Lock()
-	s.calls = append(s.calls, Call{API: api, Method: method, Header: h})
+	s.calls = append(s.calls, Call{API: api, Method: method, Query: q, Header: h})
 	s.callsMu.Unlock()
 }
 
 func (s *Server) recordGRPC(ctx context.Context, method string) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	s.record("grpc", method, func(n string) []string { return md.Get(strings.ToLower(n)) })
+	s.record("grpc", method, nil, func(n string) []string { return md.Get(strings.ToLower(n)) })
 }
 
 func (s *Server) unaryHeaders(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -94,7 +98,7 @@ func (s *Server) streamHeaders(srv any, ss grpc.ServerStream, info *grpc.StreamS
 }
 
 func (s *Server) recordREST(r *http.Request) {
-	s.record("rest", r.Method+" "+r.URL.Path, func(n string) []string { return r.Header.Values(n) })
+	s.record("rest", r.Method+" "+r.URL.Path, r.URL.Query(), func(n string) []string { return r.Header.Values(n) })
 }
 
 // WithTLS makes the server's gRPC endpoint (Addr) speak TLS, with a

@@ -189,9 +189,9 @@ func (s *Server) serveQueryREST(w http.ResponseWriter, r *http.Request, p []stri
 	case len(p) == 3 && p[2] == "jobs" && r.Method == http.MethodPost:
 		s.insertJob(w, r, proj)
 	case len(p) == 4 && p[2] == "jobs" && r.Method == http.MethodGet:
-		s.getJob(w, proj, p[3])
+		s.getJob(w, r, proj, p[3])
 	case len(p) == 4 && p[2] == "queries" && r.Method == http.MethodGet:
-		s.getQueryResults(w, proj, p[3])
+		s.getQueryResults(w, r, proj, p[3])
 	default:
 		return false
 	}
@@ -594,16 +594,46 @@ func (s *Server) jobJSON(j *job, cfg *bq.JobConfiguration) *bq.Job {
 	return out
 }
 
-func (s *Server) getJob(w http.ResponseWriter, proj, id string) {
-	j := lookup(s, w, &s.q.jobs, "projects/"+proj+"/jobs/"+id, "Job "+proj+":"+id)
+// multiRegion tells the multi-regions US and EU, where the service finds
+// a job asked for without its location.
+func multiRegion(loc string) bool {
+	return strings.EqualFold(loc, "US") || strings.EqualFold(loc, "EU")
+}
+
+// lookupJob is the job id of proj that the request r asks for, as the
+// service finds it: a job in a single region (europe-west1) only when r
+// names its location (the "location" parameter), a job in the US or EU
+// multi-region also when r names none; a location named that is not the
+// job's finds nothing. When there is none it answers 404 notFound.
+func (s *Server) lookupJob(w http.ResponseWriter, r *http.Request, proj, id string) *job {
+	key := "projects/" + proj + "/jobs/" + id
+	s.mu.Lock()
+	j := s.q.jobs[key]
+	s.mu.Unlock()
+	loc := r.URL.Query().Get("location")
+	if j != nil && (loc == "" && !multiRegion(j.Location) || loc != "" && !strings.EqualFold(loc, j.Location)) {
+		j = nil
+	}
+	if j == nil {
+		where := loc
+		if where == "" {
+			where = "US"
+		}
+		restErrorReason(w, http.StatusNotFound, "notFound", "Not found: Job "+proj+":"+where+"."+id)
+	}
+	return j
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, proj, id string) {
+	j := s.lookupJob(w, r, proj, id)
 	if j == nil {
 		return
 	}
 	writeJSON(w, s.jobJSON(j, nil))
 }
 
-func (s *Server) getQueryResults(w http.ResponseWriter, proj, id string) {
-	j := lookup(s, w, &s.q.jobs, "projects/"+proj+"/jobs/"+id, "Job "+proj+":"+id)
+func (s *Server) getQueryResults(w http.ResponseWriter, r *http.Request, proj, id string) {
+	j := s.lookupJob(w, r, proj, id)
 	if j == nil {
 		return
 	}

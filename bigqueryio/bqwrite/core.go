@@ -19,19 +19,11 @@ type Row = bqcore.Row
 type (
 	givenOption = bqcore.Given
 	rawArg      = bqcore.RawArg
-	restClient  = bqcore.RESTClient
-	restTable   = bqcore.RESTTable
-	restJob     = bqcore.RESTJob
-	jobRef      = bqcore.JobRef
-	jobConfig   = bqcore.JobConfig
-	jobCopy     = bqcore.JobCopy
-	tableRef    = bqcore.TableRef
+	restClient  = bqcore.Client
 )
 
 var (
-	newREST            = bqcore.NewREST
-	tableRefOf         = bqcore.TableRefOf
-	msText             = bqcore.MsText
+	newClient          = bqcore.NewClient
 	isHTTP             = bqcore.IsHTTP
 	fieldsOf           = bqcore.FieldsOf
 	fieldAlloc         = bqcore.FieldAlloc

@@ -1,8 +1,6 @@
 package bqwrite
 
 import (
-	"errors"
-	"net/http"
 	"testing"
 
 	"cloud.google.com/go/bigquery"
@@ -29,16 +27,3 @@ func newTestServer(t testing.TB, opts ...bqtest.Option) *bqtest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
-
-// isNotFound reports a 404 answer, or a job that failed notFound.
-func isNotFound(err error) bool {
-	var je *bqcore.JobError
-	return isHTTP(err, http.StatusNotFound) || errors.As(err, &je) && je.Reason == "notFound"
-}
-
-type (
-	jobQuery = bqcore.JobQuery
-	jobError = bqcore.JobError
-)
-
-const maxRESTAnswer = bqcore.MaxRESTAnswer

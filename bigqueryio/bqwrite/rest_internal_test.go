@@ -14,6 +14,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/api/option"
+
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 )
 
 // scriptedREST is an HTTP server answering each request by the next
@@ -21,7 +23,8 @@ import (
 type scriptedREST struct {
 	mu      sync.Mutex
 	answers []func(w http.ResponseWriter, r *http.Request)
-	seen    []string // method, path and query, and the If-Match header
+	seen    []string // method and path, the If-Match header
+	queries []string // the query of each request
 	bodies  []string
 }
 
@@ -29,13 +32,11 @@ func (s *scriptedREST) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	line := r.Method + " " + r.URL.Path
-	if r.URL.RawQuery != "" {
-		line += "?" + r.URL.RawQuery
-	}
 	if m := r.Header.Get("If-Match"); m != "" {
 		line += " If-Match:" + m
 	}
 	s.seen = append(s.seen, line)
+	s.queries = append(s.queries, r.URL.RawQuery)
 	s.bodies = append(s.bodies, string(b))
 	var a func(w http.ResponseWriter, r *http.Request)
 	if len(s.answers) > 0 {
@@ -43,7 +44,7 @@ func (s *scriptedREST) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if a == nil {
-		http.Error(w, `{"error":{"code":500,"message":"script ended"}}`, http.StatusTeapot)
+		http.Error(w, `{"error":{"code":418,"message":"script ended"}}`, http.StatusTeapot)
 		return
 	}
 	a(w, r)
@@ -63,129 +64,115 @@ func apiError(code int, reason, msg string) func(w http.ResponseWriter, r *http.
 	return answer(code, string(b))
 }
 
+// newScripted is a scripted server and the official client of project p
+// made as a write makes it.
 func newScripted(t *testing.T, answers ...func(w http.ResponseWriter, r *http.Request)) (*scriptedREST, *restClient) {
 	t.Helper()
 	s := &scriptedREST{answers: answers}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	c, err := newREST(context.Background(), retryBackoff(3, 0), option.WithEndpoint(srv.URL+"/bigquery/v2/"), option.WithoutAuthentication())
+	c, err := newClient(context.Background(), "p", retryBackoff(3, 0), option.WithEndpoint(srv.URL+"/bigquery/v2/"), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
 	return s, c
 }
 
-// TestRESTRetries: a transient answer (503, 500, 429) is retried by the
-// module's rule; a permanent one (400, 404) is not; the retries end after
-// WithRetries' count, and the error names the call, the attempts and the
-// service's message.
+// TestRESTRetries: the official client retries a transient answer (503)
+// itself; a permanent one (400, 404) is returned at once; a transient
+// answer that never ends is retried until the caller's context ends
+// (the client counts no attempts: WithRetries does not bound it).
 func TestRESTRetries(t *testing.T) {
 	ctx := context.Background()
-	table := `{"id":"p:d.t","schema":{"fields":[{"name":"a","type":"INTEGER","mode":"REQUIRED"},{"name":"r","type":"RECORD","mode":"REPEATED","fields":[{"name":"s","type":"STRING"}]}]},"numRows":"12","etag":"e1","location":"EU"}`
-	s, c := newScripted(t, apiError(503, "backendError", "try again"), apiError(500, "internalError", "oops"), apiError(429, "rateLimitExceeded", "slow"), answer(200, table))
-	md, err := c.GetTable(ctx, "projects/p/datasets/d/tables/t")
+	table := `{"id":"p:d.t","schema":{"fields":[{"name":"a","type":"INTEGER","mode":"REQUIRED"},{"name":"r","type":"RECORD","mode":"REPEATED","fields":[{"name":"s","type":"STRING"}]}]},"numRows":"12","etag":"e1","location":"EU","creationTime":"1700000000123"}`
+	s, c := newScripted(t, apiError(503, "backendError", "try again"), answer(200, table))
+	md, err := c.Table("projects/p/datasets/d/tables/t").Metadata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, err := md.BQSchema()
-	if err != nil {
-		t.Fatal(err)
+	schema := md.Schema
+	if md.NumRows != 12 || md.ETag != "e1" || md.Location != "EU" || !md.CreationTime.Equal(time.UnixMilli(1700000000123)) || len(schema) != 2 || !schema[0].Required || schema[1].Type != bigquery.RecordFieldType || !schema[1].Repeated || schema[1].Schema[0].Name != "s" {
+		t.Fatalf("table %+v, schema %v", md, schema)
 	}
-	n, err := md.RowCount()
-	if err != nil || n != 12 || md.ETag != "e1" || md.Location != "EU" || len(schema) != 2 || !schema[0].Required || schema[1].Type != bigquery.RecordFieldType || !schema[1].Repeated || schema[1].Schema[0].Name != "s" {
-		t.Fatalf("table %+v, schema %v, rows %d, %v", md, schema, n, err)
-	}
-	if len(s.seen) != 4 || s.seen[3] != "GET /bigquery/v2/projects/p/datasets/d/tables/t" {
+	if len(s.seen) != 2 || s.seen[1] != "GET /bigquery/v2/projects/p/datasets/d/tables/t" {
 		t.Fatalf("requests %q", s.seen)
 	}
 
-	_, c = newScripted(t, apiError(400, "invalid", "bad request"), answer(200, table))
-	if _, err := c.GetTable(ctx, "projects/p/datasets/d/tables/t"); err == nil || !strings.Contains(err.Error(), "bad request") || !strings.Contains(err.Error(), "attempt 1") || !isHTTP(err, 400) {
-		t.Fatalf("a 400 was not returned at once: %v", err)
+	s, c = newScripted(t, apiError(400, "invalid", "bad request"), answer(200, table))
+	if _, err := c.Table("projects/p/datasets/d/tables/t").Metadata(ctx); err == nil || !strings.Contains(err.Error(), "bad request") || !isHTTP(err, 400) || len(s.seen) != 1 {
+		t.Fatalf("a 400 was not returned at once: %v (%d requests)", err, len(s.seen))
 	}
 	_, c = newScripted(t, apiError(404, "notFound", "Not found: Table p:d.t"))
-	if _, err := c.GetTable(ctx, "projects/p/datasets/d/tables/t"); !isNotFound(err) {
+	if _, err := c.Table("projects/p/datasets/d/tables/t").Metadata(ctx); !bqcore.IsNotFound(err) {
 		t.Fatalf("a 404 is not found: %v", err)
 	}
-	s, c = newScripted(t, apiError(503, "x", "1"), apiError(503, "x", "2"), apiError(503, "x", "3"), apiError(503, "x", "4"), answer(200, table))
-	if err := c.DeleteTable(ctx, "projects/p/datasets/d/tables/t"); err == nil || !strings.Contains(err.Error(), "4 attempts") || !strings.Contains(err.Error(), "DELETE projects/p/datasets/d/tables/t") {
-		t.Fatalf("retries did not end after 3: %v", err)
+	var always []func(w http.ResponseWriter, r *http.Request)
+	for range 20 {
+		always = append(always, apiError(503, "backendError", "down"))
 	}
-	if len(s.seen) != 4 {
-		t.Fatalf("%d requests, want 4", len(s.seen))
+	s, c = newScripted(t, always...)
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := c.Table("projects/p/datasets/d/tables/t").Delete(short); err == nil || len(s.seen) < 2 {
+		t.Fatalf("a lasting 503: %v after %d requests, want an error after retries", err, len(s.seen))
 	}
 }
 
-// TestRESTJobs: a job inserted with an id the service has (a lost answer's
-// retry) is read back, not failed; a job is polled until DONE; a failed
-// job's error names it, its reason and message, and a notFound one is
-// not found.
+// TestRESTJobs: a job is polled (jobs.get in its location) until DONE,
+// and its end time read; a failed job's error names it, its reason and
+// message, and a notFound one is not found.
 func TestRESTJobs(t *testing.T) {
 	ctx := context.Background()
 	s, c := newScripted(t,
-		apiError(409, "duplicate", "Already Exists: Job p:EU.j1"),
 		answer(200, `{"jobReference":{"projectId":"p","jobId":"j1","location":"EU"},"status":{"state":"RUNNING"}}`),
 		answer(200, `{"jobReference":{"projectId":"p","jobId":"j1","location":"EU"},"status":{"state":"RUNNING"}}`),
 		answer(200, `{"jobReference":{"projectId":"p","jobId":"j1","location":"EU"},"status":{"state":"DONE"},"statistics":{"endTime":"1700000000123"}}`),
 	)
-	j, err := c.InsertJob(ctx, "p", &restJob{JobReference: &jobRef{ProjectID: "p", JobID: "j1", Location: "EU"},
-		Configuration: &jobConfig{Copy: &jobCopy{SourceTables: []tableRef{{ProjectID: "p", DatasetID: "d", TableID: "s"}}, DestinationTable: tableRef{ProjectID: "p", DatasetID: "d", TableID: "t"}, WriteDisposition: "WRITE_TRUNCATE"}}})
+	cp := c.Table("projects/p/datasets/d/tables/t").CopierFrom(c.Table("projects/p/datasets/d/tables/s"))
+	cp.JobID, cp.Location, cp.WriteDisposition = "j1", "EU", bigquery.WriteTruncate
+	j, err := cp.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	j, err = c.WaitJob(ctx, j)
-	if err != nil || !j.Done() || !j.EndTime().Equal(time.UnixMilli(1700000000123)) {
-		t.Fatalf("job %+v, %v", j, err)
+	st, err := bqcore.WaitJob(ctx, j)
+	if err != nil || !st.Done() || !bqcore.EndTime(st).Equal(time.UnixMilli(1700000000123)) {
+		t.Fatalf("job %+v, %v", st, err)
 	}
 	if time.Since(start) < 200*time.Millisecond {
 		t.Errorf("polled without waiting")
 	}
-	want := []string{"POST /bigquery/v2/projects/p/jobs", "GET /bigquery/v2/projects/p/jobs/j1?location=EU", "GET /bigquery/v2/projects/p/jobs/j1?location=EU", "GET /bigquery/v2/projects/p/jobs/j1?location=EU"}
+	want := []string{"POST /bigquery/v2/projects/p/jobs", "GET /bigquery/v2/projects/p/jobs/j1", "GET /bigquery/v2/projects/p/jobs/j1"}
 	if strings.Join(s.seen, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests\n%s\nwant\n%s", strings.Join(s.seen, "\n"), strings.Join(want, "\n"))
+	}
+	for _, q := range s.queries[1:] {
+		if !strings.Contains(q, "location=EU") {
+			t.Errorf("jobs.get %s without the job's location", q)
+		}
 	}
 	var body map[string]any
 	if err := json.Unmarshal([]byte(s.bodies[0]), &body); err != nil {
 		t.Fatal(err)
 	}
-	cp := body["configuration"].(map[string]any)["copy"].(map[string]any)
-	if cp["writeDisposition"] != "WRITE_TRUNCATE" || cp["destinationTable"].(map[string]any)["tableId"] != "t" || body["jobReference"].(map[string]any)["jobId"] != "j1" {
+	cpb := body["configuration"].(map[string]any)["copy"].(map[string]any)
+	ref := body["jobReference"].(map[string]any)
+	if cpb["writeDisposition"] != "WRITE_TRUNCATE" || cpb["destinationTable"].(map[string]any)["tableId"] != "t" || ref["jobId"] != "j1" || ref["location"] != "EU" {
 		t.Fatalf("jobs.insert body %s", s.bodies[0])
 	}
 
 	_, c = newScripted(t, answer(200, `{"jobReference":{"projectId":"p","jobId":"j2"},"status":{"state":"DONE","errorResult":{"reason":"notFound","message":"Not found: Dataset p:gone","location":"x"}}}`))
-	j, err = c.InsertJob(ctx, "p", &restJob{JobReference: &jobRef{ProjectID: "p", JobID: "j2"}, Configuration: &jobConfig{Query: &jobQuery{Query: "SELECT 1"}}})
+	q := c.Query("SELECT 1")
+	q.JobID = "j2"
+	j, err = q.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.WaitJob(ctx, j)
-	var je *jobError
-	if !errors.As(err, &je) || !isNotFound(err) || !strings.Contains(err.Error(), "job p:j2 failed: Not found: Dataset p:gone (notFound)") {
+	_, err = bqcore.WaitJob(ctx, j)
+	var je *bqcore.JobError
+	if !errors.As(err, &je) || !bqcore.IsNotFound(err) || !strings.Contains(err.Error(), "job p:j2 failed: Not found: Dataset p:gone (notFound)") {
 		t.Fatalf("failed job: %v", err)
-	}
-}
-
-// TestRESTRefusesHugeAnswer: an answer over maxRESTAnswer is refused, not
-// read into memory; one that is not JSON fails naming the call.
-func TestRESTRefusesHugeAnswer(t *testing.T) {
-	ctx := context.Background()
-	_, c := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"`)
-		chunk := strings.Repeat("x", 1<<20)
-		for i := 0; i < maxRESTAnswer>>20+2; i++ {
-			if _, err := io.WriteString(w, chunk); err != nil {
-				return
-			}
-		}
-	})
-	if _, err := c.GetTable(ctx, "projects/p/datasets/d/tables/t"); err == nil || !strings.Contains(err.Error(), "an answer over") {
-		t.Fatalf("huge answer: %v", err)
-	}
-	_, c = newScripted(t, answer(200, `{"id": 12`))
-	if _, err := c.GetTable(ctx, "projects/p/datasets/d/tables/t"); err == nil || !strings.Contains(err.Error(), "decoding the answer") || !strings.Contains(err.Error(), "GET projects/p/datasets/d/tables/t") {
-		t.Fatalf("bad JSON: %v", err)
 	}
 }
 
@@ -203,7 +190,7 @@ func TestRESTTableMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, c := newScripted(t, answer(200, `{}`), answer(200, `{}`))
-	if err := c.InsertTable(ctx, "projects/p/datasets/d/tables/t", md); err != nil {
+	if err := c.Table("projects/p/datasets/d/tables/t").Create(ctx, md); err != nil {
 		t.Fatal(err)
 	}
 	var body map[string]any
@@ -227,11 +214,7 @@ func TestRESTTableMetadata(t *testing.T) {
 	if s.seen[0] != "POST /bigquery/v2/projects/p/datasets/d/tables" {
 		t.Errorf("request %s", s.seen[0])
 	}
-	var patch restTable
-	if err := patch.SetSchema(schema); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.PatchTable(ctx, "projects/p/datasets/d/tables/t", &patch, "etag-1"); err != nil {
+	if _, err := c.Table("projects/p/datasets/d/tables/t").Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, "etag-1"); err != nil {
 		t.Fatal(err)
 	}
 	if s.seen[1] != "PATCH /bigquery/v2/projects/p/datasets/d/tables/t If-Match:etag-1" || !strings.Contains(s.bodies[1], `"mode":"REQUIRED"`) || strings.Contains(s.bodies[1], "description") {

@@ -496,13 +496,13 @@ func (f *appendFn) tableSpec(table, part string, schema bigquery.Schema) (TableS
 // says, and refuses a table with rows WriteEmpty. A write to a partition
 // (part) of a table to create needs a partitioned one.
 func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, part string, schema bigquery.Schema, ts TableSpec) error {
-	c, err := cfg.rest(ctx)
+	c, err := cfg.rest(ctx, project)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	res := fmt.Sprintf("projects/%s/datasets/%s/tables/%s", project, dataset, table)
-	md, err := c.GetTable(ctx, res)
+	md, err := c.Table(res).Metadata(ctx)
 	if isHTTP(err, http.StatusNotFound) {
 		if cfg.Create != CreateIfNeeded {
 			return fmt.Errorf("the table does not exist (WithCreateDisposition(CreateNever)): %w", err)
@@ -512,7 +512,7 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 		}
 		t, err := ts.metadata(schema)
 		if err == nil {
-			err = c.InsertTable(ctx, res, t)
+			err = c.Table(res).Create(ctx, t)
 		}
 		switch {
 		case isHTTP(err, http.StatusConflict):
@@ -529,24 +529,31 @@ func (cfg writeConfig) checkTable(ctx context.Context, project, dataset, table, 
 		return fmt.Errorf("reading the table's metadata: %w", err)
 	}
 	if cfg.Disposition == WriteEmpty {
-		n, err := md.RowCount()
-		if err != nil {
-			return err
-		}
-		if n > 0 {
+		if n := md.NumRows; n > 0 {
 			return fmt.Errorf("the table has %d rows and the write disposition is WriteEmpty", n)
 		}
 	}
 	return nil
 }
 
-// rest is a client of the BigQuery REST API for the write's table calls.
-func (cfg writeConfig) rest(ctx context.Context) (*restClient, error) {
+// rest is the official client of the BigQuery REST API for the write's
+// table calls, its jobs run in project (the table's); see bqcore.Client
+// for which calls it retries.
+func (cfg writeConfig) rest(ctx context.Context, project string) (*restClient, error) {
 	opts, err := cfg.restOptions()
 	if err != nil {
 		return nil, err
 	}
-	return newREST(ctx, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
+	return newClient(ctx, project, retryBackoff(cfg.MaxRetries, cfg.RetryBase), opts...)
+}
+
+// projectOf is the project of a table's resource name
+// (projects/p/datasets/d/tables/t).
+func projectOf(res string) string {
+	if p := strings.Split(res, "/"); len(p) > 1 {
+		return p[1]
+	}
+	return ""
 }
 
 // flush sends the current batch of d, and waits for the oldest answers

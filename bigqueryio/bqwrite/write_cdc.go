@@ -2,7 +2,6 @@ package bqwrite
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -229,26 +228,16 @@ func (m *mutationFunc) appendChange(row []byte, x any) ([]byte, error) {
 // the service applies CDC changes by: the table was not made by this
 // write (CreateNever, or it existed), so nothing checked it before.
 func (cfg writeConfig) checkPrimaryKeyOf(ctx context.Context, res string) error {
-	c, err := cfg.rest(ctx)
+	c, err := cfg.rest(ctx, projectOf(res))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	t, err := c.GetTable(ctx, res)
+	t, err := c.Table(res).Metadata(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the table's primary key (WithRowMutation): %w", err)
 	}
-	var tc struct {
-		PrimaryKey *struct {
-			Columns []string `json:"columns"`
-		} `json:"primaryKey"`
-	}
-	if len(t.TableConstraints) > 0 {
-		if err := json.Unmarshal(t.TableConstraints, &tc); err != nil {
-			return fmt.Errorf("the table's tableConstraints %s: %w", t.TableConstraints, err)
-		}
-	}
-	if tc.PrimaryKey == nil || len(tc.PrimaryKey.Columns) == 0 {
+	if tc := t.TableConstraints; tc == nil || tc.PrimaryKey == nil || len(tc.PrimaryKey.Columns) == 0 {
 		return errors.New("the table has no primary key (tables.get shows no tableConstraints.primaryKey), which WithRowMutation's changes are applied by: the service would refuse every change; give the table one (ALTER TABLE ... ADD PRIMARY KEY (...) NOT ENFORCED)")
 	}
 	return nil

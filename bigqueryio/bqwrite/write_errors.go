@@ -179,18 +179,17 @@ func (cfg writeConfig) settle() time.Duration {
 
 // tableCreated is when table res was made (tables.get's creationTime).
 func (cfg writeConfig) tableCreated(ctx context.Context, res string) (time.Time, error) {
-	c, err := cfg.rest(ctx)
+	c, err := cfg.rest(ctx, projectOf(res))
 	if err != nil {
 		return time.Time{}, err
 	}
 	defer c.Close()
-	t, err := c.GetTable(ctx, res)
+	t, err := c.Table(res).Metadata(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	ms, err := strconv.ParseInt(t.CreationTime, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("tables.get answered creationTime %q: %w", t.CreationTime, err)
+	if t.CreationTime.IsZero() {
+		return time.Time{}, fmt.Errorf("tables.get answered no creationTime for %s", res)
 	}
-	return time.UnixMilli(ms), nil
+	return t.CreationTime, nil
 }

@@ -85,29 +85,22 @@ func nullableField(f *bigquery.FieldSchema) *bigquery.FieldSchema {
 // rows of the schema given fit, as WithSchemaUpdateOptions allows; a
 // concurrent patch (another worker's) is read again and taken.
 func (c writeConfig) updateSchema(ctx context.Context, res string, given bigquery.Schema) error {
-	client, err := c.rest(ctx)
+	client, err := c.rest(ctx, projectOf(res))
 	if err != nil {
 		return err
 	}
 	defer client.Close()
+	tbl := client.Table(res)
 	for attempt := 0; ; attempt++ {
-		md, err := client.GetTable(ctx, res)
+		md, err := tbl.Metadata(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the table's schema (WithSchemaUpdateOptions): %w", err)
 		}
-		old, err := md.BQSchema()
-		if err != nil {
-			return err
-		}
-		schema, changed := c.updatedSchema(old, given)
+		schema, changed := c.updatedSchema(md.Schema, given)
 		if !changed {
 			return nil
 		}
-		var patch restTable
-		if err := patch.SetSchema(schema); err != nil {
-			return err
-		}
-		err = client.PatchTable(ctx, res, &patch, md.ETag)
+		_, err = tbl.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
 		if err == nil {
 			return nil
 		}

@@ -1,7 +1,6 @@
 package bqwrite
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -283,45 +282,27 @@ func describeFields(b *strings.Builder, schema bigquery.Schema) {
 }
 
 // metadata is the table's metadata for tables.insert.
-func (sp *TableSpec) metadata(schema bigquery.Schema) (*restTable, error) {
-	md := &restTable{Description: sp.Description, Labels: sp.Labels}
-	if err := md.SetSchema(schema); err != nil {
-		return nil, err
-	}
-	var err error
-	set := func(dst *json.RawMessage, v any) {
-		if err == nil {
-			*dst, err = json.Marshal(v)
-		}
-	}
+func (sp *TableSpec) metadata(schema bigquery.Schema) (*bigquery.TableMetadata, error) {
+	md := &bigquery.TableMetadata{Description: sp.Description, Labels: sp.Labels, Schema: schema}
 	if tp := sp.TimePartitioning; tp != nil {
-		m := map[string]string{"type": string(tp.Unit)}
-		if tp.Unit == "" {
-			m["type"] = string(PartitionByDay)
+		unit := tp.Unit
+		if unit == "" {
+			unit = PartitionByDay
 		}
-		if tp.Column != "" {
-			m["field"] = tp.Column
-		}
-		if tp.Expiration > 0 {
-			m["expirationMs"] = msText(tp.Expiration)
-		}
-		set(&md.TimePartitioning, m)
+		md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.TimePartitioningType(unit), Field: tp.Column, Expiration: tp.Expiration}
 	}
 	if rp := sp.RangePartitioning; rp != nil {
-		set(&md.RangePartitioning, map[string]any{"field": rp.Column, "range": map[string]string{
-			"start": strconv.FormatInt(rp.Start, 10), "end": strconv.FormatInt(rp.End, 10), "interval": strconv.FormatInt(rp.Interval, 10)}})
+		md.RangePartitioning = &bigquery.RangePartitioning{Field: rp.Column,
+			Range: &bigquery.RangePartitioningRange{Start: rp.Start, End: rp.End, Interval: rp.Interval}}
 	}
 	if len(sp.Clustering) > 0 {
-		set(&md.Clustering, map[string][]string{"fields": sp.Clustering})
+		md.Clustering = &bigquery.Clustering{Fields: sp.Clustering}
 	}
 	if sp.KMSKey != "" {
-		set(&md.EncryptionConfiguration, map[string]string{"kmsKeyName": sp.KMSKey})
+		md.EncryptionConfig = &bigquery.EncryptionConfig{KMSKeyName: sp.KMSKey}
 	}
 	if len(sp.PrimaryKey) > 0 {
-		set(&md.TableConstraints, map[string]any{"primaryKey": map[string][]string{"columns": sp.PrimaryKey}})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the table's metadata in JSON: %w", err)
+		md.TableConstraints = &bigquery.TableConstraints{PrimaryKey: &bigquery.PrimaryKey{Columns: sp.PrimaryKey}}
 	}
 	return md, nil
 }

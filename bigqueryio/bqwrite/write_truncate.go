@@ -4,16 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"google.golang.org/api/googleapi"
 
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 	"github.com/sdfio/sdfio/internal/commitplan"
 )
 
@@ -25,8 +28,9 @@ import (
 //     built once, a template, its own);
 //  2. the first append bundle that meets a table creates it if needed
 //     (CreateIfNeeded) and a staging table beside it, in its dataset,
-//     named for the run, with its schema, partitioning, clustering and KMS
-//     key, expiring after stagingTTL; every bundle's PENDING streams write
+//     named for the run, with its schema, partitioning, clustering, KMS
+//     key and constraints (primary and foreign keys, which the copy gives
+//     the table), expiring after stagingTTL; every bundle's PENDING streams write
 //     to the staging table;
 //  3. the commit step commits them to the staging table (all or none), then
 //     runs a copy job staging -> table in WRITE_TRUNCATE, which replaces
@@ -35,8 +39,12 @@ import (
 //  4. a failed commit or copy job deletes the staging table and fails the
 //     write: the table is as it was; so does a commit step that refuses
 //     (a bundle passed a failure on, see appendFn.passOn). The copy job's
-//     id is made of the streams it copies, so a retried commit step finds
-//     it and does not copy again.
+//     id is made of the streams it copies, and it runs in the location of
+//     the table's dataset, named on its insert and every read of it, so a
+//     retried commit step finds it and does not copy again. A copy whose
+//     outcome is not known (its insert or a read of it failed, not the
+//     job) fails the write saying so, and keeps the staging table for a
+//     retry to finish.
 //
 // A static table that gets no rows is still replaced, by an empty one:
 // an Impulse gives the commit step its key and the run's id, by which it
@@ -102,21 +110,24 @@ func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, 
 	if run == "" {
 		return "", fmt.Errorf("no run id for the staging table of %s (WriteTruncate's append step runs with the run id as a side input)", res)
 	}
-	client, err := c.rest(ctx)
+	client, err := c.rest(ctx, projectOf(res))
 	if err != nil {
 		return "", err
 	}
 	defer client.Close()
-	md, err := client.GetTable(ctx, res)
+	md, err := client.Table(res).Metadata(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading the table's metadata (WriteTruncate): %w", err)
 	}
 	staging := stagingTable(res, run)
-	err = client.InsertTable(ctx, staging, &restTable{
+	// The table's constraints (primary and foreign keys) too: the copy
+	// job in WRITE_TRUNCATE gives the table the staging table's, and a
+	// table that lost its primary key takes no more CDC changes.
+	err = client.Table(staging).Create(ctx, &bigquery.TableMetadata{
 		Schema: md.Schema, TimePartitioning: md.TimePartitioning, RangePartitioning: md.RangePartitioning,
-		Clustering: md.Clustering, EncryptionConfiguration: md.EncryptionConfiguration,
-		Description:    "sdfio bqwrite.Write staging table (WriteTruncate) of " + md.ID,
-		ExpirationTime: strconv.FormatInt(time.Now().Add(stagingTTL).UnixMilli(), 10),
+		Clustering: md.Clustering, EncryptionConfig: md.EncryptionConfig, TableConstraints: md.TableConstraints,
+		Description:    "sdfio bqwrite.Write staging table (WriteTruncate) of " + md.FullID,
+		ExpirationTime: time.Now().Add(stagingTTL),
 	})
 	if err != nil && !isHTTP(err, http.StatusConflict) {
 		return "", fmt.Errorf("creating the staging table %s (WriteTruncate): %w", staging, err)
@@ -124,30 +135,60 @@ func (c writeConfig) makeStaging(ctx context.Context, res, run string) (string, 
 	return staging, nil
 }
 
+// jobLocation is where the copy job into the table res runs: the
+// location of the table's dataset (tables.get reports it with the
+// table). A job outside the US and EU multi-regions is found only with
+// its location: jobs.get without it answers 404.
+func jobLocation(md *bigquery.TableMetadata) string { return md.Location }
+
+// copyUnknown is the error of a copy job whose outcome is not known (its
+// insert or a read of its status failed, not the job): the table may have
+// been replaced, and the staging table is kept, for a retry of the commit
+// step to find the job by its id.
+func copyUnknown(spec, jobID, staging string, err error) error {
+	return fmt.Errorf("bqwrite.Write to %s: the copy job %s replacing the table with %s (WriteTruncate): its outcome is unknown, the table may have been replaced or not; the staging table is kept for a retry to find the job (it expires in %v): %w", spec, jobID, staging, stagingTTL, err)
+}
+
+// refused tells an insert the service refused (a 4xx answer other than
+// 408, 409 and 429): the job was not made, so it did not run.
+func refused(err error) bool {
+	var e *googleapi.Error
+	return errors.As(err, &e) && e.Code >= 400 && e.Code < 500 && e.Code != http.StatusConflict && e.Code != http.StatusRequestTimeout && e.Code != http.StatusTooManyRequests
+}
+
 // replace commits names to the staging table of the table res and copies
 // it over the table (WRITE_TRUNCATE), then deletes it; it returns when the
-// copy ended. See WriteTruncate above.
+// copy ended. See WriteTruncate above. The copy job runs in the location
+// of the table's dataset, named on its insert and on every read of it.
 func (f *commitFn) replace(ctx context.Context, res, spec string, names []string) (time.Time, error) {
-	client, err := f.Cfg.rest(ctx)
+	project := projectOf(res)
+	client, err := f.Cfg.rest(ctx, project)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("bqwrite.Write to %s: %w", spec, err)
 	}
 	defer client.Close()
-	project := strings.Split(res, "/")[1]
 	// No rows: a staging table of its own, and no retry to recognize (an
 	// empty copy twice is one).
 	staging, jobID := stagingTable(res, newRunID()), copyJobID(res, []string{newRunID()})
 	if len(names) > 0 {
 		staging, jobID = streamParent(names[0]), copyJobID(res, names)
-		if job, err := client.GetJob(ctx, project, jobID, ""); err == nil {
+		md, err := client.Table(res).Metadata(ctx)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("bqwrite.Write to %s: reading the table's metadata (WriteTruncate): %w", spec, err)
+		}
+		if job, err := client.JobFromProject(ctx, project, jobID, jobLocation(md)); err == nil {
 			// A retry of this step: the copy was started before.
-			job, err := client.WaitJob(ctx, job)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("bqwrite.Write to %s: the copy job %s of an earlier attempt failed: %w", spec, jobID, err)
+			st, err := bqcore.WaitJob(ctx, job)
+			var je *bqcore.JobError
+			switch {
+			case errors.As(err, &je):
+				return time.Time{}, fmt.Errorf("bqwrite.Write to %s: the copy job %s of an earlier attempt failed, the table left as it was: %w", spec, jobID, err)
+			case err != nil:
+				return time.Time{}, copyUnknown(spec, jobID, staging, err)
 			}
-			return job.EndTime(), f.dropStaging(ctx, client, staging, spec)
+			return bqcore.EndTime(st), f.dropStaging(ctx, client, staging, spec)
 		} else if !isHTTP(err, http.StatusNotFound) {
-			return time.Time{}, fmt.Errorf("bqwrite.Write to %s: looking for the copy job %s: %w", spec, jobID, err)
+			return time.Time{}, fmt.Errorf("bqwrite.Write to %s: looking for the copy job %s in location %q: %w", spec, jobID, jobLocation(md), err)
 		}
 	}
 	fail := func(err error) (time.Time, error) {
@@ -164,25 +205,38 @@ func (f *commitFn) replace(ctx context.Context, res, spec string, names []string
 	} else if _, err := f.commit(ctx, streamParent(names[0]), spec, names); err != nil {
 		return fail(err)
 	}
-	md, err := client.GetTable(ctx, res)
+	md, err := client.Table(res).Metadata(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("bqwrite.Write to %s: reading the table's metadata (WriteTruncate): %w", spec, err))
 	}
-	job, err := client.InsertJob(ctx, project, &restJob{
-		JobReference: &jobRef{ProjectID: project, JobID: jobID},
-		Configuration: &jobConfig{Copy: &jobCopy{
-			SourceTables: []tableRef{tableRefOf(staging)}, DestinationTable: tableRefOf(res),
-			WriteDisposition: "WRITE_TRUNCATE", CreateDisposition: "CREATE_NEVER",
-			DestinationEncryptionConfiguration: md.EncryptionConfiguration,
-		}},
-	})
-	if err == nil {
-		job, err = client.WaitJob(ctx, job)
+	loc := jobLocation(md)
+	cp := client.Table(res).CopierFrom(client.Table(staging))
+	cp.JobID, cp.ProjectID, cp.Location = jobID, project, loc
+	cp.WriteDisposition, cp.CreateDisposition = bigquery.WriteTruncate, bigquery.CreateNever
+	cp.DestinationEncryptionConfig = md.EncryptionConfig
+	job, err := cp.Run(ctx)
+	if isHTTP(err, http.StatusConflict) {
+		// The job is there: the client's retry of an insert whose answer
+		// was lost, or an attempt of this step before.
+		job, err = client.JobFromProject(ctx, project, jobID, loc)
+		if err != nil {
+			return time.Time{}, copyUnknown(spec, jobID, staging, fmt.Errorf("reading the job back in location %q: %w", loc, err))
+		}
+	} else if refused(err) {
+		return fail(fmt.Errorf("bqwrite.Write to %s: the copy job %s replacing the table with %s (WriteTruncate) was refused, the table left as it was: %w", spec, jobID, staging, err))
+	} else if err != nil {
+		return time.Time{}, copyUnknown(spec, jobID, staging, err)
 	}
-	if err != nil {
+	st, err := bqcore.WaitJob(ctx, job)
+	var je *bqcore.JobError
+	switch {
+	case errors.As(err, &je):
+		// The job ended failed: a copy job is atomic, it changed nothing.
 		return fail(fmt.Errorf("bqwrite.Write to %s: the copy job %s replacing the table with %s (WriteTruncate), the table left as it was: %w", spec, jobID, staging, err))
+	case err != nil:
+		return time.Time{}, copyUnknown(spec, jobID, staging, err)
 	}
-	return job.EndTime(), f.dropStaging(ctx, client, staging, spec)
+	return bqcore.EndTime(st), f.dropStaging(ctx, client, staging, spec)
 }
 
 // emptyStaging makes the table res (CreateIfNeeded) and the staging table
@@ -206,7 +260,7 @@ func (f *commitFn) emptyStaging(ctx context.Context, res, staging string) error 
 // already gone is fine.
 func (f *commitFn) dropStaging(ctx context.Context, client *restClient, staging, spec string) error {
 	// Idempotent: a second delete finds the table gone (NOT_FOUND), done.
-	if err := client.DeleteTable(ctx, staging); err != nil && !isHTTP(err, http.StatusNotFound) {
+	if err := client.Table(staging).Delete(ctx); err != nil && !isHTTP(err, http.StatusNotFound) {
 		return fmt.Errorf("bqwrite.Write to %s: deleting the staging table %s (it expires in %v): %w", spec, staging, stagingTTL, err)
 	}
 	return nil
@@ -235,13 +289,13 @@ func truncateKey(s beam.Scope, table string, run beam.PCollection) beam.PCollect
 // bundle meeting the table makes, exists. "" when it does not: no bundle
 // had a row for the table, and replacing it by an empty one is right.
 func (f *commitFn) truncateEvidence(ctx context.Context, res, run string) (string, error) {
-	client, err := f.Cfg.rest(ctx)
+	client, err := f.Cfg.rest(ctx, projectOf(res))
 	if err != nil {
 		return "", err
 	}
 	defer client.Close()
 	staging := stagingTable(res, run)
-	_, err = client.GetTable(ctx, staging)
+	_, err = client.Table(staging).Metadata(ctx)
 	switch {
 	case isHTTP(err, http.StatusNotFound):
 		return "", nil
@@ -275,7 +329,7 @@ func (f *commitFn) dropTables(ctx context.Context, tables []string) {
 		if i := strings.Index(t, "_sdfio_tmp_"); i > 0 {
 			spec = tableSpecOf(t[:i]) // the destination's
 		}
-		client, err := f.Cfg.rest(ctx)
+		client, err := f.Cfg.rest(ctx, projectOf(t))
 		if err != nil {
 			log.Warnf(ctx, "bqwrite.Write: deleting the staging table %s: %v", spec, err)
 			continue

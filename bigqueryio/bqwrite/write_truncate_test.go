@@ -179,3 +179,30 @@ func TestWriteTruncateRunTwice(t *testing.T) {
 		t.Errorf("%d copy jobs, want 2", st.CopyJobs)
 	}
 }
+
+// TestWriteTruncateKeepsPrimaryKey: WriteTruncate into a table with a
+// primary key (which CDC writes need) replaces its rows and keeps the key.
+// A copy job in WRITE_TRUNCATE gives the table the staging table's
+// constraints; on the code before, the staging table had none, so the
+// table lost its primary key (and every later CDC write failed).
+func TestWriteTruncateKeepsPrimaryKey(t *testing.T) {
+	srv := newServer(t)
+	srv.AddDataset("p", "d", "")
+	var old [][]bigquery.Value
+	for i := range 4 {
+		old = append(old, []bigquery.Value{int64(1000 + i), "old"})
+	}
+	if err := srv.AddTable("p.d.keyed", bqtest.Table{Schema: simpleSchema, Rows: old, PrimaryKey: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	res := bqwrite.Write(s, "p.d.keyed", beam.Create(s, anys(simpleRows(40))...), writeOpts(srv, bqwrite.WithWriteDisposition(bqwrite.WriteTruncate))...)
+	passert.Empty(s, res.FailedRows)
+	run(t, p)
+	checkOnce(t, srv, "p.d.keyed", 40, nil)
+	md := metadata(t, srv, "keyed")
+	if tc := md.TableConstraints; tc == nil || tc.PrimaryKey == nil || !reflect.DeepEqual(tc.PrimaryKey.Columns, []string{"id"}) {
+		t.Errorf("p.d.keyed's constraints after WriteTruncate: %+v, want the primary key (id) kept", tc)
+	}
+	onlyTables(t, srv, "projects/p/datasets/d/tables/keyed")
+}
