@@ -46,7 +46,7 @@ func TestStreamWriteKilledRefused(t *testing.T) {
 		}
 	}
 	table := "p.d.refused"
-	p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, bqwrite.WithNumStreams(2),
+	p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 4*time.Second, bqwrite.WithNumStreams(2),
 		bqwrite.WithTriggeringFrequency(300*time.Millisecond))
 	const kills = 2
 	var (

@@ -31,6 +31,25 @@ type Row struct {
 func init() {
 	bigqueryio.RegisterType(reflect.TypeFor[Row]())
 	register.Function1x1(seqRow)
+	register.DoFn2x0[[]byte, func(periodic.SequenceDefinition)](&seqDefFn{})
+	register.Emitter1[periodic.SequenceDefinition]()
+}
+
+// seqDefFn makes the definition of a sequence of N rows, one every Every,
+// the first Delay after the job's first bundle runs: a job starts in 3-8 s
+// here and in 10-30 s under load, and rows due before the sequence runs
+// are made at once, in one bundle, which leaves nothing to kill a worker
+// in the middle of. Once made, the definition is the sequence's element:
+// Flink restores it with the sequence's restriction, and a replay makes
+// the same rows.
+type seqDefFn struct {
+	N            int64
+	Every, Delay time.Duration
+}
+
+func (f *seqDefFn) ProcessElement(_ []byte, emit func(periodic.SequenceDefinition)) {
+	start := time.Now().Add(f.Delay)
+	emit(periodic.NewSequenceDefinition(start, start.Add(time.Duration(f.N)*f.Every), f.Every))
 }
 
 func seqRow(i int64) Row { return Row{ID: i, Name: fmt.Sprintf("name-%d", i)} }
@@ -102,16 +121,14 @@ func head(ids []int64) []int64 {
 // streamPipeline is a periodic sequence of n rows, one every every, into
 // bqwrite.Write's exactly-once streaming write.
 func streamPipeline(srv *bqtest.Server, table string, n int64, every time.Duration, opts ...bqwrite.WriteOption) *beam.Pipeline {
-	return streamPipelineAt(srv, table, n, every, 6*time.Second, opts...)
+	return streamPipelineAt(srv, table, n, every, time.Second, opts...)
 }
 
-// streamPipelineAt is streamPipeline with the sequence's first row after
-// delay: a job starts in 3-8 s here, 10-20 under load, and rows due before
-// it runs are made at once.
+// streamPipelineAt is streamPipeline with the sequence's first row delay
+// after the job's first bundle runs (seqDefFn).
 func streamPipelineAt(srv *bqtest.Server, table string, n int64, every, delay time.Duration, opts ...bqwrite.WriteOption) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
-	start := time.Now().Add(delay)
-	seq := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(time.Duration(n)*every), every)))
+	seq := periodic.Sequence(s, beam.ParDo(s, &seqDefFn{N: n, Every: every, Delay: delay}, beam.Impulse(s)))
 	res := bqwrite.Write(s, table, beam.ParDo(s, seqRow, seq), writeOpts(srv, opts...)...)
 	_ = res
 	return p
@@ -168,7 +185,7 @@ func TestStreamWriteKilled(t *testing.T) {
 			srv := newServer(t)
 			const n = 800
 			table := "p.d.killed"
-			p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 12*time.Second, append(tc.opts, bqwrite.WithTriggeringFrequency(300*time.Millisecond))...)
+			p := streamPipelineAt(srv, table, n, 25*time.Millisecond, 4*time.Second, append(tc.opts, bqwrite.WithTriggeringFrequency(300*time.Millisecond))...)
 			kills := []int{n / 8, n / 4, 3 * n / 8, n / 2} // rows visible before each kill
 			var killedAt []int
 			var lastKill time.Time
