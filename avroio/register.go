@@ -23,7 +23,7 @@ func init() {
 	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
 
 	// Write's DoFns and types.
-	beamreg.DoFn4x1[context.Context, beam.X, func(*string) bool, func(fileResult), error](&writeBundleFn{})
+	beamreg.DoFn4x1[context.Context, beam.X, string, func(fileResult), error](&writeBundleFn{})
 	beamreg.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
 	beamreg.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
 	beamreg.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})

@@ -38,6 +38,10 @@ type writeConfig struct {
 	Metadata     map[string][]byte
 	// MaxBlockSize bounds a block (container.WriterOptions.MaxBlockSize).
 	MaxBlockSize int64
+	// Sync is the sync marker of every file of the write, random for each
+	// write, so that the finalize step of WithNumShards(1) can join the
+	// bundles' files by copying their blocks (write_concat.go).
+	Sync [container.SyncSize]byte
 	// NumShards is the fixed number of files, or 0.
 	NumShards int
 	// TempDir is the write's temporary directory, ending in "/".
@@ -66,7 +70,7 @@ func (c writeConfig) counter(name string) beam.Counter {
 }
 
 func (c writeConfig) writerOptions() container.WriterOptions {
-	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, MaxBlockSize: c.MaxBlockSize, Metadata: c.Metadata}
+	return container.WriterOptions{Codec: c.Codec, Level: c.Level, SyncInterval: c.SyncInterval, MaxBlockSize: c.MaxBlockSize, Metadata: c.Metadata, Sync: c.Sync}
 }
 
 // fileResult describes a temporary file a committed bundle wrote, or
@@ -124,11 +128,15 @@ type fileResult struct {
 //
 // # Options
 //
-// WithNumShards(n) writes exactly n files, empty ones included (records are
-// spread round-robin from a random start, grouped by shard with a
-// GroupByKey of encoded records); WithNumShards(0), the default, lets the
-// runner decide: one file per bundle, no shuffle of records, and one empty
-// file when the input is empty. WithShardNameTemplate (default
+// WithNumShards(n) writes exactly n files, empty ones included: for n > 1,
+// records are spread round-robin from a random start and grouped by shard
+// with a GroupByKey of compressed blocks (each bundle's records of a shard,
+// in blocks of about the sync interval); WithNumShards(1) writes a file per
+// bundle, as the default does, and its finalize step joins them into the
+// one file, copying their blocks, so that no step holds every record.
+// WithNumShards(0), the default, lets the runner decide: one file per
+// bundle, no shuffle of records, and one empty file when the input is
+// empty. WithShardNameTemplate (default
 // "-SSSSS-of-NNNNN": each run of S becomes the shard index, each run of N
 // the number of shards, zero-padded to the run's length) and WithSuffix
 // complete the names. WithCodec (default "snappy", as in Java),
@@ -172,9 +180,10 @@ type fileResult struct {
 //   - A fault of the filesystem (creating, writing or committing a
 //     temporary file) fails the bundle, which removes its file, so that a
 //     runner can retry it. The finalize step commits only with evidence
-//     that no bundle is missing: under WithNumShards(n), a file for each of the
-//     n shards (every shard gets one, empty or not, from its own bundle);
-//     with runner-determined sharding, when no bundle committed a file
+//     that no bundle is missing: under WithNumShards(n), n > 1, a file for
+//     each of the n shards (every shard gets one, empty or not, from its
+//     own bundle); with runner-determined sharding and WithNumShards(1),
+//     when no bundle committed a file
 //     (an empty input, or the input's bundles failed), a marker file that
 //     a first step ("Begin", which every writing bundle waits for) makes
 //     and that a failing bundle attempt removes, and no file of an attempt
@@ -199,12 +208,13 @@ type fileResult struct {
 // and in its finalize step, as soon as no running write owns them, by
 // this rule: every directory named .temp-sdfio-<id>/ there (or
 // .temp-sdfio-<id>-<id>/) but its own, files and all, nothing else, whose
-// write is no longer running. A runner-sharded write holds a lease, a
+// write is no longer running. A runner-sharded write (or one with
+// WithNumShards(1)) holds a lease, a
 // file its workers renew every 30 s while they run and release when the
 // runner stops them (a LOOPBACK or in-process worker, at the end of its
 // job, failed or not): a directory whose lease is released, or was not
 // renewed for 5 minutes (its workers were killed), is removed at once.
-// A directory without a lease (a write with WithNumShards, a windowed
+// A directory without a lease (a write with WithNumShards(n), n > 1, a windowed
 // write's, one whose own bundle failure removed its lease) is removed
 // once its newest file was modified more than WithStaleTempAge ago (7
 // days by default, DefaultStaleTempAge). Several jobs may write in one
@@ -310,6 +320,12 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 	var results beam.PCollection
 	var dests beam.PCollection // the destinations of a write with fixed shards
 	switch {
+	case cfg.concatShard():
+		// One file: the bundles write theirs, as with runner sharding, and
+		// the finalize step joins them (write_concat.go), so that no step
+		// holds all the records at once.
+		begun := beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col, beam.SideInput{Input: begun})
 	case cfg.NumShards > 0 && dest != nil:
 		keyed, seen := beam.ParDo2(s.Scope("EncodeAndShard"), &destShardFn{Config: cfg, Dest: dest}, col)
 		grouped := beam.GroupByKey(s, keyed)
@@ -457,6 +473,9 @@ func newWriteConfigDest(prefix, schema string, elem reflect.Type, opts []WriteOp
 		base += "/"
 	}
 	cfg.TempDir = base + tempDirPrefix + randomID() + "/"
+	if _, err := rand.Read(cfg.Sync[:]); err != nil {
+		return fail("making a sync marker: %v", err)
+	}
 	cfg.StaleTempAge = cmp.Or(o.staleAge, DefaultStaleTempAge)
 	return cfg, o.dest, nil
 }

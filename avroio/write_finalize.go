@@ -58,8 +58,8 @@ func runFinalize(ctx context.Context, cfg writeConfig, emit func(string), fin fu
 		return err
 	}
 	cfg.counter("files_written").Inc(ctx, int64(len(st.files)))
-	if st.emptyBytes > 0 {
-		cfg.counter("bytes_written").Inc(ctx, st.emptyBytes)
+	if st.emptyBytes+st.joinedBytes != 0 {
+		cfg.counter("bytes_written").Inc(ctx, st.emptyBytes+st.joinedBytes)
 	}
 	for _, f := range st.files {
 		emit(f)
@@ -71,6 +71,9 @@ type finalizeStats struct {
 	files      []string // final names, in shard order
 	removed    int      // leftover temporary files removed
 	emptyBytes int64    // bytes of the empty file written here
+	// joinedBytes is what joining the bundles' files of WithNumShards(1)
+	// changed of the bytes they counted (less than 0: their headers).
+	joinedBytes int64
 }
 
 // finalize renames the committed temporary files to their final names. It
@@ -90,7 +93,7 @@ type finalizeStats struct {
 func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, results []fileResult) (finalizeStats, error) {
 	var st finalizeStats
 	want := commitplan.Expect{}
-	if cfg.NumShards > 0 {
+	if cfg.NumShards > 0 && !cfg.concatShard() {
 		want.Shards, want.Groups = cfg.NumShards, []string{""}
 	}
 	reports := reportsOf(results)
@@ -99,6 +102,13 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 		return refused(ctx, fs, cfg, st, err)
 	}
 	moves := plan.Items[""] // temporary names, in shard order or by name
+	if cfg.concatShard() && len(moves) > 1 {
+		joined, saved, err := joinFiles(ctx, fs, cfg, moves, results)
+		if err != nil {
+			return st, err
+		}
+		moves, st.joinedBytes = []string{joined}, saved
+	}
 	emptyInput := len(moves) == 0
 	n := max(len(moves), 1)
 	finals := make([]string, n)

@@ -355,6 +355,74 @@ func (w *Writer) AppendEncoded(datum []byte) error {
 	return w.added(prev)
 }
 
+// AppendBlock writes records, the serialized form of count records (the
+// datums AppendEncoded takes, one after another), as a block of its own,
+// after writing the current block. It is not checked beyond its size: a
+// block above MaxBlockSize is refused.
+func (w *Writer) AppendBlock(count int64, records []byte) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if count <= 0 {
+		return nil
+	}
+	if int64(len(records)) > w.maxBlock {
+		return fmt.Errorf("avro container: a block of %d records serializes to %d bytes, more than MaxBlockSize %d", count, len(records), w.maxBlock)
+	}
+	if err := w.writeBlock(); err != nil {
+		return err
+	}
+	w.enc.Write(records)
+	w.count = count
+	w.records += count
+	return w.writeBlock()
+}
+
+// BlockFrame is a block as a Writer writes it (its record count, its
+// size and its data, compressed by the Writer's codec) without the sync
+// marker that ends it, for AppendFrame: data must come after the file's
+// header, which a Writer writes first.
+func BlockFrame(written []byte) ([]byte, bool) {
+	if len(written) < SyncSize {
+		return nil, false
+	}
+	return written[:len(written)-SyncSize], true
+}
+
+// AppendFrame writes frame, a block of another Writer with the same
+// schema and codec (BlockFrame of what it wrote), after the current block,
+// ended by this Writer's sync marker: a file can be assembled from blocks
+// compressed elsewhere. The frame's record count and size are checked
+// against its length, and its size against MaxBlockSize; its data are not.
+func (w *Writer) AppendFrame(frame []byte) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	count, n := binary.Varint(frame)
+	if n <= 0 || count <= 0 {
+		return fmt.Errorf("avro container: a block frame of %d bytes has no valid record count", len(frame))
+	}
+	size, m := binary.Varint(frame[n:])
+	if m <= 0 || size < 0 || int64(len(frame)-n-m) != size {
+		return fmt.Errorf("avro container: a block frame of %d bytes does not hold the %d bytes it says", len(frame), size)
+	}
+	if size > w.maxBlock {
+		return fmt.Errorf("avro container: a block frame of %d records holds %d bytes, more than MaxBlockSize %d", count, size, w.maxBlock)
+	}
+	if err := w.writeBlock(); err != nil {
+		return err
+	}
+	f := append(w.frame[:0], frame...)
+	f = append(f, w.sync[:]...)
+	w.frame = f
+	if err := w.write(f); err != nil {
+		return err
+	}
+	w.blocks++
+	w.records += count
+	return nil
+}
+
 // added counts the record the current block's buffer holds from byte prev
 // on, after ending the block before it if the record would take the block
 // past the largest a reader reads.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,10 @@ func runChild(ctx context.Context, mode, input string, n, expect int64) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: childLogLevelLimit})))
 	var res childResult
 	var err error
+	stopProfile, err := startProfile(*childProf)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	switch mode {
 	case modeSdfio, modeBeamAvroio, modeCeiling:
@@ -143,6 +148,9 @@ func runChild(ctx context.Context, mode, input string, n, expect int64) error {
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
 	res.Seconds = time.Since(start).Seconds()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", mode, input, err)
 	}
@@ -292,4 +300,36 @@ func peakRSSKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// startProfile starts the CPU profile of prefix+".cpu" (nothing without a
+// prefix); the function it returns stops it and writes the allocation
+// profile (every allocation since the start, sampled) to prefix+".alloc".
+func startProfile(prefix string) (func() error, error) {
+	if prefix == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(prefix + ".cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return err
+		}
+		a, err := os.Create(prefix + ".alloc")
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(a, 0); err != nil {
+			a.Close()
+			return err
+		}
+		return a.Close()
+	}, nil
 }

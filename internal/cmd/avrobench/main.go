@@ -23,9 +23,11 @@
 //     structs with its default sharding (sdfio: one file per bundle) and by
 //     Beam Go's avroio.Write (beam_avroio), which takes Avro JSON text and
 //     groups every record onto its one shard; BenchmarkAvroWriteOneShard
-//     is sdfio with NumShards(1), grouping all records as Beam Go does, and
-//     BenchmarkAvroWriteGeneric sdfio writing avroio.Record values. The
-//     parent counts the files' records after each child.
+//     is sdfio with NumShards(1) (one file, as Beam Go's: a file per bundle
+//     joined by the finalize step), and BenchmarkAvroWriteGeneric sdfio
+//     writing avroio.Record values. The parent counts the files' records
+//     after each child. -bench_profile_dir writes each child's CPU and
+//     allocation profiles (pprof).
 //
 // Every pipeline counts records with a combine (which Prism lifts into the
 // read's fused stage), never stats.CountElms (a Flatten that shuffles every
@@ -91,12 +93,14 @@ var (
 	writeRecords     = flag.Int64("bench_write_records", 500_000, "records of each write measurement; 0 skips them")
 	childTimeout     = flag.Duration("bench_child_timeout", 30*time.Minute, "limit of one measurement")
 	verbose          = flag.Bool("bench_v", false, "pass the children's stderr through")
+	profileDir       = flag.String("bench_profile_dir", "", "write each child's CPU and allocation profiles (pprof) into this directory, as <case>-<run>.cpu and .alloc; profiling costs time, so rates taken with it are not comparable")
 
 	// Set by the parent for a child.
 	childMode   = flag.String("avrobench_child", "", "internal: run one measurement in this mode and print its result")
 	childInput  = flag.String("avrobench_input", "", "internal: the child's file or pattern")
 	childN      = flag.Int64("avrobench_n", 0, "internal: elements of the ceiling pipeline")
 	childExpect = flag.Int64("avrobench_expect", -1, "internal: records the child must count")
+	childProf   = flag.String("avrobench_profile", "", "internal: path prefix of the child's profiles (.cpu, .alloc)")
 )
 
 func defaultDir() string {
@@ -182,7 +186,7 @@ var goals = []string{
 	"BenchmarkAvroOneFile/sdfio records/s / BenchmarkAvroDecode/sdfio # the pipeline (2 cores) against raw decoding (1 core)",
 	"BenchmarkAvroWrite/sdfio records/s >= 3x BenchmarkAvroWrite/beam_avroio # issue 7: avroio.Write at least 3x Beam Go's avroio.Write on the same records",
 	"BenchmarkAvroWrite/beam_avroio peak-RSS-MB / BenchmarkAvroWrite/sdfio # writing: Beam Go's peak memory over sdfio's (above 1: sdfio uses less)",
-	"BenchmarkAvroWriteOneShard/sdfio records/s / BenchmarkAvroWrite/beam_avroio # writing one file as Beam Go does (NumShards(1): every record grouped onto one shard)",
+	"BenchmarkAvroWriteOneShard/sdfio records/s / BenchmarkAvroWrite/beam_avroio # writing one file as Beam Go does (NumShards(1): the bundles' files joined)",
 	"BenchmarkAvroWriteGeneric/sdfio records/s / BenchmarkAvroWrite/beam_avroio # writing avroio.Record values against Beam Go's avroio.Write",
 }
 
@@ -274,7 +278,7 @@ func runParent(ctx context.Context) int {
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "avrobench: run %d/%d %s ... ", round, c.runs, c.name)
-			m, err := measure(ctx, c)
+			m, err := measure(ctx, c, round)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "FAILED\n%v\n", err)
 				fmt.Fprintf(out, "note: avrobench: %s run %d failed: %s\n", c.name, round, firstLine(err.Error()))
@@ -325,7 +329,7 @@ func (m measurement) line(c benchCase) string {
 	return b.String()
 }
 
-func measure(ctx context.Context, c benchCase) (measurement, error) {
+func measure(ctx context.Context, c benchCase, round int) (measurement, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return measurement{}, err
@@ -344,6 +348,13 @@ func measure(ctx context.Context, c benchCase) (measurement, error) {
 		"-avrobench_input=" + input,
 		"-avrobench_n=" + strconv.FormatInt(c.records, 10),
 		"-avrobench_expect=" + strconv.FormatInt(c.records, 10),
+	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return measurement{}, err
+		}
+		name := strings.NewReplacer("/", "_", "Benchmark", "").Replace(c.name)
+		args = append(args, "-avrobench_profile="+filepath.Join(*profileDir, fmt.Sprintf("%s-%d", name, round)))
 	}
 	name := exe
 	if c.pinned {
