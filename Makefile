@@ -145,12 +145,13 @@ bench:
 	set -o pipefail; $(GO) test -run='^$$' -bench='$(BQWRITE_BENCH)' -benchtime 2x -benchmem -count=$(BENCH_COUNT) -timeout 30m ./bigqueryio/bqwrite | tee -a /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio rows/s >= 5x BenchmarkWrite/beamgo # issue 27: Write against Beam Go, whole pipeline from beam.Create' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen rows/s >= 5x BenchmarkWrite/beamgo_gen # issue 27: Write against Beam Go, whole pipeline from a generator' >> /tmp/sdfio-bench.txt
-	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen cpu-ns/row <= 1.2x BenchmarkWrite/managedwriter # issue 27: CPU per row against a plain managedwriter loop, generator source' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_gen cpu-ns/row <= 1.1x BenchmarkWrite/managedwriter # issue 39 (issue 27 asked for 1.2x): CPU per row against a plain managedwriter loop, generator source' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio cpu-ns/row / BenchmarkWrite/managedwriter # the same from beam.Create, whose decoding alone is create_only' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkWrite/sdfio_truncate ns/op / BenchmarkWrite/sdfio # WriteTruncate overhead against a plain write' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkStreamWrite rows/s >= 200000 # issue 28: the exactly-once streaming write steps' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkStreamWrite cpu-ns/row <= 1.5x BenchmarkWrite/managedwriter # issue 28: its CPU per row against the plain loop' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream rows/s / BenchmarkStreamWritePrism/batch # the streaming write on Prism against the batch write there' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream cpu-ns/row <= 1.5x BenchmarkWrite/managedwriter # issue 39: the streaming write on Prism, whole pipeline, CPU per row against the plain loop' >> /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/binsize | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
