@@ -40,7 +40,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -79,7 +78,7 @@ func Dir() string {
 // Main is the TestMain of a package that runs pipelines on Flink: it is
 // workertest.Main (a worker process becomes an SDK harness), and it stops
 // the job server once the tests have run.
-func Main(m *testing.M) {
+func Main(m workertest.Tests) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
@@ -88,6 +87,14 @@ func Main(m *testing.M) {
 		defer stopShared()
 		return m.Run()
 	}))
+}
+
+// TB is what Start and Run need of a test: workertest.TB, and Skip and
+// TempDir (a *testing.T or *testing.B has them all).
+type TB interface {
+	workertest.TB
+	Skip(args ...any)
+	TempDir() string
 }
 
 // Server is a running Flink job server.
@@ -110,7 +117,7 @@ var (
 // Start returns the test binary's job server, starting it on first use. It
 // skips the test when the job server is not installed (fails it under
 // CI=true) and fails it when the job server does not start.
-func Start(t testing.TB) *Server {
+func Start(t TB) *Server {
 	t.Helper()
 	lib := filepath.Join(Dir(), "lib")
 	if _, err := os.Stat(filepath.Join(lib, "beam-runners-flink-1.19-"+BeamVersion+".jar")); err != nil {
@@ -377,7 +384,7 @@ func WithWorkertest(opts ...workertest.Option) Option {
 // parallelism 2 and every SDK worker a process of its own, and waits for
 // the job to end. The error is non-nil when the job fails or times out; the
 // result has the job's metrics and workers either way.
-func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*workertest.Result, error) {
+func Run(t TB, p *beam.Pipeline, opts ...Option) (*workertest.Result, error) {
 	t.Helper()
 	s := Start(t)
 	cfg := runConfig{options: map[string]any{"parallelism": Parallelism}}
@@ -414,7 +421,7 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*workertest.Result, er
 }
 
 // MustRun is Run that fails the test on error.
-func MustRun(t testing.TB, p *beam.Pipeline, opts ...Option) *workertest.Result {
+func MustRun(t TB, p *beam.Pipeline, opts ...Option) *workertest.Result {
 	t.Helper()
 	res, err := Run(t, p, opts...)
 	if err != nil {

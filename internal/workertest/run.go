@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -34,12 +33,25 @@ const DefaultTimeout = 3 * time.Minute
 // beam.Init, which in a worker process runs the SDK harness and never returns,
 // and otherwise runs the tests in a temporary directory of their own
 // (internal/testtmp) and exits.
-func Main(m *testing.M) {
+func Main(m Tests) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	beam.Init()
 	os.Exit(testtmp.Main(m.Run))
+}
+
+// Tests is what Main needs of a *testing.M.
+type Tests interface{ Run() int }
+
+// TB is what a Run needs of its test (a *testing.T or *testing.B): the
+// package takes this rather than importing testing.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Name() string
 }
 
 // Option configures a Run.
@@ -121,7 +133,7 @@ var runMu sync.Mutex
 // timeout expires; the Result is returned either way, with whatever metrics and
 // worker output there are. Run calls t.Fatal only when the test binary is not
 // set up for it (TestMain) or is itself a worker process.
-func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
+func Run(t TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
 	t.Helper()
 	if os.Getenv(childEnv) != "" {
 		t.Fatalf("workertest.Run called inside a worker process: TestMain must call workertest.Main(m) or ptest.Main(m)")
@@ -164,7 +176,7 @@ func Run(t testing.TB, p *beam.Pipeline, opts ...Option) (*Result, error) {
 }
 
 // MustRun is Run that fails the test on error.
-func MustRun(t testing.TB, p *beam.Pipeline, opts ...Option) *Result {
+func MustRun(t TB, p *beam.Pipeline, opts ...Option) *Result {
 	t.Helper()
 	res, err := Run(t, p, opts...)
 	if err != nil {
@@ -357,7 +369,7 @@ func jobName(testName string) string {
 // output, which Run logs when the job fails. The DoFns of the package still
 // run under the race detector in that process and in every pipeline that
 // succeeds. opts apply to Run, so only under -race.
-func RunFailing(t testing.TB, p *beam.Pipeline, opts ...Option) error {
+func RunFailing(t TB, p *beam.Pipeline, opts ...Option) error {
 	t.Helper()
 	if RaceEnabled {
 		_, err := Run(t, p, opts...)

@@ -3,7 +3,7 @@
 // type holds a slice, map or pointer that Beam's row coder may write as a
 // null the schema does not allow, a round trip through the coder a worker
 // has, bad input refused, and no unsafe row coder in a pipeline's proto.
-// Tests only: it imports testing.
+// Tests only; it takes a TB (a *testing.T) rather than importing testing.
 package codertest
 
 import (
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -30,6 +29,15 @@ import (
 type Crossing struct {
 	T     reflect.Type
 	Where string
+}
+
+// TB is what the checks need of a *testing.T.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
 }
 
 var typeOfTime = reflect.TypeFor[time.Time]()
@@ -57,7 +65,7 @@ func nullablePath(t reflect.Type, seen map[reflect.Type]bool) string {
 // CrossingTypesCoded checks: every type crossing a PCollection that holds a
 // field Beam's row coder may write as a null has the wire coder, and the
 // wire coder is given to nothing else.
-func CrossingTypesCoded(t *testing.T, crossingTypes []Crossing, pkgPath string) {
+func CrossingTypesCoded(t TB, crossingTypes []Crossing, pkgPath string) {
 	t.Helper()
 	listed := map[reflect.Type]bool{}
 	for _, c := range crossingTypes {
@@ -175,7 +183,7 @@ func samples(t reflect.Type) map[string]any {
 // back from the pipeline's proto: every field comes back, nil as nil,
 // empty as empty. (A field added to a type that the wire coder cannot
 // encode panics at init; one it can encode is checked here.)
-func WireCoderRoundTrip(t *testing.T, crossingTypes []Crossing) {
+func WireCoderRoundTrip(t TB, crossingTypes []Crossing) {
 	t.Helper()
 	for _, c := range crossingTypes {
 		worker := workerCoder(t, c.T)
@@ -205,7 +213,7 @@ func WireCoderRoundTrip(t *testing.T, crossingTypes []Crossing) {
 
 // workerCoder is the coder of a PCollection of t as a worker has it: read
 // from the proto of a pipeline creating one.
-func workerCoder(t *testing.T, typ reflect.Type) *coder.Coder {
+func workerCoder(t TB, typ reflect.Type) *coder.Coder {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	beam.Create(s, reflect.Zero(typ).Interface())
@@ -223,7 +231,7 @@ func workerCoder(t *testing.T, typ reflect.Type) *coder.Coder {
 	t.Fatalf("no PCollection of %v in the pipeline", typ)
 	return nil
 }
-func marshal(t *testing.T, p *beam.Pipeline) *pipepb.Pipeline {
+func marshal(t TB, p *beam.Pipeline) *pipepb.Pipeline {
 	t.Helper()
 	edges, _, err := p.Build()
 	if err != nil {
@@ -239,7 +247,7 @@ func marshal(t *testing.T, p *beam.Pipeline) *pipepb.Pipeline {
 // WireCoderBadInput checks that the wire decoder refuses a cut, a longer or a
 // corrupt encoding with an error, never a panic, and a slice count beyond
 // the bytes left allocates nothing.
-func WireCoderBadInput(t *testing.T, pkgPath string) {
+func WireCoderBadInput(t TB, pkgPath string) {
 	t.Helper()
 	for _, wt := range bqcore.WireTypes(pkgPath) {
 		seed := 0
@@ -271,7 +279,7 @@ func WireCoderBadInput(t *testing.T, pkgPath string) {
 // coder's schema that Beam Go may write as a null (a nil slice or map, or
 // []byte) while the schema says it is never null: bytes a runner decoding
 // rows (Flink's RowCoder) corrupts.
-func UnsafeRowCoders(t *testing.T, p *beam.Pipeline) []string {
+func UnsafeRowCoders(t TB, p *beam.Pipeline) []string {
 	t.Helper()
 	pipe := marshal(t, p)
 	var bad []string
