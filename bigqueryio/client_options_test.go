@@ -17,6 +17,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/internal/workertest"
@@ -179,7 +180,7 @@ func TestClientOptionsReachClients(t *testing.T) {
 	t.Run("Query", func(t *testing.T) {
 		srv, even := headerServer(t, 500)
 		p, s := beam.NewPipelineWithRoot()
-		col := bigqueryio.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, named)...)
+		col := bqquery.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, named)...)
 		passert.Equals(s, fingerprintOf(s, col), expected(even))
 		run(t, p)
 		checkHeaders(t, srv, registeredHeaders, "read", "rest")
@@ -219,7 +220,7 @@ func TestQuotaProject(t *testing.T) {
 	quota := map[string]string{"X-Goog-User-Project": "my-quota", "Authorization": "Bearer test-token"}
 	opts := []both{quotaProject("my-quota"), clientOpts(tlsAuthOptions)}
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, opts...)...)
+	col := bqquery.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, opts...)...)
 	res := bqwrite.Write(s, "p.d.copy", col, tlsWrite(srv, opts...)...)
 	passert.Empty(s, res.FailedRows)
 	run(t, p)
@@ -237,7 +238,7 @@ func TestClientOptionsSeparateWorker(t *testing.T) {
 	srv, even := headerServer(t, 200)
 	named := clientOpts(testClientOptions)
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, named)...)
+	col := bqquery.Query(s, evenSQL, reflect.TypeFor[Event](), tlsQuery(srv, named)...)
 	res := bqwrite.Write(s, "p.d.copy", col, tlsWrite(srv, named)...)
 	passert.Empty(s, res.FailedRows)
 	wr, err := workertest.Run(t, p)
@@ -305,7 +306,7 @@ func TestClientOptionsConstruction(t *testing.T) {
 			ro, qo, wo = append(ro, o.r), append(qo, o.r), append(wo, o.w)
 		}
 		_, rerr := bigqueryio.TryRead(s, "p.d.t", reflect.TypeFor[Event](), ro...)
-		_, qerr := bigqueryio.TryQuery(s, "SELECT 1", reflect.TypeFor[Event](), qo...)
+		_, qerr := bqquery.TryQuery(s, "SELECT 1", reflect.TypeFor[Event](), qo...)
 		_, werr := bqwrite.TryWrite(s, "p.d.t", beam.Create(s, Simple{}), wo...)
 		for what, err := range map[string]error{"Read": rerr, "Query": qerr, "Write": werr} {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -20,16 +20,11 @@ type Row = bqcore.Row
 type (
 	givenOption = bqcore.Given
 	rawArg      = bqcore.RawArg
-	restClient  = bqcore.Client
-	tableRef    = bqcore.TableRef
 	structField = bqcore.StructField
 	fieldRules  = bqcore.FieldRules
 )
 
 var (
-	newBQ              = bqcore.NewClient
-	isHTTP             = bqcore.IsHTTP
-	isNotFound         = bqcore.IsNotFound
 	fieldsOf           = bqcore.FieldsOf
 	fieldAlloc         = bqcore.FieldAlloc
 	unknownFieldsError = bqcore.UnknownFieldsError

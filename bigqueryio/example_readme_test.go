@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 )
@@ -58,7 +59,7 @@ func Example_rows() {
 // Read the result of a query (needs a Google Cloud project to run).
 func Example_query() {
 	p, s := beam.NewPipelineWithRoot()
-	words := bigqueryio.Query(s, `SELECT word, SUM(word_count) AS word_count, "all" AS corpus
+	words := bqquery.Query(s, `SELECT word, SUM(word_count) AS word_count, "all" AS corpus
 		FROM `+"`bigquery-public-data.samples.shakespeare`"+` GROUP BY word`, reflect.TypeOf(Word{}),
 		bigqueryio.WithBillingProject("my-project")) // runs the job, holds its temporary table
 	_, _ = p, words
@@ -100,7 +101,7 @@ func Example_queryBqtest() {
 		Rows: [][]bigquery.Value{{"to", int64(3), "all"}, {"be", int64(4), "all"}},
 	}})
 	p, s := beam.NewPipelineWithRoot()
-	words := bigqueryio.Query(s, "SELECT * FROM d.words", reflect.TypeOf(Word{}),
+	words := bqquery.Query(s, "SELECT * FROM d.words", reflect.TypeOf(Word{}),
 		bigqueryio.WithBillingProject("p"), bigqueryio.WithEndpoint(srv.Addr()),
 		bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithInsecure())
 	beam.ParDo0(s, printTotal, stats.Sum(s, beam.ParDo(s, wordCount, words)))

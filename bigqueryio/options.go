@@ -82,7 +82,10 @@ func (c *readConfig) calls(name string) []string { return bqcore.Calls(c.given, 
 // not compile.
 type ReadOption interface{ applyRead(*readConfig) }
 
-// QueryOption configures Query. The options of Query alone return a
+// QueryOption configures a query: bqquery.Query, in package
+// github.com/sdfio/sdfio/bigqueryio/bqquery, which takes this package's
+// options (where these docs say Query, they mean it). The options of Query
+// alone return a
 // QueryOption (WithLegacySQL, WithQueryPriority, WithQueryLocation,
 // WithQueryTempDataset, WithQueryParameters, WithRESTEndpoint); those of
 // Read and Query, a SessionOption. A ReadOption is not a QueryOption: given
@@ -124,13 +127,14 @@ func newReadConfig(transform, table string, opts []ReadOption) (readConfig, erro
 	return cfg, cfg.check(transform)
 }
 
-// newQueryConfig is the configuration of a Query with opts, checked.
-func newQueryConfig(opts []QueryOption) (readConfig, error) {
+// newQueryConfig is the configuration of a query with opts, checked;
+// transform (bqquery.Query) names it in errors.
+func newQueryConfig(transform string, opts []QueryOption) (readConfig, error) {
 	cfg := readConfig{Format: int32(Avro), Namespace: Namespace, SplitWait: DefaultSplitWait}
-	if err := applyOptions("bigqueryio.Query", &cfg, opts, QueryOption.applyQuery); err != nil {
+	if err := applyOptions(transform, &cfg, opts, QueryOption.applyQuery); err != nil {
 		return readConfig{}, err
 	}
-	return cfg, cfg.check("bigqueryio.Query")
+	return cfg, cfg.check(transform)
 }
 
 // last is the last call of the named option.

@@ -1,6 +1,10 @@
 package bigqueryio
 
-import "cloud.google.com/go/bigquery"
+import (
+	"cloud.google.com/go/bigquery"
+
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
+)
 
 // The options of Query alone (QueryOption). Query also takes the
 // SessionOptions of options.go, as Read does.
@@ -51,8 +55,8 @@ func WithQueryTempDataset(dataset string) QueryOption {
 // The dry run and the job both get them.
 func WithQueryParameters(params ...bigquery.QueryParameter) QueryOption {
 	return queryOnlyOption(func(c *readConfig) {
-		c.note("WithQueryParameters", paramsText(params)...)
-		c.QueryParams, c.paramsErr = encodeParams(params)
+		c.note("WithQueryParameters", bqcore.ParamsText(params)...)
+		c.QueryParams, c.paramsErr = bqcore.EncodeParams(params)
 	})
 }
 

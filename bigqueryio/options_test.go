@@ -132,7 +132,7 @@ func TestOptionConflicts(t *testing.T) {
 		if !strings.Contains(tc.want, "WithBillingProject") {
 			qopts = append([]SessionOption{WithBillingProject("b")}, qopts...)
 		}
-		if _, err := TryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), queryOptions(qopts...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bigqueryio.Query: ") {
+		if _, err := tryQuery(s, "SELECT 1", reflect.TypeOf(struct{ ID int64 }{}), queryOptions(qopts...)...); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "bqquery.Query: ") {
 			t.Errorf("TryQuery: %v, want an error saying %s", err, tc.want)
 		}
 	}
@@ -282,8 +282,8 @@ func TestOptionsGivenTwice(t *testing.T) {
 				opts = append(opts, WithBillingProject("b"))
 			}
 			_, s := beam.NewPipelineWithRoot()
-			_, err := TryQuery(s, "SELECT 1", typ, opts...)
-			check("bigqueryio.Query", err)
+			_, err := tryQuery(s, "SELECT 1", typ, opts...)
+			check("bqquery.Query", err)
 		}
 		if transforms == 0 {
 			t.Errorf("%s: no transform takes it", name)
@@ -316,9 +316,9 @@ func TestNilOption(t *testing.T) {
 		}, "bigqueryio.NewStreamCheck: option 1 of 1 is nil (a nil bigqueryio.ReadOption)"},
 		{"nil QueryOption", func() error {
 			_, s := beam.NewPipelineWithRoot()
-			_, err := TryQuery(s, "SELECT 1", typ, WithBillingProject("b"), WithLegacySQL(), queryOnlyOption(nil))
+			_, err := tryQuery(s, "SELECT 1", typ, WithBillingProject("b"), WithLegacySQL(), queryOnlyOption(nil))
 			return err
-		}, "bigqueryio.Query: option 3 of 3 is nil (a nil bigqueryio.QueryOption)"},
+		}, "bqquery.Query: option 3 of 3 is nil (a nil bigqueryio.QueryOption)"},
 	} {
 		var err error
 		func() {
@@ -333,4 +333,11 @@ func TestNilOption(t *testing.T) {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
 		}
 	}
+}
+
+// tryQuery is what bqquery.TryQuery checks when the pipeline is built
+// (bqquery imports this package: its tests cannot call it here).
+func tryQuery(_ beam.Scope, sql string, t reflect.Type, opts ...QueryOption) (beam.PCollection, error) {
+	_, err := planQuery("bqquery.Query", sql, t, opts)
+	return beam.PCollection{}, err
 }

@@ -53,7 +53,7 @@ func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (be
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if err := checkOutputType(t, cfg, "Read of "+table); err != nil {
+	if err := checkOutputType(t, cfg, "bigqueryio: Read of "+table); err != nil {
 		return beam.PCollection{}, err
 	}
 	s = s.Scope("bigqueryio.Read")
@@ -63,16 +63,17 @@ func TryRead(s beam.Scope, table string, t reflect.Type, opts ...ReadOption) (be
 }
 
 // checkOutputType refuses an output type that a read could not fill or
-// Beam could not carry, and struct fields that cannot match a column.
+// Beam could not carry, and struct fields that cannot match a column;
+// what begins its errors.
 func checkOutputType(t reflect.Type, cfg readConfig, what string) error {
 	if t == nil || t.Kind() != reflect.Struct && t != typeOfRow {
-		return fmt.Errorf("bigqueryio: %s needs a struct type or bigqueryio.Row, got %v", what, t)
+		return fmt.Errorf("%s needs a struct type or bigqueryio.Row, got %v", what, t)
 	}
 	if err := checkType(t, cfg.fieldRules()); err != nil {
-		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := checkCoder(t); err != nil {
-		return fmt.Errorf("bigqueryio: %s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@
 //		Table:    bqtest.Table{Schema: schema, Rows: big},
 //		Location: "EU",
 //	})
-//	orders := bigqueryio.Query(s, "SELECT * FROM sales.orders WHERE amount > 100", reflect.TypeOf(Order{}),
+//	orders := bqquery.Query(s, "SELECT * FROM sales.orders WHERE amount > 100", reflect.TypeOf(Order{}),
 //		bigqueryio.WithBillingProject("my-project"),
 //		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()),
 //		bigqueryio.WithInsecure())

@@ -18,7 +18,7 @@ import (
 // (datasets insert, get and delete, jobs insert and get, getQueryResults,
 // tables delete; see AddQuery). Pass it with RESTClientOptions to
 // bigquery.NewClient, and the server's ClientOptions to
-// Client.EnableStorageReadClient; bigqueryio.Query takes it with
+// Client.EnableStorageReadClient; bqquery.Query takes it with
 // bigqueryio.WithRESTEndpoint.
 func (s *Server) RESTEndpoint() string {
 	s.mu.Lock()

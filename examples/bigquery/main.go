@@ -45,6 +45,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 
@@ -219,7 +220,7 @@ func main() {
 		for _, o := range opts {
 			queryOpts = append(queryOpts, o)
 		}
-		words = bigqueryio.Query(s, *query, reflect.TypeFor[Word](), queryOpts...)
+		words = bqquery.Query(s, *query, reflect.TypeFor[Word](), queryOpts...)
 	} else {
 		var readOpts []bigqueryio.ReadOption
 		for _, o := range opts {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sdfio/sdfio/avroio"
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqwrite"
 	"github.com/sdfio/sdfio/datastoreio"
 )
@@ -131,7 +132,7 @@ func Example_bigqueryio() {
 	// UseStandardSQL is given), with named or positional parameters.
 	_ = beambigqueryio.Query(s, "my-project", "SELECT id, name, at FROM `my-project.events.raw`",
 		reflect.TypeFor[BeamGoEvent](), beambigqueryio.UseStandardSQL())
-	_ = bigqueryio.Query(s, "SELECT id, name, at FROM `my-project.events.raw` WHERE id > @min",
+	_ = bqquery.Query(s, "SELECT id, name, at FROM `my-project.events.raw` WHERE id > @min",
 		reflect.TypeFor[Event](), bigqueryio.WithBillingProject("my-project"),
 		bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "min", Value: 100}))
 

@@ -11,11 +11,14 @@ import (
 // only reads BigQuery (testdata/bqreadsdfio) links no symbol of the write
 // package (bigqueryio/bqwrite) nor the Storage Write client
 // (managedwriter), and a program that only writes (testdata/bqwritesdfio)
-// links no symbol of the read package (bigqueryio); the read-and-write
-// program (testdata/bqsdfio) links both, which shows the check sees them.
+// links no symbol of the read package (bigqueryio); the read-only program
+// links no symbol of the query package (bigqueryio/bqquery) nor the
+// official REST client's (bigquery.Client), which a query's job needs;
+// the read-and-write program (testdata/bqsdfio) and the query program
+// (testdata/bqquerysdfio) link them, which shows the check sees them.
 // Beam's reflection keeps every method of a reached type, so one
-// registration of a Write DoFn in the read package's init, or one import
-// of bigqueryio from bqwrite, fails here.
+// registration of a Write or query DoFn in the read package's init, or one
+// import of bigqueryio from bqwrite, fails here.
 func TestBigQueryProgramLinks(t *testing.T) {
 	out := t.TempDir()
 	args := []string{"build", "-o", out + string(filepath.Separator)}
@@ -24,7 +27,7 @@ func TestBigQueryProgramLinks(t *testing.T) {
 		// -race, and a plain build would compile Beam again (minutes).
 		args = append(args, "-race")
 	}
-	progs := []string{"./testdata/bqreadsdfio", "./testdata/bqwritesdfio", "./testdata/bqsdfio"}
+	progs := []string{"./testdata/bqreadsdfio", "./testdata/bqwritesdfio", "./testdata/bqsdfio", "./testdata/bqquerysdfio"}
 	if b, err := exec.Command("go", append(args, progs...)...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
@@ -32,14 +35,17 @@ func TestBigQueryProgramLinks(t *testing.T) {
 		read    = "github.com/sdfio/sdfio/bigqueryio."
 		write   = "github.com/sdfio/sdfio/bigqueryio/bqwrite."
 		writeMW = "cloud.google.com/go/bigquery/storage/managedwriter."
+		query   = "github.com/sdfio/sdfio/bigqueryio/bqquery."
+		rest    = "cloud.google.com/go/bigquery.(*Client)."
 	)
 	for _, c := range []struct {
 		prog            string
 		want, forbidden []string
 	}{
-		{"bqreadsdfio", []string{read}, []string{write, writeMW}},
-		{"bqwritesdfio", []string{write, writeMW}, []string{read}},
-		{"bqsdfio", []string{read, write, writeMW}, nil},
+		{"bqreadsdfio", []string{read}, []string{write, writeMW, query, rest}},
+		{"bqwritesdfio", []string{write, writeMW, rest}, []string{read, query}},
+		{"bqsdfio", []string{read, write, writeMW, rest}, []string{query}},
+		{"bqquerysdfio", []string{read, query, rest}, []string{write, writeMW}},
 	} {
 		nm, err := exec.Command("go", "tool", "nm", filepath.Join(out, c.prog)).Output()
 		if err != nil {

@@ -1,4 +1,4 @@
-package bigqueryio
+package bqquery
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/bigquery"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 )
 
 // TestRunQueryExpiry: what a worker crash leaves behind expires. The
@@ -24,7 +25,7 @@ func TestRunQueryExpiry(t *testing.T) {
 	srv.AddDataset("bill", "mine", "asia-northeast1")
 	ctx := context.Background()
 	for _, userDataset := range []string{"", "mine"} {
-		cfg := readConfig{Billing: "bill", Insecure: true, Query: queryConfig{SQL: "SELECT 1 AS x", REST: srv.RESTEndpoint(), TempDataset: userDataset}}
+		cfg := bqcore.QueryJob{Billing: "bill", Insecure: true, SQL: "SELECT 1 AS x", REST: srv.RESTEndpoint(), TempDataset: userDataset}
 		c, err := newBQClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +106,7 @@ func TestRunQueryLocation(t *testing.T) {
 			res := tc.result
 			res.Table = bqtest.Table{Schema: schema, Rows: [][]bigquery.Value{{int64(1)}, {int64(2)}}}
 			srv.AddQuery(sql, res)
-			cfg := readConfig{Billing: "bill", Insecure: true, Query: queryConfig{SQL: sql, REST: srv.RESTEndpoint(), Location: tc.option}}
+			cfg := bqcore.QueryJob{Billing: "bill", Insecure: true, SQL: sql, REST: srv.RESTEndpoint(), Location: tc.option}
 			ctx := context.Background()
 			c, err := newBQClient(ctx, cfg)
 			if err != nil {

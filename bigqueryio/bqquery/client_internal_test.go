@@ -1,4 +1,4 @@
-package bigqueryio
+package bqquery
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/bigquery"
 
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 )
 
 // TestQueryClientHeaders: every REST call of Query (the dry run, the
@@ -25,7 +26,7 @@ func TestQueryClientHeaders(t *testing.T) {
 	srv.AddQuery("SELECT 1 AS x", bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{{Name: "x", Type: bigquery.IntegerFieldType}},
 		Rows: [][]bigquery.Value{{int64(1)}}}, Location: "europe-west1"})
 	ctx := context.Background()
-	cfg := readConfig{Billing: "bill", Insecure: true, Query: queryConfig{SQL: "SELECT 1 AS x", REST: srv.RESTEndpoint()}}
+	cfg := bqcore.QueryJob{Billing: "bill", Insecure: true, SQL: "SELECT 1 AS x", REST: srv.RESTEndpoint()}
 	c, err := newBQClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

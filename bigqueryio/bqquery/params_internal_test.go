@@ -1,4 +1,4 @@
-package bigqueryio
+package bqquery
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"cloud.google.com/go/civil"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
+	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/internal/bqcore"
 )
 
 type paramStruct struct {
@@ -92,31 +94,32 @@ func TestQueryParamsLikeClient(t *testing.T) {
 		}
 		want := dryRun(tc.params)
 
-		// What travels: the readConfig as Beam carries a DoFn, in JSON.
-		cfg, err := newQueryConfig([]QueryOption{WithQueryParameters(tc.params...)})
+		// What travels: the query's job as Beam carries a DoFn, in JSON.
+		plan, err := bqcore.QuerySide.Plan("bqquery.Query", tc.sql, reflect.TypeOf(struct{ X int64 }{}),
+			[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(tc.params...), bigqueryio.WithBillingProject("p")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := json.Marshal(cfg)
+		b, err := json.Marshal(plan.Job)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back readConfig
+		var back bqcore.QueryJob
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		ps, err := decodeParams(back.QueryParams)
+		ps, err := bqcore.DecodeParams(back.Params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Sent as the query job sends them, through the official client
 		// made as the query's is.
-		rc, err := newBQClient(ctx, readConfig{Billing: "p", Insecure: true, Query: queryConfig{REST: srv.RESTEndpoint()}})
+		rc, err := newBQClient(ctx, bqcore.QueryJob{Billing: "p", Insecure: true, REST: srv.RESTEndpoint()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		q := rc.Query(tc.sql)
-		q.Parameters, q.DryRun = clientParams(ps), true
+		q.Parameters, q.DryRun = bqcore.ClientParams(ps), true
 		if _, err := q.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -162,20 +165,20 @@ func TestQueryParamsRefused(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	typ := reflect.TypeOf(struct{ X int64 }{})
 	for _, tc := range []struct {
-		opts []QueryOption
+		opts []bigqueryio.QueryOption
 		want string
 	}{
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}, bigquery.QueryParameter{Value: 2})}, "1 of 2 parameters have names"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "c", Value: make(chan int)})}, "parameter c (chan int): Go type chan int has no BigQuery parameter type"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "m", Value: map[string]int{}})}, "parameter m (map[string]int)"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Value: nil})}, "parameter 1 (<nil>): a nil value"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "u", Value: uint64(1)})}, "parameter u (uint64)"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "x", Value: []any{1}})}, "parameter x ([]interface {})"},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithQueryParameters(bigquery.QueryParameter{Name: "b", Value: 2})},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}, bigquery.QueryParameter{Value: 2})}, "1 of 2 parameters have names"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "c", Value: make(chan int)})}, "parameter c (chan int): Go type chan int has no BigQuery parameter type"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "m", Value: map[string]int{}})}, "parameter m (map[string]int)"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Value: nil})}, "parameter 1 (<nil>): a nil value"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "u", Value: uint64(1)})}, "parameter u (uint64)"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "x", Value: []any{1}})}, "parameter x ([]interface {})"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "b", Value: 2})},
 			`WithQueryParameters is given 2 times, WithQueryParameters("a=1") and WithQueryParameters("b=2")`},
-		{[]QueryOption{WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), WithLegacySQL()}, "legacy SQL takes no parameters"},
+		{[]bigqueryio.QueryOption{bigqueryio.WithQueryParameters(bigquery.QueryParameter{Name: "a", Value: 1}), bigqueryio.WithLegacySQL()}, "legacy SQL takes no parameters"},
 	} {
-		if _, err := TryQuery(s, "SELECT @a", typ, append(tc.opts, WithBillingProject("b"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := TryQuery(s, "SELECT @a", typ, append(tc.opts, bigqueryio.WithBillingProject("b"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v, want an error saying %q", err, tc.want)
 		}
 	}

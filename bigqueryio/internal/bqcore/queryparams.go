@@ -1,4 +1,4 @@
-package bigqueryio
+package bqcore
 
 import (
 	"encoding/base64"
@@ -19,7 +19,7 @@ import (
 // WithQueryParameters turns each value, when the pipeline is built, into
 // its explicit BigQuery type and the text of its value, as the official
 // client would send them (bigquery.QueryParameter documents the mapping),
-// and the query job sends them so (clientParams). A value the client could not send fails when
+// and the query job sends them so (ClientParams). A value the client could not send fails when
 // the pipeline is built, naming the parameter.
 
 // queryParam is a query parameter as it travels in the DoFns.
@@ -163,7 +163,7 @@ func valueOfParam(v reflect.Value, depth int) (paramValue, error) {
 		return valueOfParam(v.Elem(), depth+1)
 	case reflect.Struct:
 		val := paramValue{Struct: map[string]paramValue{}}
-		for _, f := range fieldsOf(t).Fields {
+		for _, f := range FieldsOf(t).Fields {
 			if f.ViaPtr {
 				return paramValue{}, fmt.Errorf("field %s is reached through an embedded pointer", f.GoPath)
 			}
@@ -249,7 +249,7 @@ func typeOfParam(t reflect.Type, depth int) (paramType, error) {
 		}
 	case reflect.Struct:
 		st := paramType{Kind: "STRUCT"}
-		for _, f := range fieldsOf(t).Fields {
+		for _, f := range FieldsOf(t).Fields {
 			ft, err := typeOfParam(f.Typ, depth+1)
 			if err != nil {
 				return paramType{}, fmt.Errorf("field %s: %w", f.GoPath, err)
@@ -335,9 +335,9 @@ func explicitValue(x *bigquery.QueryParameterValue, depth int) (paramValue, erro
 	return v, err // the Value's own type is not sent: x.Type is
 }
 
-// encodeParams is the parameters as they travel: JSON of []queryParam, ""
+// EncodeParams is the parameters as they travel: JSON of []queryParam, ""
 // for none.
-func encodeParams(ps []bigquery.QueryParameter) (string, error) {
+func EncodeParams(ps []bigquery.QueryParameter) (string, error) {
 	qs, err := queryParams(ps)
 	if err != nil || len(qs) == 0 {
 		return "", err
@@ -346,21 +346,21 @@ func encodeParams(ps []bigquery.QueryParameter) (string, error) {
 	return string(b), err
 }
 
-// decodeParams is the parameters of encodeParams, nil for none (clientParams
+// DecodeParams is the parameters of EncodeParams, nil for none (ClientParams
 // turns them into the query job's).
-func decodeParams(s string) ([]queryParam, error) {
+func DecodeParams(s string) ([]queryParam, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var qs []queryParam
 	if err := json.Unmarshal([]byte(s), &qs); err != nil {
-		return nil, fmt.Errorf("bigqueryio: decoding the query parameters: %w", err)
+		return nil, fmt.Errorf("bqquery: decoding the query parameters: %w", err)
 	}
 	return qs, nil
 }
 
-// paramsText is the parameters for messages.
-func paramsText(ps []bigquery.QueryParameter) []any {
+// ParamsText is the parameters for messages.
+func ParamsText(ps []bigquery.QueryParameter) []any {
 	out := make([]any, len(ps))
 	for i, p := range ps {
 		if p.Name != "" {
@@ -372,13 +372,13 @@ func paramsText(ps []bigquery.QueryParameter) []any {
 	return out
 }
 
-// clientParams is the parameters as the official client sends them:
+// ClientParams is the parameters as the official client sends them:
 // each value a *bigquery.QueryParameterValue of its explicit type, every
 // scalar as its text (the client sends a text as it is), NULL a
 // bigquery.NullString that is not valid (the client sends "value": null
 // for it). The client sends no parameter mode: the service takes the
 // parameters' names (all or none) for it.
-func clientParams(ps []queryParam) []bigquery.QueryParameter {
+func ClientParams(ps []queryParam) []bigquery.QueryParameter {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -433,3 +433,23 @@ func clientValue(t paramType, v paramValue) bigquery.QueryParameterValue {
 	}
 	return out
 }
+
+// The Go types of query parameter values with a BigQuery type of their own.
+var (
+	typeOfTime     = reflect.TypeOf(time.Time{})
+	typeOfDate     = reflect.TypeOf(civil.Date{})
+	typeOfCTime    = reflect.TypeOf(civil.Time{})
+	typeOfDateTime = reflect.TypeOf(civil.DateTime{})
+	typeOfRat      = reflect.TypeOf((*big.Rat)(nil))
+
+	typeOfNullInt64     = reflect.TypeOf(bigquery.NullInt64{})
+	typeOfNullFloat64   = reflect.TypeOf(bigquery.NullFloat64{})
+	typeOfNullBool      = reflect.TypeOf(bigquery.NullBool{})
+	typeOfNullString    = reflect.TypeOf(bigquery.NullString{})
+	typeOfNullGeography = reflect.TypeOf(bigquery.NullGeography{})
+	typeOfNullJSON      = reflect.TypeOf(bigquery.NullJSON{})
+	typeOfNullTimestamp = reflect.TypeOf(bigquery.NullTimestamp{})
+	typeOfNullDate      = reflect.TypeOf(bigquery.NullDate{})
+	typeOfNullTime      = reflect.TypeOf(bigquery.NullTime{})
+	typeOfNullDateTime  = reflect.TypeOf(bigquery.NullDateTime{})
+)

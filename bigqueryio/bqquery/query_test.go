@@ -1,4 +1,4 @@
-package bigqueryio_test
+package bqquery_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
 	"github.com/sdfio/sdfio/bigqueryio"
+	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
@@ -79,7 +80,7 @@ func TestQueryPipeline(t *testing.T) {
 		srv, even := queryServer(t, 4000, bqtest.WithBlockRows(64), bqtest.WithResponseRows(100))
 		srv.SetFaults(bqtest.Faults{ResponseDelay: 10 * time.Millisecond})
 		p, s := beam.NewPipelineWithRoot()
-		col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(4), bigqueryio.WithDataFormat(format))...)
+		col := bqquery.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(4), bigqueryio.WithDataFormat(format))...)
 		passert.Equals(s, fingerprintOf(s, col), expected(even))
 		m := run(t, p)
 		if got := counter(t, m, "streams"); got != 4 {
@@ -160,9 +161,9 @@ func TestQueryParametersAndRows(t *testing.T) {
 		return append([]bigqueryio.QueryOption{bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()),
 			bigqueryio.WithBillingProject("bill"), bigqueryio.WithMaxStreams(3)}, more...)
 	}
-	named := bigqueryio.Query(s.Scope("named"), namedSQL, reflect.TypeOf(bigqueryio.Row{}), opts(bigqueryio.WithQueryParameters(
+	named := bqquery.Query(s.Scope("named"), namedSQL, reflect.TypeOf(bigqueryio.Row{}), opts(bigqueryio.WithQueryParameters(
 		bigquery.QueryParameter{Name: "kind", Value: "buy"}, bigquery.QueryParameter{Name: "min_id", Value: 300}))...)
-	positional := bigqueryio.Query(s.Scope("positional"), positionalSQL, reflect.TypeOf(Event{}), opts(bigqueryio.WithQueryParameters(
+	positional := bqquery.Query(s.Scope("positional"), positionalSQL, reflect.TypeOf(Event{}), opts(bigqueryio.WithQueryParameters(
 		bigquery.QueryParameter{Value: "view"}, bigquery.QueryParameter{Value: int64(100)}), bigqueryio.WithDataFormat(bigqueryio.Arrow))...)
 	wantNamed := filter("buy", func(id int64) bool { return id >= 300 })
 	wantPositional := filter("view", func(id int64) bool { return id < 100 })
@@ -204,7 +205,7 @@ func TestQueryOptions(t *testing.T) {
 	srv, even := queryServer(t, 500)
 	srv.AddDataset("example.com:bill", "scratch", "EU")
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOptsBilledTo(srv, "example.com:bill", bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
+	col := bqquery.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOptsBilledTo(srv, "example.com:bill", bigqueryio.WithQueryLocation("EU"), bigqueryio.WithLegacySQL(),
 		bigqueryio.WithQueryPriority(bigquery.BatchPriority), bigqueryio.WithQueryTempDataset("scratch"))...)
 	passert.Equals(s, fingerprintOf(s, col), expected(even))
 	run(t, p)
@@ -247,7 +248,7 @@ func TestQueryErrors(t *testing.T) {
 				bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill"), bigqueryio.WithRowRestriction("nope > 1")}
 		}
 		p, s := beam.NewPipelineWithRoot()
-		bigqueryio.Query(s, tc.sql, reflect.TypeOf(Event{}), opts...)
+		bqquery.Query(s, tc.sql, reflect.TypeOf(Event{}), opts...)
 		err := runFailing(p)
 		if err == nil {
 			t.Errorf("%s: the pipeline succeeded", tc.name)
@@ -310,7 +311,7 @@ func TestQueryConstruction(t *testing.T) {
 		{"SELECT 1", []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryPriority("SOON")}, "priority"},
 		{"SELECT 1", []bigqueryio.QueryOption{bigqueryio.WithBillingProject("b"), bigqueryio.WithQueryTempDataset("x.y")}, "temporary dataset"},
 	} {
-		if _, err := bigqueryio.TryQuery(s, tc.sql, reflect.TypeOf(Event{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := bqquery.TryQuery(s, tc.sql, reflect.TypeOf(Event{}), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("TryQuery(%q): %v, want an error saying %q", tc.sql, err, tc.want)
 		}
 	}
@@ -326,11 +327,11 @@ type unregistered struct{ ID int64 }
 func TestUnregisteredType(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	typ := reflect.TypeOf(unregistered{})
-	want := "element type bigqueryio_test.unregistered is not registered with Beam: call bigqueryio.RegisterType(reflect.TypeFor[bigqueryio_test.unregistered]()) in an init function"
+	want := "element type bqquery_test.unregistered is not registered with Beam: call bigqueryio.RegisterType(reflect.TypeFor[bqquery_test.unregistered]()) in an init function"
 	if _, err := bigqueryio.TryRead(s, "p.d.t", typ); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Read of p.d.t") {
 		t.Errorf("TryRead: %v", err)
 	}
-	if _, err := bigqueryio.TryQuery(s, "SELECT 1", typ, bigqueryio.WithBillingProject("b")); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := bqquery.TryQuery(s, "SELECT 1", typ, bigqueryio.WithBillingProject("b")); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("TryQuery: %v", err)
 	}
 	// Registered, and unnamed, types are taken.
@@ -348,7 +349,7 @@ func TestUnregisteredType(t *testing.T) {
 func TestQuerySeparateWorker(t *testing.T) {
 	srv, even := queryServer(t, 1000, bqtest.WithBlockRows(32))
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(3))...)
+	col := bqquery.Query(s, evenSQL, reflect.TypeOf(Event{}), queryOpts(srv, bigqueryio.WithMaxStreams(3))...)
 	passert.Equals(s, fingerprintOf(s, col), expected(even))
 	res, err := workertest.Run(t, p)
 	if err != nil {
@@ -373,7 +374,7 @@ func TestQueryEmpty(t *testing.T) {
 		{Name: "id", Type: bigquery.IntegerFieldType}, {Name: "score", Type: bigquery.FloatFieldType}, {Name: "kind", Type: bigquery.StringFieldType},
 	}}})
 	p, s := beam.NewPipelineWithRoot()
-	col := bigqueryio.Query(s, "SELECT * FROM d.events WHERE FALSE", reflect.TypeOf(Event{}),
+	col := bqquery.Query(s, "SELECT * FROM d.events WHERE FALSE", reflect.TypeOf(Event{}),
 		bigqueryio.WithEndpoint(srv.Addr()), bigqueryio.WithInsecure(), bigqueryio.WithRESTEndpoint(srv.RESTEndpoint()), bigqueryio.WithBillingProject("bill"))
 	passert.Empty(s, col)
 	m := run(t, p)

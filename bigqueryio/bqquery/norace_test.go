@@ -1,0 +1,5 @@
+//go:build !race
+
+package bqquery_test
+
+const raceEnabled = false
