@@ -23,8 +23,8 @@ func init() {
 	beam.RegisterCoder(RecordType, encodeRecord, decodeRecord)
 
 	// Write's DoFns and types.
-	beamreg.DoFn4x1[context.Context, beam.X, string, func(fileResult), error](&writeBundleFn{})
-	beamreg.DoFn3x1[context.Context, []byte, func(string), error](&beginFn{})
+	beamreg.DoFn3x1[context.Context, beam.X, func(fileResult), error](&writeBundleFn{})
+	beamreg.DoFn3x1[context.Context, []byte, func([]byte), error](&beginFn{})
 	beamreg.DoFn3x1[context.Context, beam.X, func(int, []byte), error](&shardFn{})
 	beamreg.DoFn2x0[[]byte, func(int, []byte)](&shardMarkersFn{})
 	beamreg.DoFn4x1[context.Context, int, func(*[]byte) bool, func(fileResult), error](&writeShardFn{})
@@ -36,6 +36,7 @@ func init() {
 	beamreg.DoFn5x1[context.Context, []byte, func(*fileResult) bool, func(*string) bool, func(string), error](&finalizeDestsFn{})
 	register.Emitter2[string, []byte]()
 	register.Emitter1[fileResult]()
+	register.Emitter1[[]byte]()
 	register.Emitter1[string]()
 	register.Emitter2[int, []byte]()
 	register.Iter1[[]byte]()

@@ -185,11 +185,13 @@ type fileResult struct {
 //     own bundle); with runner-determined sharding and WithNumShards(1),
 //     when no bundle committed a file
 //     (an empty input, or the input's bundles failed), a marker file that
-//     a first step ("Begin", which every writing bundle waits for) makes
-//     and that a failing bundle attempt removes, and no file of an attempt
-//     left in the directory. Without that evidence it removes everything
+//     a first step ("Begin", which the finalize step waits for) makes and
+//     that a failing bundle attempt removes, and no file of an attempt
+//     left in the directory: the writing bundles do not wait for Begin,
+//     and an attempt that fails before Begin made the marker leaves a
+//     tombstone file instead. Without that evidence it removes everything
 //     and fails. (A bundle retried successfully is a committed file, so
-//     the removed marker never fails a write that succeeded.)
+//     the evidence never fails a write that succeeded.)
 //
 // What no step can see is not covered: a bundle that fails while others
 // of the same write committed, on a runner that then runs the finalize
@@ -201,7 +203,8 @@ type fileResult struct {
 // Write returning an error, fused with it) leaves the bundle's temporary
 // file, Begin's marker and the write's lease; one in a stage before the
 // writing one (a step before a Reshuffle, say), Begin's marker and the
-// lease. Beam Go calls no method of a DoFn whose bundle failed elsewhere,
+// lease; a writing bundle that failed before Begin ran, its tombstone and
+// the lease. Beam Go calls no method of a DoFn whose bundle failed elsewhere,
 // and tells no other step. The next non-windowed Write whose temporary
 // directory is in the same directory (the prefix's, or the same
 // WithTempDirectory) removes them, in its Begin step (runner sharding)
@@ -319,13 +322,14 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 	}
 	var results beam.PCollection
 	var dests beam.PCollection // the destinations of a write with fixed shards
+	var begun beam.PCollection // Begin's output, the finalize step's input when there is a Begin
 	switch {
 	case cfg.concatShard():
 		// One file: the bundles write theirs, as with runner sharding, and
 		// the finalize step joins them (write_concat.go), so that no step
 		// holds all the records at once.
-		begun := beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
-		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col, beam.SideInput{Input: begun})
+		begun = beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg}, col)
 	case cfg.NumShards > 0 && dest != nil:
 		keyed, seen := beam.ParDo2(s.Scope("EncodeAndShard"), &destShardFn{Config: cfg, Dest: dest}, col)
 		grouped := beam.GroupByKey(s, keyed)
@@ -341,19 +345,23 @@ func Write(s beam.Scope, prefix, schema string, col beam.PCollection, opts ...Wr
 		results = beam.ParDo(s.Scope("WriteShards"), &writeShardFn{Config: cfg}, grouped)
 	default:
 		// Begin's marker file is the evidence that lets the finalize step
-		// write the one empty file of an empty input; the side input makes
-		// every writing bundle wait for it (see beginFn).
-		begun := beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
-		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg, Dest: dest}, col, beam.SideInput{Input: begun})
+		// write the one empty file of an empty input; the finalize step
+		// waits for it (Begin's output is its input), the writing bundles
+		// do not (see beginFn and writeBundleFn.giveUp).
+		begun = beam.ParDo(s.Scope("Begin"), &beginFn{Config: cfg}, beam.Impulse(s))
+		results = beam.ParDo(s.Scope("WriteBundles"), &writeBundleFn{Config: cfg, Dest: dest}, col)
 	}
 	results = beam.Reshuffle(s, results)
+	if !begun.IsValid() {
+		begun = beam.Impulse(s)
+	}
 	if dest != nil {
 		if !dests.IsValid() {
 			dests = beam.CreateList(s, []string{})
 		}
-		return beam.ParDo(s.Scope("Finalize"), &finalizeDestsFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results}, beam.SideInput{Input: dests})
+		return beam.ParDo(s.Scope("Finalize"), &finalizeDestsFn{Config: cfg}, begun, beam.SideInput{Input: results}, beam.SideInput{Input: dests})
 	}
-	return beam.ParDo(s.Scope("Finalize"), &finalizeFn{Config: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
+	return beam.ParDo(s.Scope("Finalize"), &finalizeFn{Config: cfg}, begun, beam.SideInput{Input: results})
 }
 
 func newWriteConfig(prefix, schema string, elem reflect.Type, opts []WriteOption) (writeConfig, error) {

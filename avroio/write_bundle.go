@@ -16,11 +16,11 @@ import (
 // writeBundleFn writes each bundle's records to a temporary file of its
 // own and, when the bundle finishes, emits the file's description.
 //
-// Begin's output is its side input only so that every bundle waits for
-// Begin; it is taken as a singleton (the one path Begin emits), which Beam
-// Go reads once per bundle. As an iterator (func(*string) bool) Beam Go
-// (v2.78) opens a new iterable of it for every record, whether or not the
-// DoFn reads it: about a tenth of the write's CPU.
+// It takes no side input: a bundle may run before Begin (see giveUp for
+// the evidence a failing one leaves then). A side input only to wait for
+// Begin cost the write a third of its speed on Prism (v2.77, v2.78),
+// whose watermark loop spins on a core while a stage with a side input
+// runs (docs/UPSTREAM.md, 10).
 //
 // A record it cannot write (not encodable by the schema, or past a limit)
 // does not fail the bundle: the bundle drops its file, skips the rest of
@@ -64,7 +64,7 @@ func touchWriteCounters(ctx context.Context, cfg writeConfig) {
 
 // StartBundle drops the file of a bundle that failed on this instance
 // (in another DoFn of its stage, since this one did not see it fail).
-func (fn *writeBundleFn) StartBundle(ctx context.Context, _ string, _ func(fileResult)) {
+func (fn *writeBundleFn) StartBundle(ctx context.Context, _ func(fileResult)) {
 	touchWriteCounters(ctx, fn.Config)
 	// This worker renews the write's lease from now on (write_lease.go).
 	holdLease(ctx, fn.Config.TempDir)
@@ -74,7 +74,7 @@ func (fn *writeBundleFn) StartBundle(ctx context.Context, _ string, _ func(fileR
 	}
 }
 
-func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ string, _ func(fileResult)) error {
+func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ func(fileResult)) error {
 	if fn.failed != "" {
 		return nil // the write fails; its finalize step says why
 	}
@@ -113,7 +113,7 @@ func (fn *writeBundleFn) ProcessElement(ctx context.Context, elem beam.X, _ stri
 	return nil
 }
 
-func (fn *writeBundleFn) FinishBundle(ctx context.Context, _ string, emit func(fileResult)) error {
+func (fn *writeBundleFn) FinishBundle(ctx context.Context, emit func(fileResult)) error {
 	if fn.failed != "" {
 		emit(fileResult{Shard: -1, Err: fn.failed})
 		fn.failed = ""
@@ -158,24 +158,46 @@ func (fn *writeBundleFn) dropFiles(ctx context.Context) {
 	fn.order = nil
 }
 
-// giveUp removes what a failing bundle attempt wrote, and Begin's marker:
-// an attempt that had records and commits nothing must not let the
-// finalize step take the input for empty (see finalize). The marker is
-// only ever consulted when no bundle committed a file, which on a runner
-// that does not run the finalize step after a failure means the input was
-// empty and no attempt ran at all; so removing it cannot fail a write
-// that a retried attempt completes. It removes the lease too, so that the
-// directory goes when its files do; a write whose bundle a runner retries
-// goes on without one (a directory without a lease is only removed by
-// another write after WithStaleTempAge).
+// giveUp removes what a failing bundle attempt wrote, and leaves the
+// evidence that it failed: an attempt that had records and commits
+// nothing must not let the finalize step take the input for empty (see
+// finalize). With Begin's marker there, the evidence is its removal; a
+// bundle may run before Begin (nothing orders them but the finalize step,
+// which waits for both), so without the marker the attempt leaves a
+// tombstone file instead (failedPrefix), which the finalize step finds
+// whenever Begin ran. The evidence is only ever consulted when no bundle
+// committed a file, which on a runner that does not run the finalize step
+// after a failure means the input was empty and no attempt ran at all; so
+// it cannot fail a write that a retried attempt completes. With the
+// marker, it removes the lease too, so that the directory goes when its
+// files do; a write whose bundle a runner retries goes on without one (a
+// directory without a lease is only removed by another write after
+// WithStaleTempAge). With a tombstone, the directory keeps its lease: a
+// job that fails leaves the tombstone and a released lease, which the
+// next write beside it removes at once.
 func (fn *writeBundleFn) giveUp(ctx context.Context) {
 	fn.dropFiles(ctx)
-	dropLease(fn.Config.TempDir)
-	if rm, ok := fn.fs.(filesystem.Remover); ok {
-		rm.Remove(ctx, fn.Config.TempDir+begunMarker)
-		rm.Remove(ctx, fn.Config.TempDir+leaseFile)
+	dir := fn.Config.TempDir
+	if _, err := fn.fs.Size(ctx, dir+begunMarker); err != nil {
+		// No marker: Begin has not run yet, or another attempt removed
+		// it. A tombstone says so whatever runs next; the directory
+		// keeps a lease, which this worker holds and releases when the
+		// runner stops it, so that the next write beside it removes the
+		// directory at once if this job fails (write_lease.go).
+		if w, err := fn.fs.OpenWrite(ctx, dir+failedPrefix+randomID()); err == nil {
+			w.Close()
+		}
+		if err := writeLease(ctx, dir, "", true); err == nil {
+			holdLease(ctx, dir)
+		}
+		return
 	}
-	removeLocalDir(fn.Config.TempDir)
+	dropLease(dir)
+	if rm, ok := fn.fs.(filesystem.Remover); ok {
+		rm.Remove(ctx, dir+begunMarker)
+		rm.Remove(ctx, dir+leaseFile)
+	}
+	removeLocalDir(dir)
 }
 
 func (fn *writeBundleFn) Teardown(ctx context.Context) error {
@@ -191,13 +213,19 @@ func (fn *writeBundleFn) Teardown(ctx context.Context) error {
 // begunMarker names Begin's marker file in the temporary directory.
 const begunMarker = "begun"
 
-// beginFn makes the temporary directory's marker file before any bundle
-// writes (each waits for its output as a side input): the evidence the
-// finalize step needs to write the empty file of an empty input, since no
-// bundle ran to say so. A bundle attempt that fails removes it (see
+// failedPrefix begins the name of the tombstone a failing bundle attempt
+// leaves in the temporary directory when Begin's marker is not there to
+// remove (see writeBundleFn.giveUp).
+const failedPrefix = "failed-attempt-"
+
+// beginFn makes the temporary directory's marker file, which the finalize
+// step waits for (Begin's output is its input): the evidence the finalize
+// step needs to write the empty file of an empty input, since no bundle
+// ran to say so. A bundle attempt that fails removes it, or leaves a
+// tombstone when it fails before Begin made the marker (see
 // writeBundleFn.giveUp), so that a finalize step run after the failure
-// (Prism v2.77 and v2.78 do, now and then) does not take the lost records for an
-// empty input; the finalize step removes it on success. Before the marker
+// (Prism v2.77 and v2.78 do, now and then) does not take the lost records
+// for an empty input; the finalize step removes it on success. Before the marker
 // it makes the write's lease, which tells other writes beside it that
 // this one is running (write_lease.go); after it, it removes what writes
 // no longer running left beside it (write_temp.go).
@@ -205,7 +233,7 @@ type beginFn struct {
 	Config writeConfig
 }
 
-func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func(string)) error {
+func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func([]byte)) error {
 	fs, err := openTempFS(ctx, fn.Config)
 	if err != nil {
 		return err
@@ -235,7 +263,7 @@ func (fn *beginFn) ProcessElement(ctx context.Context, _ []byte, emit func(strin
 	// What writes that died left beside this one goes now, whatever
 	// becomes of this write.
 	sweepStaleTempDirs(ctx, fs, fn.Config)
-	emit(path)
+	emit([]byte(path))
 	return nil
 }
 

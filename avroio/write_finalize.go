@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
@@ -163,7 +164,8 @@ func finalize(ctx context.Context, fs filesystem.Interface, cfg writeConfig, res
 // beginEvidence is, for a runner-sharded write to which no bundle
 // committed a file, the evidence that its input was not empty, as a
 // phrase for commitplan.Expect.Began ("" for none): Begin's marker is gone
-// (a failing bundle attempt removed it), or an attempt left its file. With
+// (a failing bundle attempt removed it), an attempt that failed before
+// Begin left its tombstone, or an attempt left its file. With
 // final given (the name of the empty input's file), retried is a finalize
 // step run again after it committed: the marker gone, nothing left, and
 // final in place.
@@ -176,6 +178,11 @@ func beginEvidence(ctx context.Context, fs filesystem.Interface, cfg writeConfig
 	if merr != nil && len(left) == 0 && final != "" {
 		if _, ferr := fs.Size(ctx, final); ferr == nil {
 			return "", true, nil
+		}
+	}
+	for _, p := range left {
+		if strings.HasPrefix(p, cfg.TempDir+failedPrefix) {
+			return fmt.Sprintf("a bundle attempt failed before the write's Begin step ran (it left %s)", p), false, nil
 		}
 	}
 	switch {

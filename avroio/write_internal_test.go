@@ -257,7 +257,7 @@ func TestFinalizeRetried(t *testing.T) {
 // begin makes Begin's marker, as the pipeline's Begin step does.
 func begin(t *testing.T, cfg writeConfig) {
 	t.Helper()
-	if err := (&beginFn{Config: cfg}).ProcessElement(context.Background(), nil, func(string) {}); err != nil {
+	if err := (&beginFn{Config: cfg}).ProcessElement(context.Background(), nil, func([]byte) {}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -753,4 +753,61 @@ func TestTempDirLeases(t *testing.T) {
 			t.Error("a renewal after dropLease")
 		}
 	})
+}
+
+// TestBundleFailedBeforeBegin: a writing bundle no longer waits for Begin
+// (no side input: it made Prism spin), so an attempt may fail before
+// Begin made its marker. Its evidence is then a tombstone, and a finalize
+// step run after it (as Prism runs it, now and then, after a failed
+// bundle) with no result commits nothing and removes everything; after
+// Begin, the evidence is the marker's removal, and no tombstone is made.
+// On the code before (giveUp only removed the marker), the failure before
+// Begin left no evidence, and the finalize step committed an empty file.
+func TestBundleFailedBeforeBegin(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		beginFirst bool
+		tombstones int
+		want       string
+	}{
+		{"before Begin", false, 1, "a bundle attempt failed before the write's Begin step ran"},
+		{"after Begin", true, 0, "marker is gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(t, dir, 0)
+			if tc.beginFirst {
+				begin(t, cfg)
+			}
+			fn := &writeBundleFn{Config: cfg}
+			if err := fn.Setup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fn.StartBundle(ctx, nil)
+			if err := fn.ProcessElement(ctx, finalizeRec{A: 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			// The attempt fails as a fault of the filesystem fails it.
+			fn.giveUp(ctx)
+			if err := fn.Teardown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stones, _ := filepath.Glob(cfg.TempDir + failedPrefix + "*")
+			if len(stones) != tc.tombstones {
+				t.Fatalf("tombstones %v, want %d", stones, tc.tombstones)
+			}
+			if !tc.beginFirst {
+				begin(t, cfg) // Begin runs after the failed attempt
+			}
+			fs, _ := filesystem.New(ctx, cfg.TempDir)
+			st, err := finalize(ctx, fs, cfg, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "no file was committed") {
+				t.Fatalf("finalize: %+v, %v; want an error saying %q", st, err, tc.want)
+			}
+			if got := namesIn(t, dir); len(got) > 0 {
+				t.Errorf("the failed write left %v", got)
+			}
+		})
+	}
 }
