@@ -139,7 +139,8 @@ func TestPipelineManyBundles(t *testing.T) {
 }
 
 // TestPipelineBundleSizes: the defaults read a small file as one bundle;
-// the minimum bundle size wins over a smaller desired size.
+// the minimum bundle size wins over a smaller desired size. (It failed 1
+// run in CI at load 9: Prism had split a range while it ran.)
 func TestPipelineBundleSizes(t *testing.T) {
 	path, _ := writeLayoutFile(t, t.TempDir(), "b.avro", "null", eventRecords(0, 9000), []int{50})
 	size := newSource(t, path, reflect.TypeFor[event]()).File.Size
@@ -160,8 +161,12 @@ func TestPipelineBundleSizes(t *testing.T) {
 			got := Read(s, path, reflect.TypeFor[event](), tc.opts...)
 			passert.Equals(s, beam.Combine(s, &countEventsFn{}, got), int64(9000))
 			res := run(t, p)
-			if n := counterSum(t, res, "ranges_read"); n != tc.ranges {
-				t.Errorf("ranges_read metric = %d, want %d", n, tc.ranges)
+			// A range Prism splits while it runs (it does when a bundle
+			// makes no progress for a while, as under load) is read as
+			// two: the initial ranges are those read less the splits.
+			n, split := counterSum(t, res, "ranges_read"), counterSum(t, res, "splits_accepted")
+			if n-split != tc.ranges {
+				t.Errorf("ranges_read metric = %d with %d dynamic splits, want %d initial ranges", n, split, tc.ranges)
 			}
 		})
 	}
