@@ -19,6 +19,8 @@ import (
 // size is allocated, so a hostile length fails at the end of the payload.
 type avroReader struct {
 	wire.Reader
+	// buf is the payload wire.Reader reads, for the fast path of long.
+	buf []byte
 	// slab holds the bytes of short strings (one allocation for many, not
 	// one each; a row kept downstream keeps at most a slab per string
 	// alive, not the response). Its bytes are never written again once a
@@ -36,6 +38,7 @@ const (
 // reset points r at payload, with no error left from an earlier use.
 func (r *avroReader) reset(payload []byte) {
 	r.Reader = *wire.NewReader(payload)
+	r.buf = payload
 	r.slab = nil
 }
 
@@ -52,8 +55,18 @@ func (r *avroReader) err() error {
 	return err
 }
 
-// long reads an Avro long.
-func (r *avroReader) long() int64 { return r.Varint() }
+// long reads an Avro long. A long of one byte (-64 to 63: union branches,
+// most string lengths, small numbers) is read inline, the others by
+// wire.Reader's Varint.
+func (r *avroReader) long() int64 {
+	if off := r.Offset(); off < len(r.buf) {
+		if b := r.buf[off]; b < 0x80 && r.Err() == nil {
+			r.Byte()
+			return int64(b>>1) ^ -int64(b&1)
+		}
+	}
+	return r.Varint()
+}
 
 // int reads an Avro int (what names the value in the error when it does
 // not fit 32 bits).
@@ -75,7 +88,7 @@ func (r *avroReader) boolean() bool {
 // bytes reads Avro bytes; they alias the payload.
 func (r *avroReader) bytes() []byte {
 	off := r.Offset()
-	n := r.Varint()
+	n := r.long()
 	if r.Err() != nil {
 		return nil
 	}
@@ -91,8 +104,10 @@ func (r *avroReader) bytes() []byte {
 }
 
 // str reads an Avro string: a copy, in the current slab when short.
-func (r *avroReader) str() string {
-	b := r.bytes()
+func (r *avroReader) str() string { return r.copyStr(r.bytes()) }
+
+// copyStr is a copy of b, in the current slab when short.
+func (r *avroReader) copyStr(b []byte) string {
 	n := len(b)
 	switch {
 	case n == 0:

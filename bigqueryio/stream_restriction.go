@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -151,9 +152,13 @@ func (t *StreamTracker) TryClaim(pos any) bool {
 // primary at pos+1.
 func (t *StreamTracker) claim(pos int64, stream string) (ok, swapped bool) {
 	t.core.Lock()
-	defer t.core.Unlock()
 	ok = t.core.ClaimLocked(pos, true)
-	return ok, stream != "" && t.core.RestrictionLocked().Stream != stream
+	cur := t.core.RestrictionLocked().Stream
+	t.core.Unlock()
+	// The reader passes the stream it was given, the same string: its
+	// bytes are compared only when it is another one.
+	same := len(cur) == len(stream) && (unsafe.StringData(cur) == unsafe.StringData(stream) || cur == stream)
+	return ok, stream != "" && !same
 }
 
 // received records a response of stream the reader is about to claim the
