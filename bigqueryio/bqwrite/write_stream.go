@@ -278,6 +278,17 @@ type streamKeyFn struct {
 	held  int      // bytes of open's rows
 	descs map[*descriptorpb.DescriptorProto]streamDesc
 	arena rowArena // where rows are encoded (a chunk's rows are slices of it)
+
+	// The previous row's table and writer schema: a bundle's rows are
+	// mostly of one table, whose lookups (f.Fn.table, desc) are then
+	// skipped. A table's *writeTable is never replaced within an
+	// instance (appendFn.tables only grows); its encoder may be (a
+	// schema update, followSchema), so the schema is kept with the
+	// encoder's descriptor it is of.
+	lastRes  string
+	last     *writeTable
+	lastEnc  *descriptorpb.DescriptorProto
+	lastDesc streamDesc
 }
 
 // openChunk is a chunk being gathered, and the earliest event time of its
@@ -292,6 +303,7 @@ func (f *streamKeyFn) Setup() {
 	f.Fn.Setup()
 	f.next, f.open = map[string]int{}, map[string]*openChunk{}
 	f.descs = map[*descriptorpb.DescriptorProto]streamDesc{}
+	f.last, f.lastRes, f.lastEnc = nil, "", nil // f.Fn.Setup made new tables
 }
 
 func (f *streamKeyFn) Teardown() { f.Fn.Teardown() }
@@ -305,9 +317,13 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 			return f.Fn.refuse(ctx, spec, x, fmt.Errorf("WithTableFunc: %w", err), failed)
 		}
 	}
-	t, err := f.Fn.table(ctx, res)
-	if err != nil {
-		return err
+	t := f.last
+	if t == nil || res != f.lastRes {
+		var err error
+		if t, err = f.Fn.table(ctx, res); err != nil {
+			return err
+		}
+		f.last, f.lastRes = t, res
 	}
 	row, err := f.arena.encode(t.enc, x)
 	if err != nil && t.enc.isRow && f.Fn.followSchema(ctx, t, x) {
@@ -319,9 +335,12 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 	if err != nil {
 		return f.Fn.refuse(ctx, t.spec, x, err, failed)
 	}
-	desc, err := f.desc(t)
-	if err != nil {
-		return fmt.Errorf("bqwrite.Write to %s: %w", t.spec, err)
+	desc := f.lastDesc
+	if f.lastEnc == nil || f.lastEnc != t.enc.desc {
+		if desc, err = f.desc(t); err != nil {
+			return fmt.Errorf("bqwrite.Write to %s: %w", t.spec, err)
+		}
+		f.lastEnc, f.lastDesc = t.enc.desc, desc
 	}
 	c := f.open[res]
 	if c != nil && (c.bytes+len(row) > f.Fn.Cfg.MaxBatchSize || c.Fp != desc.Fp) {
@@ -332,6 +351,14 @@ func (f *streamKeyFn) ProcessElement(ctx context.Context, ts beam.EventTime, x b
 		c = &openChunk{streamChunk: streamChunk{Fp: desc.Fp, Desc: desc.Desc}, ts: ts}
 		f.open[res] = c
 		f.order = append(f.order, res)
+	}
+	if len(c.Rows) == cap(c.Rows) {
+		// Doubled: append's growth of large slices (about 1.25x) would
+		// allocate about five times the chunk's final slice, and copy it
+		// as often, for each chunk of a bundle of many rows.
+		rows := make([][]byte, len(c.Rows), max(2*cap(c.Rows), 64))
+		copy(rows, c.Rows)
+		c.Rows = rows
 	}
 	c.Rows = append(c.Rows, row)
 	c.bytes += len(row)
@@ -554,9 +581,14 @@ func (f *streamBatchFn) output(sp state.Provider, key string, m batchMeta, emit 
 	if err := f.Chunks.Clear(sp); err != nil {
 		return m, fmt.Errorf("bqwrite.Write to %s: clearing shard %s's batch: %w", shardSpec(key), key, err)
 	}
-	rows := make([][]byte, 0, m.Rows)
-	for _, c := range chunks {
-		rows = append(rows, c.Rows...)
+	var rows [][]byte
+	if len(chunks) == 1 {
+		rows = chunks[0].Rows // a batch of one chunk: its rows as read
+	} else {
+		rows = make([][]byte, 0, m.Rows)
+		for _, c := range chunks {
+			rows = append(rows, c.Rows...)
+		}
 	}
 	if int64(len(rows)) != m.Rows {
 		return m, fmt.Errorf("bqwrite.Write to %s: shard %s's batch state holds %d rows, its count says %d", shardSpec(key), key, len(rows), m.Rows)

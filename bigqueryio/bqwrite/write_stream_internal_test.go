@@ -1,6 +1,7 @@
 package bqwrite
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -498,5 +499,88 @@ func TestStreamAutoShards(t *testing.T) {
 	want := res + "#" + procShards.id + ".0"
 	if len(auto) != 1 || auto[want] != 2000 {
 		t.Errorf("automatic, a low rate: keys %v, want all 2000 rows on %q", auto, want)
+	}
+}
+
+// evenOddTable routes even IDs to table p.d.even and odd ones to p.d.odd.
+func evenOddTable(r onceRow) string {
+	if r.ID%2 == 0 {
+		return "p.d.even"
+	}
+	return "p.d.odd"
+}
+
+// TestStreamKeyChunksInterleaved: the keying step, its rows alternating
+// between two tables (its lookups of the previous row's table and writer
+// schema then miss on every row) in bundles of many chunks, outputs each
+// table's rows once, in order, in chunks of that table within an
+// append's bytes that carry the table's writer schema.
+func TestStreamKeyChunksInterleaved(t *testing.T) {
+	srv := newStreamServer(t)
+	cfg := writeTestConfig(t, srv, "p.d.s", WithNumStreams(2), WithCreateDisposition(CreateIfNeeded))
+	fn := &appendFn{Cfg: cfg, Type: beam.EncodedType{T: reflect.TypeFor[onceRow]()}, HasTableFn: true,
+		TableFn: beam.EncodedFunc{Fn: reflectx.MakeFunc(evenOddTable)}}
+	kf := &streamKeyFn{Fn: fn, Shards: cfg.NumStreams}
+	kf.Setup()
+	defer kf.Teardown()
+	ctx := context.Background()
+	got := map[string][][]byte{}
+	chunks := 0
+	emit := func(_ beam.EventTime, k string, c streamChunk) {
+		chunks++
+		res, n := shardTable(k), 0
+		for _, r := range c.Rows {
+			n += len(r)
+		}
+		if n > cfg.MaxBatchSize {
+			t.Errorf("a chunk of %s of %d bytes, over %d", res, n, cfg.MaxBatchSize)
+		}
+		if d := kf.descs[fn.tables[res].enc.desc]; c.Fp != d.Fp || !bytes.Equal(c.Desc, d.Desc) || c.Fp == 0 {
+			t.Errorf("a chunk of %s: writer schema %x, want %x", res, c.Fp, d.Fp)
+		}
+		got[res] = append(got[res], c.Rows...)
+	}
+	failed := func(r FailedRow) { t.Errorf("refused: %+v", r) }
+	var rows []onceRow
+	for bundle := range 3 {
+		for i := range 1500 {
+			r := onceRow{ID: int64(bundle*1500 + i), Name: strings.Repeat("n", i%7)}
+			rows = append(rows, r)
+			if err := kf.ProcessElement(ctx, beam.EventTime(i), r, emit, failed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kf.FinishBundle(ctx, emit, failed)
+	}
+	if chunks < 20 {
+		t.Errorf("%d chunks: the test wants many per bundle", chunks)
+	}
+	want := map[string][][]byte{}
+	for _, r := range rows {
+		res, err := tableResource(evenOddTable(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := fn.tables[res].enc.encode(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[res] = append(want[res], b)
+	}
+	if len(got) != 2 {
+		t.Fatalf("rows of %d tables, want 2", len(got))
+	}
+	for res, w := range want {
+		g := got[res]
+		if len(g) != len(w) {
+			t.Errorf("%s: %d rows, want %d", res, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			if !bytes.Equal(g[i], w[i]) {
+				t.Errorf("%s: row %d is %x, want %x", res, i, g[i], w[i])
+				break
+			}
+		}
 	}
 }
