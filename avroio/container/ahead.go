@@ -78,8 +78,12 @@ type ahead[T any] struct {
 
 	started bool
 	cur     *aheadBatch[T]
-	i       int   // records of cur returned
-	err     error // sticky error of Next
+	// rest are the records of cur not returned yet, after its first
+	// (which nextAhead returns), and off is cur's off: Next returns them
+	// without a call.
+	rest []T
+	off  int64
+	err  error // sticky error of Next
 	// the block of the record Next returned last
 	size, records, bytes int64
 	haveBytes            bool
@@ -104,6 +108,7 @@ func newAhead[T any](budget int64) *ahead[T] {
 // included) or a stop.
 func (r *Reader[T]) produce(a *ahead[T]) {
 	defer close(a.done)
+	est := int64(-1) // recordEstimate of the block being decoded
 	for {
 		var b *aheadBatch[T]
 		select {
@@ -121,8 +126,14 @@ func (r *Reader[T]) produce(a *ahead[T]) {
 			}
 		}
 		b.recs, b.err, b.held = b.recs[:0], nil, 0
+		// The chunk's records count in held as they are decoded: b.held
+		// is added to it when the chunk is sent (one atomic add a chunk,
+		// not one a record), and until then the budget is checked
+		// against held plus b.held. Every record of a block has the same
+		// estimate (recordEstimate), taken at its first.
+		var peak int64
 		for len(b.recs) < aheadChunk {
-			if len(b.recs) > 0 && a.held.Load() >= a.budget {
+			if len(b.recs) > 0 && a.held.Load()+b.held >= a.budget {
 				break // the rest goes in the next chunk
 			}
 			rec, off, sp, err := r.next()
@@ -139,14 +150,18 @@ func (r *Reader[T]) produce(a *ahead[T]) {
 				b.size, b.count = r.blk.Size, r.blk.Records
 				b.bytes = r.blocks.BytesRead()
 			}
+			if sp || est < 0 {
+				est = r.recordEstimate()
+			}
 			b.recs = append(b.recs, rec)
-			est := r.recordEstimate()
 			b.held += est
-			a.peak.Store(max(a.peak.Load(), a.held.Add(est)))
+			peak = max(peak, a.held.Load()+b.held)
 			if r.idx == r.blk.Records {
 				break // a chunk never holds records of two blocks
 			}
 		}
+		a.held.Add(b.held)
+		a.peak.Store(max(a.peak.Load(), peak))
 		select {
 		case a.full <- b:
 		case <-a.stop:
@@ -163,7 +178,7 @@ func (r *Reader[T]) nextAhead() (rec T, offset int64, splitPoint bool, err error
 	if a.err != nil {
 		return rec, 0, false, a.err
 	}
-	for a.cur == nil || a.i >= len(a.cur.recs) {
+	for a.cur == nil || len(a.rest) == 0 {
 		if b := a.cur; b != nil {
 			if b.err != nil {
 				a.err = b.err
@@ -184,16 +199,18 @@ func (r *Reader[T]) nextAhead() (rec T, offset int64, splitPoint bool, err error
 			a.bytes, a.haveBytes = r.blocks.BytesRead(), true
 			go r.produce(a)
 		}
-		a.cur, a.i = <-a.full, 0
+		a.cur = <-a.full
+		a.rest, a.off = a.cur.recs, a.cur.off
 		if len(a.cur.recs) > 0 {
 			a.size, a.records, a.bytes, a.haveBytes = a.cur.size, a.cur.count, a.cur.bytes, true
 		}
 	}
+	// Called with rest empty, nextAhead returns the first record of
+	// a chunk; Next returns the others.
 	b := a.cur
-	rec = b.recs[a.i]
-	sp := a.i == 0 && b.first
-	a.i++
-	return rec, b.off, sp, nil
+	rec = a.rest[0]
+	a.rest = a.rest[1:]
+	return rec, b.off, b.first, nil
 }
 
 func (a *ahead[T]) bytesRead(r *Reader[T]) int64 {
@@ -216,7 +233,7 @@ func (a *ahead[T]) stopAndWait(name string) {
 		}
 		if a.cur != nil {
 			clear(a.cur.recs)
-			a.cur = nil
+			a.cur, a.rest = nil, nil
 		}
 	})
 }

@@ -93,6 +93,9 @@ type Reader[T any] struct {
 
 	goType reflect.Type // the Go type records are decoded into
 	dyn    *dynamicType // set by NewReaderOf: records of a type known at run time
+	// scratch is what records are decoded into without dyn, then copied
+	// out of (next); zero between records.
+	scratch *T
 
 	// ahead is set with Options.DecodeAhead: the fields above, from blk
 	// on, and blocks (but for Header and Name) then belong to its goroutine.
@@ -458,6 +461,18 @@ func (r *Reader[T]) recErr(kind error, cause error, format string, args ...any) 
 // the first record of its block (a split point). It returns io.EOF after the
 // last record. Errors stay: once Next failed it keeps failing.
 func (r *Reader[T]) Next() (rec T, offset int64, splitPoint bool, err error) {
+	// The records of the chunk decoded ahead in hand, from a slice
+	// without a further call; nextAhead takes the next chunk (a chunk
+	// holds up to aheadChunk records) and returns its first record.
+	if a := r.ahead; a != nil && len(a.rest) > 0 {
+		rec, a.rest = a.rest[0], a.rest[1:]
+		return rec, a.off, false, nil // a chunk's first record is nextAhead's
+	}
+	return r.nextSlow()
+}
+
+// nextSlow is Next past the chunk in hand, or without decoding ahead.
+func (r *Reader[T]) nextSlow() (rec T, offset int64, splitPoint bool, err error) {
 	if r.ahead != nil {
 		return r.nextAhead()
 	}
@@ -483,10 +498,22 @@ func (r *Reader[T]) next() (rec T, offset int64, splitPoint bool, err error) {
 			return rec, 0, false, err
 		}
 		rec, _ = any(r.dyn.box(p)).(T) // T is any: only a nil record is left zero
-	} else if err := r.decode(unsafe.Pointer(&rec)); err != nil {
-		r.err = err
-		var zero T
-		return zero, 0, false, err
+	} else {
+		// Decoded into the reader's own value, which is zero before each
+		// decode (hamba/avro would otherwise reuse its slices and maps),
+		// and copied out: rec's address never reaches the decoder, so rec
+		// stays off the heap (taking it made every call, on NewReaderOf's
+		// path too, allocate a T).
+		if r.scratch == nil {
+			r.scratch = new(T)
+		}
+		var zero T // scratch is zero here: it is cleared after every decode
+		if err := r.decode(unsafe.Pointer(r.scratch)); err != nil {
+			*r.scratch = zero
+			r.err = err
+			return zero, 0, false, err
+		}
+		rec, *r.scratch = *r.scratch, zero
 	}
 	r.idx++
 	if r.idx == r.blk.Records {
