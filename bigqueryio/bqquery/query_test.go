@@ -16,31 +16,15 @@ import (
 	"github.com/sdfio/sdfio/bigqueryio"
 	"github.com/sdfio/sdfio/bigqueryio/bqquery"
 	"github.com/sdfio/sdfio/bigqueryio/bqtest"
+	"github.com/sdfio/sdfio/bigqueryio/internal/readtest"
 	"github.com/sdfio/sdfio/internal/workertest"
 )
 
-const evenSQL = "SELECT * FROM d.events WHERE MOD(id, 2) = 0"
+const evenSQL = readtest.EvenSQL
 
 // queryServer is a server with the events table of n rows (in EU) and the
 // query evenSQL, whose result is its even rows; it returns them.
-func queryServer(t *testing.T, n int, opts ...bqtest.Option) (*bqtest.Server, [][]bigquery.Value) {
-	t.Helper()
-	srv := newServer(t, opts...)
-	rows := eventsTable(t, srv, n)
-	var even [][]bigquery.Value
-	for _, r := range rows {
-		if r[0].(int64)%2 == 0 {
-			even = append(even, r)
-		}
-	}
-	srv.AddQuery(evenSQL, bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{
-		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
-		{Name: "name", Type: bigquery.StringFieldType},
-		{Name: "score", Type: bigquery.FloatFieldType},
-		{Name: "kind", Type: bigquery.StringFieldType, Required: true},
-	}, Rows: even}, Location: "EU"})
-	return srv, even
-}
+var queryServer = readtest.QueryServer
 
 func queryOpts(srv *bqtest.Server, more ...bigqueryio.QueryOption) []bigqueryio.QueryOption {
 	return queryOptsBilledTo(srv, "bill", more...)
@@ -173,7 +157,7 @@ func TestQueryParametersAndRows(t *testing.T) {
 	all := func(rs [][]bigquery.Value) sum {
 		var x sum
 		for _, r := range rs {
-			x = x.add(fingerprint(Event{ID: r[0].(int64), Score: r[2].(float64), Kind: r[3].(string)}))
+			x = x.Add(fingerprint(Event{ID: r[0].(int64), Score: r[2].(float64), Kind: r[3].(string)}))
 		}
 		return x
 	}

@@ -19,7 +19,7 @@ import (
 // remove (a retried bundle) is no error.
 func TestRunQueryExpiry(t *testing.T) {
 	srv := newTestServer(t)
-	numbersTable(t, srv, 10)
+	eventsTable(t, srv, 10)
 	srv.AddQuery("SELECT 1 AS x", bqtest.QueryResult{Table: bqtest.Table{Schema: bigquery.Schema{{Name: "x", Type: bigquery.IntegerFieldType}},
 		Rows: [][]bigquery.Value{{int64(1)}}}, Location: "asia-northeast1"})
 	srv.AddDataset("bill", "mine", "asia-northeast1")
