@@ -29,9 +29,12 @@ import (
 // The child modes: each measures one thing in a process of its own, so that
 // the parent can read its peak RSS and CPU time from its rusage.
 const (
-	modeSdfio          = "sdfio"         // avroio.Read on Prism, counting with a combine
-	modeBeamAvroio     = "beam_avroio"   // Beam Go's avroio.Read on Prism, counting with a combine
-	modeCeiling        = "prism_ceiling" // Impulse -> ParDo emitting N int64 -> combine count
+	modeSdfio      = "sdfio"         // avroio.Read on Prism, counting with a combine
+	modeBeamAvroio = "beam_avroio"   // Beam Go's avroio.Read on Prism, counting with a combine
+	modeCeiling    = "prism_ceiling" // Impulse -> ParDo emitting N int64 -> combine count
+	// Impulse -> ParDo emitting N benchdata.Records (a ring of 1024 built
+	// before) -> combine count: the ceiling for the type the read emits.
+	modeCeilingRecord  = "prism_ceiling_record"
 	modeDecodeOurs     = "decode_sdfio"  // avroio/container Reader[benchdata.Record], one goroutine
 	modeDecodeHamba    = "decode_hamba"  // hamba/avro's ocf.Decoder into benchdata.Record
 	modeDecodeGoavro   = "decode_goavro" // goavro's OCF reader, generic values
@@ -68,6 +71,8 @@ func init() {
 	register.Combiner2[int64, beamRecord](&countBeamRecordsFn{})
 	register.Combiner2[int64, int64](&countInt64Fn{})
 	register.DoFn2x0[[]byte, func(int64)](&emitNFn{})
+	register.DoFn2x0[[]byte, func(benchdata.Record)](&emitNRecordsFn{})
+	register.Emitter1[benchdata.Record]()
 	register.Emitter1[int64]()
 	register.DoFn2x0[context.Context, int64](&reportCountFn{})
 }
@@ -103,6 +108,21 @@ func (fn *emitNFn) ProcessElement(_ []byte, emit func(int64)) {
 	}
 }
 
+// emitNRecordsFn emits N records, taken in turn from a ring of 1024 made
+// before the first: Beam's per-element work for the record type the read
+// emits, with no decoding.
+type emitNRecordsFn struct{ N int64 }
+
+func (fn *emitNRecordsFn) ProcessElement(_ []byte, emit func(benchdata.Record)) {
+	ring := make([]benchdata.Record, 1024)
+	for i := range ring {
+		ring[i] = benchdata.Make(int64(i))
+	}
+	for i := int64(0); i < fn.N; i++ {
+		emit(ring[i&1023])
+	}
+}
+
 var countCounter = beam.NewCounter(countNamespace, countName)
 
 // reportCountFn hands the pipeline's count to the launcher as a counter.
@@ -134,7 +154,7 @@ func runChild(ctx context.Context, mode, input string, n, expect int64) error {
 	}
 	start := time.Now()
 	switch mode {
-	case modeSdfio, modeBeamAvroio, modeCeiling:
+	case modeSdfio, modeBeamAvroio, modeCeiling, modeCeilingRecord:
 		res, err = runPipeline(ctx, mode, input, n)
 	case modeDecodeOurs:
 		res.Records, err = decodeOurs(input)
@@ -178,6 +198,9 @@ func runPipeline(ctx context.Context, mode, input string, n int64) (childResult,
 	case modeCeiling:
 		ints := beam.ParDo(s, &emitNFn{N: n}, beam.Impulse(s))
 		count = beam.Combine(s.Scope("count"), &countInt64Fn{}, ints)
+	case modeCeilingRecord:
+		recs := beam.ParDo(s, &emitNRecordsFn{N: n}, beam.Impulse(s))
+		count = beam.Combine(s.Scope("count"), &countRecordsFn{}, recs)
 	}
 	beam.ParDo0(s, &reportCountFn{}, count)
 	pr, err := prism.Execute(ctx, p)

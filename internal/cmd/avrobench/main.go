@@ -10,7 +10,9 @@
 //     sdfio's avroio.Read (sdfio) and by Beam Go's own avroio.Read
 //     (beam_avroio), next to Prism's own ceiling on as many elements
 //     (prism_ceiling: Impulse -> ParDo emitting N int64 -> combine count,
-//     all fused), with the machine's 2 cores;
+//     all fused), and the same for the record type the read emits
+//     (prism_ceiling_record: N benchdata.Records from a ring of 1024 built
+//     before, no decoding), with the machine's 2 cores;
 //   - BenchmarkAvroOneFilePinned: sdfio and the ceiling again, pinned to one
 //     core with `taskset -c 0`, to see whether splitting the file pays;
 //   - BenchmarkAvroManyFiles: sdfio and beam_avroio on the 64 small files;
@@ -142,6 +144,7 @@ func cases(set *benchdata.Set) []benchCase {
 		{"BenchmarkAvroOneFile/sdfio", modeSdfio, large, nl, false, n},
 		{"BenchmarkAvroOneFile/beam_avroio", modeBeamAvroio, large, nl, false, *beamOneFileCount},
 		{"BenchmarkAvroOneFile/prism_ceiling", modeCeiling, "", nl, false, n},
+		{"BenchmarkAvroOneFile/prism_ceiling_record", modeCeilingRecord, "", nl, false, n},
 		{"BenchmarkAvroOneFilePinned/sdfio", modeSdfio, large, nl, true, n},
 		{"BenchmarkAvroOneFilePinned/prism_ceiling", modeCeiling, "", nl, true, n},
 		{"BenchmarkAvroManyFiles/sdfio", modeSdfio, small, ns, false, n},
@@ -176,6 +179,8 @@ var goals = []string{
 	"BenchmarkAvroOneFile/sdfio records/s >= 10x BenchmarkAvroOneFile/beam_avroio # one large file: at least 10x Beam Go's avroio",
 	"BenchmarkAvroOneFile/sdfio records/cpu-s / BenchmarkAvroOneFile/beam_avroio # one large file: CPU cost per record against Beam Go's avroio (less disturbed by load)",
 	"BenchmarkAvroOneFile/sdfio records/s >= 0.9x BenchmarkAvroOneFile/prism_ceiling # issue 39: one large file at 0.9x Prism's own per-element ceiling (issue 3 asked for more than half)",
+	"BenchmarkAvroOneFile/sdfio records/s / BenchmarkAvroOneFile/prism_ceiling_record # the same against Prism's ceiling for the record type the read emits (a ring of pre-built records, no decoding)",
+	"BenchmarkAvroOneFile/prism_ceiling_record records/s / BenchmarkAvroOneFile/prism_ceiling # Beam's per-element cost of the record type against an int64",
 	"BenchmarkAvroOneFile/sdfio records/s >= 1.5x BenchmarkAvroOneFilePinned/sdfio # splitting pays: 2 cores against taskset -c 0",
 	"BenchmarkAvroOneFile/prism_ceiling records/s / BenchmarkAvroOneFilePinned/prism_ceiling # Prism's own ceiling, 2 cores against 1 (1.36x in DESIGN.md)",
 	"BenchmarkAvroManyFiles/sdfio records/s >= 5x BenchmarkAvroManyFiles/beam_avroio # 64 small files: at least 5x Beam Go's avroio",
