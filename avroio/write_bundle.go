@@ -174,7 +174,12 @@ func (fn *writeBundleFn) dropFiles(ctx context.Context) {
 // directory without a lease is only removed by another write after
 // WithStaleTempAge). With a tombstone, the directory keeps its lease: a
 // job that fails leaves the tombstone and a released lease, which the
-// next write beside it removes at once.
+// next write beside it removes at once. The tombstone is written through
+// the same filesystem whose fault may be failing the attempt: if it cannot
+// be written either, an attempt that failed before Begin leaves no
+// evidence, and only a runner that runs the finalize step after a failed
+// bundle with no result at all (Prism, now and then) would take its input
+// for empty; the bundle's own error still fails the job everywhere else.
 func (fn *writeBundleFn) giveUp(ctx context.Context) {
 	fn.dropFiles(ctx)
 	dir := fn.Config.TempDir

@@ -811,3 +811,39 @@ func TestBundleFailedBeforeBegin(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleRetriedAfterTombstone: an attempt that failed before Begin
+// left its tombstone; the runner retried the bundle, which committed its
+// file. The finalize step commits that file and removes the tombstone,
+// the marker, the lease and the directory: the evidence never fails a
+// write that succeeded.
+func TestBundleRetriedAfterTombstone(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, 0)
+	fn := &writeBundleFn{Config: cfg}
+	if err := fn.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fn.StartBundle(ctx, nil)
+	if err := fn.ProcessElement(ctx, finalizeRec{A: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fn.giveUp(ctx)
+	if err := fn.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	begin(t, cfg)
+	fs, _ := filesystem.New(ctx, cfg.TempDir)
+	retried := tempFileWith(t, fs, cfg, cfg.TempDir+"retried", 0, 10)
+	st, err := finalize(ctx, fs, cfg, []fileResult{retried})
+	if err != nil || len(st.files) != 1 {
+		t.Fatalf("finalize after a retried attempt: %+v, %v", st, err)
+	}
+	if recs := readRecs(t, st.files[0]); len(recs) != 10 {
+		t.Errorf("committed %d records, want 10", len(recs))
+	}
+	if got := namesIn(t, dir); !reflect.DeepEqual(got, []string{filepath.Base(st.files[0])}) {
+		t.Errorf("directory holds %v, want only %s", got, filepath.Base(st.files[0]))
+	}
+}

@@ -28,19 +28,13 @@ import (
 
 // The events table, its restriction and fingerprint, shared with
 // bqquery's tests (internal/readtest).
-type (
-	Event = readtest.Event
-	sum   = readtest.Sum
-	sumFn = readtest.SumFn
-)
+type Event = readtest.Event
 
 const restriction = readtest.Restriction
 
 var (
 	eventsTable   = readtest.EventsTable
 	expected      = readtest.Expected
-	fingerprint   = readtest.Fingerprint
-	passes        = readtest.Passes
 	fingerprintOf = readtest.FingerprintOf
 	newServer     = readtest.NewServer
 )

@@ -23,7 +23,6 @@ import (
 type (
 	Event = readtest.Event
 	sum   = readtest.Sum
-	sumFn = readtest.SumFn
 )
 
 const restriction = readtest.Restriction
@@ -32,7 +31,6 @@ var (
 	eventsTable   = readtest.EventsTable
 	expected      = readtest.Expected
 	fingerprint   = readtest.Fingerprint
-	passes        = readtest.Passes
 	fingerprintOf = readtest.FingerprintOf
 	newServer     = readtest.NewServer
 )
