@@ -229,18 +229,6 @@ func wireCodecOf(t reflect.Type) (wireCodec, error) {
 // wireSliceCodec writes 0 for a nil slice, else its length+1 and its
 // items; []byte as its bytes, which decode as a slice of the encoding.
 func wireSliceCodec(t reflect.Type) (wireCodec, error) {
-	// count reads a slice's length+1: -1 for nil.
-	count := func(r *wire.Reader) int {
-		n := r.Uvarint()
-		if n == 0 || r.Err() != nil {
-			return -1
-		}
-		if n-1 > uint64(r.Left()) {
-			r.Fail("a slice of %d with %d bytes left", n-1, r.Left())
-			return -1
-		}
-		return int(n - 1)
-	}
 	if t.Elem().Kind() == reflect.Uint8 {
 		return wireCodec{
 			size: func(v reflect.Value) int { return binary.MaxVarintLen64 + v.Len() },
@@ -252,7 +240,7 @@ func wireSliceCodec(t reflect.Type) (wireCodec, error) {
 				return append(wire.AppendUvarint(b, uint64(len(p))+1), p...)
 			},
 			dec: func(r *wire.Reader, v reflect.Value) {
-				if n := count(r); n >= 0 {
+				if n := wireCount(r); n >= 0 {
 					if p := r.Fixed(n); r.Err() == nil {
 						v.SetBytes(p[:n:n])
 					}
@@ -260,6 +248,28 @@ func wireSliceCodec(t reflect.Type) (wireCodec, error) {
 			},
 		}, nil
 	}
+	if t == typeOfByteSlices {
+		return byteSlicesWire, nil
+	}
+	return wireItemsCodec(t)
+}
+
+// wireCount reads a slice's length+1: -1 for nil.
+func wireCount(r *wire.Reader) int {
+	n := r.Uvarint()
+	if n == 0 || r.Err() != nil {
+		return -1
+	}
+	if n-1 > uint64(r.Left()) {
+		r.Fail("a slice of %d with %d bytes left", n-1, r.Left())
+		return -1
+	}
+	return int(n - 1)
+}
+
+// wireItemsCodec is wireSliceCodec's codec of a slice of anything but
+// bytes: its items one after another, each by its own codec.
+func wireItemsCodec(t reflect.Type) (wireCodec, error) {
 	item, err := wireCodecOf(t.Elem())
 	if err != nil {
 		return wireCodec{}, err
@@ -283,7 +293,7 @@ func wireSliceCodec(t reflect.Type) (wireCodec, error) {
 			return b
 		},
 		dec: func(r *wire.Reader, v reflect.Value) {
-			n := count(r)
+			n := wireCount(r)
 			if n < 0 {
 				return
 			}
@@ -294,6 +304,59 @@ func wireSliceCodec(t reflect.Type) (wireCodec, error) {
 			v.Set(s)
 		},
 	}, nil
+}
+
+// typeOfByteSlices is the type of the streaming write's rows.
+var typeOfByteSlices = reflect.TypeFor[[][]byte]()
+
+// byteSlicesWire is the codec of a [][]byte.
+var byteSlicesWire = byteSlicesCodec()
+
+// byteSlicesCodec is wireSliceCodec's codec of a [][]byte, the rows of
+// every chunk and batch of the streaming write: the same bytes as the
+// general codec of a slice of []byte (count, then each item as a []byte),
+// written and read without a reflect.Value per row.
+func byteSlicesCodec() wireCodec {
+	return wireCodec{
+		size: func(v reflect.Value) int {
+			rows := v.Interface().([][]byte)
+			n := binary.MaxVarintLen64 * (len(rows) + 1)
+			for _, p := range rows {
+				n += len(p)
+			}
+			return n
+		},
+		enc: func(b []byte, v reflect.Value) []byte {
+			rows := v.Interface().([][]byte)
+			if rows == nil {
+				return append(b, 0)
+			}
+			b = wire.AppendUvarint(b, uint64(len(rows))+1)
+			for _, p := range rows {
+				if p == nil {
+					b = append(b, 0)
+					continue
+				}
+				b = append(wire.AppendUvarint(b, uint64(len(p))+1), p...)
+			}
+			return b
+		},
+		dec: func(r *wire.Reader, v reflect.Value) {
+			n := wireCount(r)
+			if n < 0 {
+				return
+			}
+			rows := make([][]byte, n)
+			for i := 0; i < n && r.Err() == nil; i++ {
+				if m := wireCount(r); m >= 0 {
+					if p := r.Fixed(m); r.Err() == nil {
+						rows[i] = p[:m:m]
+					}
+				}
+			}
+			v.Set(reflect.ValueOf(rows))
+		},
+	}
 }
 
 // wireStructCodec writes a struct's fields in order. It refuses an
