@@ -17,6 +17,7 @@ import (
 func init() {
 	register.Function1x0(discardSimple)
 	register.Function2x0(genSimple)
+	register.Function2x0(tickSimple)
 	register.Emitter1[Simple]()
 }
 
@@ -30,11 +31,14 @@ func genSimple(n int64, emit func(Simple)) {
 }
 
 // BenchmarkStreamWritePrism writes 100,000 rows on Prism (in this
-// process, with bqtest) three ways, to set the exactly-once write of
+// process, with bqtest) four ways, to set the exactly-once write of
 // unbounded input beside the batch write on the same runner: stream (a
 // periodic sequence whose elements are all due when it starts, so it
 // emits as fast as Prism takes them, written with Write's defaults for unbounded
-// input: exactly once, BUFFERED streams, flushes every 50 ms: a run is about half a second, and the last batch waits up to one frequency), seq_only
+// input: exactly once, BUFFERED streams, flushes every 50 ms: a run is about half a second, and the last batch waits up to one frequency),
+// stream_ticks (the same write of the same number of rows from a sequence
+// a thousandth as long, each element made into 1,000 rows: the source's
+// per-element cost in Beam's harness spread over 1,000 rows), seq_only
 // (the same sequence, no write: the runner's and the source's share) and
 // batch (the same rows from an impulse, Write's batch path). rows/s is
 // over the whole pipeline, from Run to its end; cpu-ns/row is the
@@ -51,6 +55,10 @@ func BenchmarkStreamWritePrism(b *testing.B) {
 		{"stream", func(s beam.Scope, table string) {
 			seq := dueSequence(s, n)
 			bqwrite.Write(s, table, beam.ParDo(s, seqSimple, seq), writeOpts(srv, bqwrite.WithTriggeringFrequency(50*time.Millisecond))...)
+		}},
+		{"stream_ticks", func(s beam.Scope, table string) {
+			ticks := dueSequence(s, n/tickRows)
+			bqwrite.Write(s, table, beam.ParDo(s, tickSimple, ticks), writeOpts(srv, bqwrite.WithTriggeringFrequency(50*time.Millisecond))...)
 		}},
 		{"seq_only", func(s beam.Scope, _ string) {
 			seq := dueSequence(s, n)
@@ -86,6 +94,18 @@ func BenchmarkStreamWritePrism(b *testing.B) {
 			b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(float64(benchCPU()-cpu0)/rows, "cpu-ns/row")
 		})
+	}
+}
+
+// tickRows is how many rows stream_ticks makes of each element of its
+// sequence.
+const tickRows = 1000
+
+// tickSimple makes the tickRows rows of element i of a sequence (its
+// index).
+func tickSimple(i int64, emit func(Simple)) {
+	for j := range int64(tickRows) {
+		emit(seqSimple(i*tickRows + j))
 	}
 }
 
