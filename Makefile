@@ -152,6 +152,7 @@ bench:
 	@printf '%s\n' 'goal: BenchmarkStreamWrite cpu-ns/row <= 1.5x BenchmarkWrite/managedwriter # issue 28: its CPU per row against the plain loop' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream rows/s / BenchmarkStreamWritePrism/batch # the streaming write on Prism against the batch write there' >> /tmp/sdfio-bench.txt
 	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream cpu-ns/row <= 1.5x BenchmarkWrite/managedwriter # issue 39: the streaming write on Prism, whole pipeline, CPU per row against the plain loop' >> /tmp/sdfio-bench.txt
+	@printf '%s\n' 'goal: BenchmarkStreamWritePrism/stream_ticks cpu-ns/row / BenchmarkWrite/managedwriter # the same write from a source of 1,000 rows per element (its per-element cost in Beam spread)' >> /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/dswritebench | tee -a /tmp/sdfio-bench.txt
 	set -o pipefail; $(GO) run ./internal/cmd/binsize | tee -a /tmp/sdfio-bench.txt
 	@set -o pipefail; $(GO) run ./internal/cmd/bqbench -count=$(BQBENCH_COUNT) | tee -a /tmp/sdfio-bench.txt || echo "bqbench failed"
