@@ -8,7 +8,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	beamsdf "github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -155,10 +154,7 @@ func (t *StreamTracker) claim(pos int64, stream string) (ok, swapped bool) {
 	ok = t.core.ClaimLocked(pos, true)
 	cur := t.core.RestrictionLocked().Stream
 	t.core.Unlock()
-	// The reader passes the stream it was given, the same string: its
-	// bytes are compared only when it is another one.
-	same := len(cur) == len(stream) && (unsafe.StringData(cur) == unsafe.StringData(stream) || cur == stream)
-	return ok, stream != "" && !same
+	return ok, stream != "" && cur != stream
 }
 
 // received records a response of stream the reader is about to claim the
